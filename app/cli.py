@@ -1,0 +1,94 @@
+"""`lance-adapter serve`: start the REST server on one configured backend."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import socket
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from app.config import Settings, SettingsError, load_settings
+from app.server import SETTINGS_ENV, create_app
+from backends import ConfigurationError, load_namespace
+
+
+def _property(text: str) -> tuple[str, str]:
+    key, separator, value = text.partition("=")
+    if not separator or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lance-adapter", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve the Lance REST namespace protocol")
+    serve.add_argument("--impl", help="backend alias (dir, hive2, hive3, glue, unity, "
+                       "iceberg) or module.Class path; default dir")
+    serve.add_argument("--prop", action="append", type=_property, default=[],
+                       metavar="KEY=VALUE", help="backend property (repeatable)")
+    serve.add_argument("--config", type=Path, help="YAML or JSON settings file")
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to bind (default 2333)")
+    serve.add_argument("--workers", type=int, help="worker processes (default 1)")
+    serve.add_argument("--log-level", help="uvicorn log level (default info)")
+    return parser
+
+
+def _check_port_free(host: str, port: int) -> None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            reason = "is already in use" if error.errno == errno.EADDRINUSE else error.strerror
+            raise SettingsError(f"cannot listen on {host}:{port}: {reason}") from None
+
+
+def settings_from_arguments(arguments: argparse.Namespace) -> Settings:
+    overrides = {
+        "impl": arguments.impl,
+        "host": arguments.host,
+        "port": arguments.port,
+        "workers": arguments.workers,
+        "log_level": arguments.log_level,
+    }
+    if arguments.prop:
+        overrides["properties"] = dict(arguments.prop)
+    return load_settings(arguments.config, overrides=overrides)
+
+
+def serve(settings: Settings) -> None:
+    namespace = load_namespace(settings.impl, settings.properties)
+    _check_port_free(settings.host, settings.port)
+    options = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "timeout_keep_alive": settings.timeout_keep_alive,
+    }
+    if settings.workers > 1:
+        os.environ[SETTINGS_ENV] = settings.to_json()
+        uvicorn.run("app.server:create_app_from_environment", factory=True,
+                    workers=settings.workers, **options)
+    else:
+        uvicorn.run(create_app(namespace, settings), **options)
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = build_parser().parse_args(argv)
+    try:
+        serve(settings_from_arguments(arguments))
+    except (SettingsError, ConfigurationError) as error:
+        print(f"lance-adapter: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

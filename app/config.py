@@ -1,0 +1,124 @@
+"""Server settings: defaults, then a config file, then environment variables, then the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ENV_PREFIX = "LANCE_ADAPTER_"
+ENV_PROPERTY_PREFIX = "LANCE_ADAPTER_PROP_"
+ENV_PROPERTIES_JSON = "LANCE_ADAPTER_PROPERTIES"
+DEFAULT_PORT = 2333
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used; the message is one line for the operator."""
+
+
+@dataclass
+class Settings:
+    impl: str = "dir"
+    properties: dict[str, str] = field(default_factory=dict)
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    workers: int = 1
+    log_level: str = "info"
+    max_concurrency: int = 32
+    max_body_bytes: int = 512 * 1024 * 1024
+    timeout_keep_alive: int = 5
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Settings:
+        return cls(**json.loads(text))
+
+
+_INTEGER_FIELDS = {f.name for f in fields(Settings) if f.type in ("int", int)}
+_SCALAR_FIELDS = {f.name for f in fields(Settings)} - {"properties"}
+
+
+def _typed(name: str, value: Any) -> Any:
+    if name not in _INTEGER_FIELDS:
+        return str(value)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise SettingsError(f"setting '{name}' must be an integer, got {value!r}") from None
+
+
+def _apply(settings: Settings, values: Mapping[str, Any]) -> None:
+    for name, value in values.items():
+        if name == "properties":
+            if not isinstance(value, Mapping):
+                raise SettingsError("setting 'properties' must be a mapping of strings")
+            settings.properties.update({str(k): str(v) for k, v in value.items()})
+        elif name in _SCALAR_FIELDS:
+            setattr(settings, name, _typed(name, value))
+        else:
+            raise SettingsError(f"unknown setting '{name}'")
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        values = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise SettingsError(f"cannot read config file {path}: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise SettingsError(f"config file {path} is not valid YAML/JSON: {error}") from None
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise SettingsError(f"config file {path} must hold a mapping")
+    return values
+
+
+def environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
+    """LANCE_ADAPTER_<SETTING>, LANCE_ADAPTER_PROPERTIES (JSON) and LANCE_ADAPTER_PROP_<KEY>.
+
+    In LANCE_ADAPTER_PROP_<KEY>, KEY is lower-cased and `__` stands for `.`:
+    LANCE_ADAPTER_PROP_STORAGE__REGION=eu-west-1 sets `storage.region`.
+    """
+    values: dict[str, Any] = {}
+    properties: dict[str, str] = {}
+    if ENV_PROPERTIES_JSON in environ:
+        try:
+            properties.update(json.loads(environ[ENV_PROPERTIES_JSON]))
+        except (json.JSONDecodeError, TypeError, ValueError):
+            raise SettingsError(f"{ENV_PROPERTIES_JSON} must be a JSON object") from None
+    for name, value in environ.items():
+        if name.startswith(ENV_PROPERTY_PREFIX):
+            key = name[len(ENV_PROPERTY_PREFIX):].lower().replace("__", ".")
+            properties[key] = value
+        elif name.startswith(ENV_PREFIX) and name != ENV_PROPERTIES_JSON:
+            setting = name[len(ENV_PREFIX):].lower()
+            if setting in _SCALAR_FIELDS:
+                values[setting] = value
+    if properties:
+        values["properties"] = properties
+    return values
+
+
+def load_settings(
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    settings = Settings()
+    if config_file is not None:
+        _apply(settings, read_config_file(config_file))
+    _apply(settings, environment_values(os.environ if environ is None else environ))
+    _apply(settings, {k: v for k, v in (overrides or {}).items() if v is not None})
+    if not 0 <= settings.port <= 65535:
+        raise SettingsError(f"port must be between 0 and 65535, got {settings.port}")
+    for name in ("workers", "max_concurrency", "max_body_bytes"):
+        if getattr(settings, name) < 1:
+            raise SettingsError(f"setting '{name}' must be at least 1")
+    return settings

@@ -1,0 +1,79 @@
+"""The one place where errors become the spec's error codes and HTTP statuses."""
+
+from __future__ import annotations
+
+import logging
+
+from lance_namespace import ErrorCode, InternalError, InvalidInputError, LanceNamespaceError
+from pydantic import ValidationError
+
+logger = logging.getLogger("lance_adapter")
+
+HTTP_STATUS_BY_CODE: dict[ErrorCode, int] = {
+    ErrorCode.UNSUPPORTED: 406,
+    ErrorCode.NAMESPACE_NOT_FOUND: 404,
+    ErrorCode.NAMESPACE_ALREADY_EXISTS: 409,
+    ErrorCode.NAMESPACE_NOT_EMPTY: 409,
+    ErrorCode.TABLE_NOT_FOUND: 404,
+    ErrorCode.TABLE_ALREADY_EXISTS: 409,
+    ErrorCode.TABLE_INDEX_NOT_FOUND: 404,
+    ErrorCode.TABLE_INDEX_ALREADY_EXISTS: 409,
+    ErrorCode.TABLE_TAG_NOT_FOUND: 404,
+    ErrorCode.TABLE_TAG_ALREADY_EXISTS: 409,
+    ErrorCode.TRANSACTION_NOT_FOUND: 404,
+    ErrorCode.TABLE_VERSION_NOT_FOUND: 404,
+    ErrorCode.TABLE_COLUMN_NOT_FOUND: 404,
+    ErrorCode.INVALID_INPUT: 400,
+    ErrorCode.CONCURRENT_MODIFICATION: 409,
+    ErrorCode.PERMISSION_DENIED: 403,
+    ErrorCode.UNAUTHENTICATED: 401,
+    ErrorCode.SERVICE_UNAVAILABLE: 503,
+    ErrorCode.INTERNAL: 500,
+    ErrorCode.INVALID_TABLE_STATE: 409,
+    ErrorCode.TABLE_SCHEMA_VALIDATION_ERROR: 400,
+    ErrorCode.THROTTLING: 429,
+    ErrorCode.TABLE_BRANCH_NOT_FOUND: 404,
+    ErrorCode.TABLE_BRANCH_ALREADY_EXISTS: 409,
+}
+
+_ERROR_TITLES: dict[ErrorCode, str] = {
+    code: "".join(word.capitalize() for word in code.name.split("_")) for code in ErrorCode
+}
+
+
+class BodyTooLargeError(InvalidInputError):
+    """The request body is larger than the configured limit (HTTP 413, code 13)."""
+
+
+def http_status(error: LanceNamespaceError) -> int:
+    if isinstance(error, BodyTooLargeError):
+        return 413
+    return HTTP_STATUS_BY_CODE.get(ErrorCode(error.code), 500)
+
+
+def invalid_input_from_validation(error: ValidationError) -> InvalidInputError:
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in issue['loc']) or 'body'}: {issue['msg']}"
+        for issue in error.errors(include_url=False)
+    )
+    return InvalidInputError(f"invalid request: {problems}")
+
+
+def as_namespace_error(error: BaseException) -> LanceNamespaceError:
+    """The spec error for any exception; unexpected ones are logged with their trace."""
+    if isinstance(error, LanceNamespaceError):
+        return error
+    if isinstance(error, ValidationError):
+        return invalid_input_from_validation(error)
+    logger.error("unexpected error", exc_info=error)
+    return InternalError("internal error; see the server log")
+
+
+def error_body(error: LanceNamespaceError, instance: str) -> dict[str, object]:
+    code = ErrorCode(error.code)
+    return {
+        "error": str(error) or _ERROR_TITLES[code],
+        "code": int(code),
+        "detail": f"{_ERROR_TITLES[code]} (code {int(code)})",
+        "instance": instance,
+    }

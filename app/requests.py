@@ -1,0 +1,205 @@
+"""Turning HTTP requests into the fields of the official request models."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+from lance_namespace import InvalidInputError
+from starlette.requests import Request
+
+from app.errors import BodyTooLargeError
+from app.spec import BodyKind, Operation, QueryParameter
+from backends.names import validate_identifier
+
+DEFAULT_DELIMITER = "$"
+IDENTITY_HEADERS = frozenset({"authorization", "x-api-key"})
+# Transport headers every request has; they are not caller context.
+TRANSPORT_HEADERS = frozenset(
+    {"host", "content-length", "content-type", "accept", "accept-encoding", "connection",
+     "user-agent", "transfer-encoding", "expect"}
+)
+CONTEXT_HEADER_PREFIX = "header."
+
+# Operations that may address the root namespace (the empty identifier).
+ROOT_OPERATIONS = frozenset(
+    {"ListNamespaces", "ListTables", "DescribeNamespace", "NamespaceExists"}
+)
+
+# Accepted values of the mode-like request fields, in their canonical snake_case spelling.
+CHOICE_FIELDS: dict[tuple[str, str], frozenset[str]] = {
+    ("CreateNamespace", "mode"): frozenset({"create", "exist_ok", "overwrite"}),
+    ("DropNamespace", "mode"): frozenset({"skip", "fail"}),
+    ("DropNamespace", "behavior"): frozenset({"restrict", "cascade"}),
+    ("CreateTable", "mode"): frozenset({"create", "exist_ok", "overwrite"}),
+    ("InsertIntoTable", "mode"): frozenset({"append", "overwrite"}),
+    ("RegisterTable", "mode"): frozenset({"create", "overwrite"}),
+}
+
+
+def split_identifier(raw: str, delimiter: str) -> list[str]:
+    """`a$b` -> ["a", "b"]; an id equal to the delimiter is the root namespace."""
+    if not delimiter:
+        raise InvalidInputError("delimiter must not be empty")
+    if raw == delimiter:
+        return []
+    return raw.split(delimiter)
+
+
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise BodyTooLargeError(f"request body is larger than {max_bytes} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise BodyTooLargeError(f"request body is larger than {max_bytes} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse_json_object(body: bytes) -> dict[str, Any]:
+    if not body.strip():
+        return {}
+    try:
+        value = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InvalidInputError(f"request body is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise InvalidInputError("request body must be a JSON object")
+    return value
+
+
+def check_arrow_stream(body: bytes) -> bytes:
+    """Reject anything that is not a complete Arrow IPC stream before a backend sees it."""
+    if not body:
+        raise InvalidInputError("request body must be an Arrow IPC stream, got no bytes")
+    try:
+        with pa.ipc.open_stream(body) as reader:
+            for _ in reader:
+                pass
+    except (pa.ArrowInvalid, pa.ArrowException, OSError) as error:
+        raise InvalidInputError(f"request body is not an Arrow IPC stream: {error}") from None
+    return body
+
+
+def _coerce(parameter: QueryParameter, raw: str) -> Any:
+    if parameter.type == "boolean":
+        lowered = raw.lower()
+        if lowered not in ("true", "false"):
+            raise InvalidInputError(f"query parameter {parameter.name} must be true or false")
+        return lowered == "true"
+    if parameter.type == "integer":
+        try:
+            return int(raw)
+        except ValueError:
+            message = f"query parameter {parameter.name} must be an integer"
+            raise InvalidInputError(message) from None
+    return raw
+
+
+def query_fields(operation: Operation, query: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        parameter.name: _coerce(parameter, query[parameter.name])
+        for parameter in operation.query_parameters
+        if parameter.name != "delimiter" and parameter.name in query
+    }
+
+
+def header_fields(headers: Mapping[str, str]) -> dict[str, Any]:
+    """`identity` from the credential headers, `context` from every other header."""
+    identity: dict[str, str] = {}
+    api_key = headers.get("x-api-key")
+    if api_key:
+        identity["api_key"] = api_key
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        identity["auth_token"] = token.strip()
+    context = {
+        f"{CONTEXT_HEADER_PREFIX}{name}": value
+        for name, value in headers.items()
+        if name.lower() not in IDENTITY_HEADERS and name.lower() not in TRANSPORT_HEADERS
+    }
+    return {"identity": identity or None, "context": context or None}
+
+
+def canonical_choice(value: str) -> str:
+    """ExistOk, EXIST_OK, exist_ok -> exist_ok."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", value).lower()
+
+
+def _normalise_choices(operation: Operation, fields: dict[str, Any]) -> None:
+    for (operation_id, name), allowed in CHOICE_FIELDS.items():
+        if operation_id != operation.operation_id or fields.get(name) is None:
+            continue
+        value = fields[name]
+        if not isinstance(value, str) or canonical_choice(value) not in allowed:
+            choices = ", ".join(sorted(allowed))
+            raise InvalidInputError(f"{name} must be one of {choices}, got {value!r}")
+        fields[name] = canonical_choice(value)
+
+
+def _validate_id(operation: Operation, fields: dict[str, Any]) -> None:
+    identifier = validate_identifier(fields.get("id"))
+    if not identifier and operation.operation_id not in ROOT_OPERATIONS:
+        raise InvalidInputError(f"{operation.operation_id} needs a non-empty identifier")
+    fields["id"] = identifier
+
+
+def finish_fields(
+    operation: Operation, fields: dict[str, Any], headers: Mapping[str, str]
+) -> dict[str, Any]:
+    """Validate names and choices, and add identity and context from the headers."""
+    _validate_id(operation, fields)
+    _normalise_choices(operation, fields)
+    from_headers = header_fields(headers)
+    if fields.get("identity") is None:
+        fields["identity"] = from_headers["identity"]
+    if from_headers["context"]:
+        fields["context"] = {**from_headers["context"], **(fields.get("context") or {})}
+    return fields
+
+
+async def read_route_request(
+    operation: Operation, request: Request, max_body_bytes: int
+) -> tuple[dict[str, Any], bytes | None]:
+    """Fields and Arrow data of a request to the operation's /v1/ route."""
+    delimiter = request.query_params.get("delimiter") or DEFAULT_DELIMITER
+    route_id = split_identifier(request.path_params["id"], delimiter)
+    body = await read_body(request, max_body_bytes)
+    data = None
+    fields: dict[str, Any] = {}
+    if operation.body is BodyKind.JSON:
+        fields = parse_json_object(body)
+    elif operation.body is BodyKind.ARROW:
+        data = check_arrow_stream(body)
+    fields.update(query_fields(operation, request.query_params))
+    if fields.get("id") is not None and fields["id"] != route_id:
+        message = f"request body names {fields['id']!r}, the route names {route_id!r}"
+        raise InvalidInputError(message)
+    fields["id"] = route_id
+    return finish_fields(operation, fields, request.headers), data
+
+
+async def read_operation_request(
+    operation: Operation, request: Request, max_body_bytes: int
+) -> tuple[dict[str, Any], bytes | None]:
+    """Fields and Arrow data of a request to the operation's POST /<OperationId> route.
+
+    The request model is the JSON body, except for operations that carry Arrow data:
+    their fields come from the query (`id` joined with `delimiter`) and the body is the data.
+    """
+    body = await read_body(request, max_body_bytes)
+    if operation.body is not BodyKind.ARROW:
+        return finish_fields(operation, parse_json_object(body), request.headers), None
+    query = request.query_params
+    fields = query_fields(operation, query)
+    raw_id = query.get("id")
+    delimiter = query.get("delimiter") or DEFAULT_DELIMITER
+    fields["id"] = [] if raw_id is None else split_identifier(raw_id, delimiter)
+    return finish_fields(operation, fields, request.headers), check_arrow_stream(body)

@@ -1,0 +1,865 @@
+"""Lance namespaces kept in a Hive Metastore (HMS): `hive2` (database.table) and `hive3`
+(catalog.database.table).
+
+A Lance table is an HMS `EXTERNAL_TABLE` whose parameters hold `table_type=lance`; its storage
+descriptor location is the Lance table root. Namespace properties live in the Database object
+(`database.description`, `database.location-uri`, `database.owner`, `database.owner-type` map
+to the Database fields, every other key to its parameters) and, for hive3, in the Catalog
+object (`description`, `catalog.location.uri`).
+
+Hive names are case-insensitive: every name is lowercased before it reaches the metastore, and
+names Hive would reject (anything but letters, digits and `_`; databases and catalogs longer
+than 128 characters) are refused with InvalidInputError before any metastore call.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import TypeVar
+from urllib.parse import urlparse
+
+from hive_metastore import ThriftHiveMetastore
+from hive_metastore.ttypes import (
+    AlreadyExistsException,
+    Catalog,
+    CreateCatalogRequest,
+    Database,
+    DropCatalogRequest,
+    GetCatalogRequest,
+    InvalidObjectException,
+    InvalidOperationException,
+    MetaException,
+    NoSuchObjectException,
+    PrincipalType,
+    SerDeInfo,
+    StorageDescriptor,
+    Table,
+)
+from lance_namespace import (
+    CreateNamespaceRequest,
+    CreateNamespaceResponse,
+    DeclareTableRequest,
+    DeclareTableResponse,
+    DeregisterTableRequest,
+    DeregisterTableResponse,
+    DescribeNamespaceRequest,
+    DescribeNamespaceResponse,
+    DescribeTableRequest,
+    DescribeTableResponse,
+    DropNamespaceRequest,
+    DropNamespaceResponse,
+    InternalError,
+    InvalidInputError,
+    LanceNamespace,
+    LanceNamespaceError,
+    ListNamespacesRequest,
+    ListNamespacesResponse,
+    ListTablesRequest,
+    ListTablesResponse,
+    NamespaceAlreadyExistsError,
+    NamespaceExistsRequest,
+    NamespaceExistsResponse,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    RegisterTableRequest,
+    RegisterTableResponse,
+    ServiceUnavailableError,
+    TableAlreadyExistsError,
+    TableExistsRequest,
+    TableExistsResponse,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
+from thrift.protocol import TBinaryProtocol
+from thrift.Thrift import TApplicationException
+from thrift.transport import TSocket, TTransport
+from thrift.transport.TTransport import TTransportException
+
+from backends.names import validate_identifier
+from backends.paging import paginate
+from backends.properties import (
+    ConfigurationError,
+    float_property,
+    int_property,
+    storage_options,
+)
+
+T = TypeVar("T")
+
+DEFAULT_URI = "thrift://localhost:9083"
+DEFAULT_CATALOG = "hive"
+DEFAULT_DATABASE = "default"
+IDENTIFIER_DELIMITER = "$"
+LANCE_TABLE_TYPE = "lance"
+TABLE_TYPE_KEY = "table_type"
+EXTERNAL_TABLE = "EXTERNAL_TABLE"
+MAX_DATABASE_NAME_LENGTH = 128  # DBS.NAME / CTLGS.NAME are VARCHAR(128) in the HMS schema
+MAX_TABLE_NAME_LENGTH = 256  # TBLS.TBL_NAME is VARCHAR(256)
+TABLE_BATCH_SIZE = 100
+
+DESCRIPTION_KEY = "database.description"
+LOCATION_KEY = "database.location-uri"
+OWNER_KEY = "database.owner"
+OWNER_TYPE_KEY = "database.owner-type"
+CATALOG_DESCRIPTION_KEY = "description"
+CATALOG_LOCATION_KEY = "catalog.location.uri"
+# Table parameters the backend owns; request properties cannot override them.
+RESERVED_TABLE_PARAMETERS = frozenset({TABLE_TYPE_KEY, "EXTERNAL"})
+
+_HIVE_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+# ---------------------------------------------------------------------------------------------
+# Error translation: the one place where metastore and transport failures become Lance errors.
+
+
+def translate_hms_error(error: Exception, subject: str) -> LanceNamespaceError:
+    """The Lance error for a failed metastore call about a `subject` ("namespace" or "table")."""
+    if isinstance(error, LanceNamespaceError):
+        return error
+    message = getattr(error, "message", None) or str(error) or type(error).__name__
+    if isinstance(error, TTransportException | OSError | EOFError):
+        return ServiceUnavailableError(f"Hive Metastore is unavailable: {message}")
+    if isinstance(error, NoSuchObjectException):
+        if subject == "table":
+            return TableNotFoundError(f"table not found: {message}")
+        return NamespaceNotFoundError(f"namespace not found: {message}")
+    if isinstance(error, AlreadyExistsException):
+        if subject == "table":
+            return TableAlreadyExistsError(f"table already exists: {message}")
+        return NamespaceAlreadyExistsError(f"namespace already exists: {message}")
+    if isinstance(error, InvalidOperationException) and "not empty" in message:
+        return NamespaceNotEmptyError(message)
+    if isinstance(error, InvalidObjectException | InvalidOperationException):
+        return InvalidInputError(f"Hive Metastore rejected the request: {message}")
+    if isinstance(error, TApplicationException):
+        if error.type == TApplicationException.UNKNOWN_METHOD:
+            return UnsupportedOperationError(f"the metastore does not support this: {message}")
+        return InternalError(f"Hive Metastore protocol error: {message}")
+    if isinstance(error, MetaException):
+        return InternalError(f"Hive Metastore error: {message}")
+    return InternalError(f"unexpected Hive Metastore failure: {message}")
+
+
+def _is_transport_failure(error: Exception) -> bool:
+    return isinstance(error, TTransportException | OSError | EOFError)
+
+
+def _is_timeout(error: Exception) -> bool:
+    if isinstance(error, TimeoutError):
+        return True
+    if isinstance(error, TTransportException):
+        return error.type == TTransportException.TIMED_OUT or isinstance(
+            getattr(error, "inner", None), TimeoutError
+        )
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Connections
+
+
+@dataclass(frozen=True)
+class MetastoreAddress:
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, uri: str) -> MetastoreAddress:
+        parsed = urlparse(uri.strip())
+        if parsed.scheme != "thrift" or not parsed.hostname:
+            raise ConfigurationError(f"metastore uri must be thrift://host:port, got {uri!r}")
+        try:
+            port = parsed.port or 9083
+        except ValueError:
+            raise ConfigurationError(f"metastore uri has a bad port: {uri!r}") from None
+        return cls(parsed.hostname, port)
+
+
+class MetastoreConnection:
+    """One open Thrift connection to a metastore."""
+
+    def __init__(self, address: MetastoreAddress, connect_timeout: float, read_timeout: float):
+        self.address = address
+        socket = TSocket.TSocket(address.host, address.port)
+        socket.setTimeout(connect_timeout * 1000)
+        self._socket = socket
+        self._transport = TTransport.TBufferedTransport(socket)
+        protocol = TBinaryProtocol.TBinaryProtocolAccelerated(self._transport)
+        self.client = ThriftHiveMetastore.Client(protocol)
+        self._transport.open()
+        socket.setTimeout(read_timeout * 1000)
+
+    def close(self) -> None:
+        # Closing a broken socket may fail; the connection is discarded either way.
+        with suppress(Exception):
+            self._transport.close()
+
+
+class MetastoreClientPool:
+    """At most `size` connections, tried against each address in order (failover).
+
+    A call that fails on a transport error closes its connection and every idle one (they
+    were opened against the same, now gone, metastore process) and is retried once on a fresh
+    connection, so the pool recovers by itself after a metastore restart.
+    """
+
+    def __init__(
+        self,
+        addresses: Sequence[MetastoreAddress],
+        size: int,
+        connect_timeout: float,
+        read_timeout: float,
+    ):
+        self._addresses = list(addresses)
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+        self._slots = threading.BoundedSemaphore(size)
+        self._idle: queue.LifoQueue[MetastoreConnection] = queue.LifoQueue()
+        self._wait_timeout = connect_timeout * len(self._addresses) + read_timeout
+
+    def run(self, operation: Callable[[ThriftHiveMetastore.Client], T], subject: str) -> T:
+        with self._slot():
+            try:
+                return self._run_with_retry(operation)
+            except Exception as error:
+                raise translate_hms_error(error, subject) from error
+
+    def close(self) -> None:
+        self._discard_idle()
+
+    def _run_with_retry(self, operation: Callable[[ThriftHiveMetastore.Client], T]) -> T:
+        connection, reused = self._checkout()
+        try:
+            result = operation(connection.client)
+        except Exception as error:
+            if not _is_transport_failure(error):
+                self._idle.put(connection)
+                raise
+            connection.close()
+            self._discard_idle()
+            # A timed-out metastore is not retried: that would double the caller's wait.
+            if not reused or _is_timeout(error):
+                raise
+            connection = self._open()
+            try:
+                result = operation(connection.client)
+            except Exception as retry_error:
+                if _is_transport_failure(retry_error):
+                    connection.close()
+                else:
+                    self._idle.put(connection)
+                raise
+        self._idle.put(connection)
+        return result
+
+    @contextmanager
+    def _slot(self) -> Iterator[None]:
+        if not self._slots.acquire(timeout=self._wait_timeout):
+            raise ServiceUnavailableError("every Hive Metastore client is busy; try again later")
+        try:
+            yield
+        finally:
+            self._slots.release()
+
+    def _checkout(self) -> tuple[MetastoreConnection, bool]:
+        try:
+            return self._idle.get_nowait(), True
+        except queue.Empty:
+            return self._open(), False
+
+    def _open(self) -> MetastoreConnection:
+        failures = []
+        for address in self._addresses:
+            try:
+                return MetastoreConnection(address, self._connect_timeout, self._read_timeout)
+            except Exception as error:
+                failures.append(f"{address.host}:{address.port} ({error})")
+        raise ServiceUnavailableError("cannot reach the Hive Metastore at " + ", ".join(failures))
+
+    def _discard_idle(self) -> None:
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                return
+
+
+# ---------------------------------------------------------------------------------------------
+# Names, modes and locations
+
+
+def hive_name(name: str, kind: str, max_length: int) -> str:
+    """`name` lowercased, or InvalidInputError when Hive would reject it."""
+    lowered = name.lower()
+    if not set(lowered) <= _HIVE_NAME_CHARACTERS:
+        raise InvalidInputError(
+            f"{kind} name {name!r} is not a valid Hive name (use letters, digits and '_')"
+        )
+    if len(lowered) > max_length:
+        raise InvalidInputError(f"{kind} name is longer than {max_length} characters")
+    return lowered
+
+
+def split_identifier(parts: Sequence[str] | None, kind: str) -> list[str]:
+    """Validate a list identifier, splitting `$`-joined string identifiers into their names."""
+    names: list[str] = []
+    for part in validate_identifier(parts, kind):
+        names.extend(validate_identifier(part.split(IDENTIFIER_DELIMITER), kind))
+    return names
+
+
+def normalized_mode(value: str | None, default: str, allowed: Sequence[str], field: str) -> str:
+    """A mode/behavior value, case-insensitive and in PascalCase or snake_case."""
+    if value is None or value == "":
+        return default
+    mode = value.replace("_", "").replace("-", "").lower()
+    if mode not in allowed:
+        raise InvalidInputError(f"{field} must be one of {', '.join(allowed)}, got {value!r}")
+    return mode
+
+
+def join_location(base: str, *names: str) -> str:
+    return "/".join([base.rstrip("/"), *names])
+
+
+def plain_location(location: str | None) -> str | None:
+    """HMS qualifies local paths as `file:/path`; hand Lance a plain path instead."""
+    if location and location.startswith("file:"):
+        path = location[len("file:"):]
+        if path.startswith("//"):
+            path = path[2:] if path.startswith("///") else path[path.find("/", 2):]
+        return "/" + path.lstrip("/")
+    return location
+
+
+def is_lance_table(table: Table) -> bool:
+    parameters = table.parameters or {}
+    table_type = next(
+        (value for key, value in parameters.items() if key.lower() == TABLE_TYPE_KEY), None
+    )
+    return (
+        (table.tableType or "").upper() == EXTERNAL_TABLE
+        and (table_type or "").lower() == LANCE_TABLE_TYPE
+    )
+
+
+def owner_type(value: str) -> int:
+    principal = PrincipalType._NAMES_TO_VALUES.get(value.strip().upper())
+    if principal is None:
+        raise InvalidInputError(f"{OWNER_TYPE_KEY} must be USER, ROLE or GROUP, got {value!r}")
+    return principal
+
+
+def database_properties(database: Database) -> dict[str, str]:
+    properties = dict(database.parameters or {})
+    if database.description is not None:
+        properties[DESCRIPTION_KEY] = database.description
+    if database.locationUri is not None:
+        properties[LOCATION_KEY] = plain_location(database.locationUri) or ""
+    if database.ownerName is not None:
+        properties[OWNER_KEY] = database.ownerName
+    if database.ownerType is not None:
+        properties[OWNER_TYPE_KEY] = PrincipalType._VALUES_TO_NAMES[database.ownerType]
+    return properties
+
+
+@dataclass(frozen=True)
+class DatabaseRef:
+    """A database, with its catalog when the metastore has catalogs."""
+
+    catalog: str | None
+    name: str
+
+    @property
+    def thrift_name(self) -> str:
+        # HMS 3 addresses a database of a given catalog as "@catalog#database".
+        return f"@{self.catalog}#{self.name}" if self.catalog else self.name
+
+    def identifier(self, show_catalog: str | None) -> str:
+        parts = [show_catalog, self.name] if show_catalog else [self.name]
+        return IDENTIFIER_DELIMITER.join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# The namespaces
+
+
+class _HiveNamespace(LanceNamespace):
+    """Shared behaviour; subclasses say whether a catalog level sits above the databases."""
+
+    catalog_level: bool = False
+
+    def __init__(self, **properties: str):
+        uris = [uri for uri in str(properties.get("uri") or DEFAULT_URI).split(",") if uri.strip()]
+        if not uris:
+            raise ConfigurationError("property 'uri' must name at least one metastore")
+        self._uri = ",".join(uri.strip() for uri in uris)
+        addresses = [MetastoreAddress.parse(uri) for uri in uris]
+        pool_size = int_property(properties, "client.pool-size", 3)
+        connect_timeout = float_property(properties, "client.connect-timeout", 10.0)
+        read_timeout = float_property(properties, "client.read-timeout", 60.0)
+        if pool_size < 1:
+            raise ConfigurationError("property 'client.pool-size' must be at least 1")
+        if connect_timeout <= 0 or read_timeout <= 0:
+            raise ConfigurationError("client timeouts must be positive numbers of seconds")
+        self._root = self._absolute_root(str(properties.get("root") or os.getcwd()))
+        self._storage_options = storage_options(properties)
+        self._owner = str(properties.get("owner") or _current_user())
+        self._pool = MetastoreClientPool(addresses, pool_size, connect_timeout, read_timeout)
+        self._catalogs_supported: bool | None = None
+
+    @staticmethod
+    def _absolute_root(root: str) -> str:
+        if "://" in root:
+            return root.rstrip("/")
+        return os.path.abspath(root)
+
+    def namespace_id(self) -> str:
+        return f"{type(self).__name__} {{ uri: '{self._uri}', root: '{self._root}' }}"
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # -- namespaces --------------------------------------------------------------------------
+
+    def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
+        parent = self._namespace_path(request.id, allow_root=True)
+        names = self._child_namespaces(parent)
+        page, token = paginate(names, request.page_token, request.limit)
+        return ListNamespacesResponse(namespaces=page, page_token=token)
+
+    def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
+        path = self._namespace_path(request.id)
+        if self._is_catalog_path(path):
+            return DescribeNamespaceResponse(properties=self._catalog_properties(path[0]))
+        database = self._get_database(self._database_ref(path))
+        return DescribeNamespaceResponse(properties=database_properties(database))
+
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
+        path = self._namespace_path(request.id, allow_root=True)
+        if not path:
+            return NamespaceExistsResponse()
+        if self._is_catalog_path(path):
+            self._require_catalog(path[0])
+        else:
+            self._get_database(self._database_ref(path))
+        return NamespaceExistsResponse()
+
+    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
+        path = self._namespace_path(request.id)
+        mode = normalized_mode(request.mode, "create", ("create", "existok", "overwrite"), "mode")
+        properties = dict(request.properties or {})
+        if self._is_catalog_path(path):
+            self._create_catalog(path[0], mode, properties)
+            return CreateNamespaceResponse(properties=self._catalog_properties(path[0]))
+        ref = self._database_ref(path)
+        self._create_database(ref, mode, properties)
+        return CreateNamespaceResponse(properties=database_properties(self._get_database(ref)))
+
+    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
+        path = self._namespace_path(request.id)
+        mode = normalized_mode(request.mode, "fail", ("fail", "skip"), "mode")
+        behavior = normalized_mode(
+            request.behavior, "restrict", ("restrict", "cascade"), "behavior"
+        )
+        try:
+            if self._is_catalog_path(path):
+                self._drop_catalog(path[0], cascade=behavior == "cascade")
+            else:
+                self._drop_database(self._database_ref(path), cascade=behavior == "cascade")
+        except NamespaceNotFoundError:
+            if mode == "skip":
+                return DropNamespaceResponse()
+            raise
+        return DropNamespaceResponse()
+
+    # -- tables ------------------------------------------------------------------------------
+
+    def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
+        path = self._namespace_path(request.id)
+        if self._is_catalog_path(path):
+            raise InvalidInputError("tables live in databases: name a catalog and a database")
+        ref = self._database_ref(path)
+        self._get_database(ref)
+        candidates, _ = paginate(self._table_names(ref), request.page_token, None)
+        found = self._lance_table_names(ref, candidates, request.limit)
+        page, token = paginate(found, None, request.limit)
+        return ListTablesResponse(tables=page, page_token=token)
+
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+        ref, name = self._table_path(request.id)
+        self._get_lance_table(ref, name)
+        return TableExistsResponse()
+
+    def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
+        ref, name = self._table_path(request.id)
+        table = self._get_lance_table(ref, name)
+        location = plain_location(table.sd.location if table.sd else None)
+        return DescribeTableResponse(
+            location=location,
+            table_uri=location if request.with_table_uri else None,
+            storage_options=dict(self._storage_options),
+            properties=dict(table.parameters or {}),
+        )
+
+    def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
+        ref, name = self._table_path(request.id)
+        location = request.location or self._default_table_location(ref, name)
+        table = self._lance_table(ref, name, location, request.properties)
+        self._get_database(ref)
+        self._call(lambda client: client.create_table(table), "table")
+        return DeclareTableResponse(
+            location=location,
+            storage_options=dict(self._storage_options),
+            properties=dict(table.parameters),
+        )
+
+    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
+        ref, name = self._table_path(request.id)
+        mode = normalized_mode(request.mode, "create", ("create", "overwrite"), "mode")
+        if not request.location:
+            raise InvalidInputError("RegisterTable needs the location of an existing Lance table")
+        self._require_lance_dataset(request.location)
+        table = self._lance_table(ref, name, request.location, request.properties)
+        self._get_database(ref)
+        if mode == "overwrite" and self._table_or_none(ref, name) is not None:
+            self._get_lance_table(ref, name)  # never replace another kind of Hive table
+            self._call(lambda client: client.alter_table(ref.thrift_name, name, table), "table")
+        else:
+            self._call(lambda client: client.create_table(table), "table")
+        return RegisterTableResponse(location=request.location, properties=dict(table.parameters))
+
+    def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
+        ref, name = self._table_path(request.id)
+        table = self._get_lance_table(ref, name)
+        self._call(lambda client: client.drop_table(ref.thrift_name, name, False), "table")
+        return DeregisterTableResponse(
+            id=list(request.id or []),
+            location=plain_location(table.sd.location if table.sd else None),
+            properties=dict(table.parameters or {}),
+        )
+
+    # -- identifiers -------------------------------------------------------------------------
+
+    @property
+    def _namespace_depth(self) -> int:
+        return 2 if self.catalog_level else 1
+
+    def _namespace_path(self, parts: Sequence[str] | None, allow_root: bool = False) -> list[str]:
+        names = split_identifier(parts, "namespace identifier")
+        if not names and not allow_root:
+            raise InvalidInputError("this operation needs a namespace, not the root namespace")
+        if len(names) > self._namespace_depth:
+            raise InvalidInputError(
+                f"{type(self).__name__} namespaces have at most {self._namespace_depth} levels,"
+                f" got {IDENTIFIER_DELIMITER.join(names)!r}"
+            )
+        kind = ["catalog", "database"] if self.catalog_level else ["database"]
+        return [
+            hive_name(name, kind[index], MAX_DATABASE_NAME_LENGTH)
+            for index, name in enumerate(names)
+        ]
+
+    def _table_path(self, parts: Sequence[str] | None) -> tuple[DatabaseRef, str]:
+        names = split_identifier(parts, "table identifier")
+        if len(names) != self._namespace_depth + 1:
+            expected = "catalog, database and table" if self.catalog_level else "database and table"
+            raise InvalidInputError(f"a table identifier names the {expected}, got {names!r}")
+        namespace = self._namespace_path(names[:-1])
+        table = hive_name(names[-1], "table", MAX_TABLE_NAME_LENGTH)
+        return self._database_ref(namespace), table
+
+    def _is_catalog_path(self, path: Sequence[str]) -> bool:
+        return self.catalog_level and len(path) == 1
+
+    def _database_ref(self, path: Sequence[str]) -> DatabaseRef:
+        if not self.catalog_level:
+            return DatabaseRef(None, path[0])
+        catalog, database = path
+        if self._has_catalogs():
+            return DatabaseRef(catalog, database)
+        self._require_catalog(catalog)
+        return DatabaseRef(None, database)
+
+    # -- metastore access --------------------------------------------------------------------
+
+    def _call(self, operation: Callable[[ThriftHiveMetastore.Client], T], subject: str) -> T:
+        return self._pool.run(operation, subject)
+
+    def _has_catalogs(self) -> bool:
+        """Whether the metastore has catalog calls (HMS 3+); HMS 2.x answers "unknown method"."""
+        if self._catalogs_supported is None:
+            try:
+                self._call(lambda client: client.get_catalogs(), "namespace")
+                self._catalogs_supported = True
+            except UnsupportedOperationError:
+                self._catalogs_supported = False
+        return self._catalogs_supported
+
+    def _catalog_names(self) -> list[str]:
+        if not self._has_catalogs():
+            return [DEFAULT_CATALOG]
+        response = self._call(lambda client: client.get_catalogs(), "namespace")
+        return list(response.names or [])
+
+    def _get_catalog(self, name: str) -> Catalog:
+        if not self._has_catalogs():
+            if name != DEFAULT_CATALOG:
+                raise NamespaceNotFoundError(
+                    f"catalog {name!r} not found: this metastore has only the catalog"
+                    f" {DEFAULT_CATALOG!r}"
+                )
+            return Catalog(name=DEFAULT_CATALOG, locationUri=self._root)
+        request = GetCatalogRequest(name=name)
+        return self._call(lambda client: client.get_catalog(request), "namespace").catalog
+
+    def _require_catalog(self, name: str) -> None:
+        self._get_catalog(name)
+
+    def _catalog_properties(self, name: str) -> dict[str, str]:
+        catalog = self._get_catalog(name)
+        properties: dict[str, str] = {}
+        if catalog.description is not None:
+            properties[CATALOG_DESCRIPTION_KEY] = catalog.description
+        if catalog.locationUri is not None:
+            properties[CATALOG_LOCATION_KEY] = plain_location(catalog.locationUri) or ""
+        return properties
+
+    def _child_namespaces(self, parent: Sequence[str]) -> list[str]:
+        if not parent and self.catalog_level:
+            return self._catalog_names()
+        if not parent:
+            return self._call(lambda client: client.get_all_databases(), "namespace")
+        if self._is_catalog_path(parent):
+            self._require_catalog(parent[0])
+            if not self._has_catalogs():
+                return self._call(lambda client: client.get_all_databases(), "namespace")
+            pattern = f"@{parent[0]}#"
+            return self._call(lambda client: client.get_databases(pattern), "namespace")
+        self._get_database(self._database_ref(parent))
+        return []  # databases hold tables, not namespaces
+
+    def _get_database(self, ref: DatabaseRef) -> Database:
+        return self._call(lambda client: client.get_database(ref.thrift_name), "namespace")
+
+    def _database_or_none(self, ref: DatabaseRef) -> Database | None:
+        try:
+            return self._get_database(ref)
+        except NamespaceNotFoundError:
+            return None
+
+    def _table_names(self, ref: DatabaseRef) -> list[str]:
+        return self._call(lambda client: client.get_all_tables(ref.thrift_name), "namespace")
+
+    def _lance_table_names(
+        self, ref: DatabaseRef, candidates: list[str], limit: int | None
+    ) -> list[str]:
+        """The Lance tables among the sorted `candidates`, fetched in batches; stops once one
+        more than `limit` is known, which is enough to tell whether another page follows."""
+        found: list[str] = []
+        for start in range(0, len(candidates), TABLE_BATCH_SIZE):
+            batch = candidates[start : start + TABLE_BATCH_SIZE]
+            tables = self._call(
+                lambda client, batch=batch: client.get_table_objects_by_name(
+                    ref.thrift_name, batch
+                ),
+                "namespace",
+            )
+            found.extend(sorted(table.tableName for table in tables if is_lance_table(table)))
+            if limit and len(found) > limit:
+                break
+        return found
+
+    def _table_or_none(self, ref: DatabaseRef, name: str) -> Table | None:
+        try:
+            return self._call(lambda client: client.get_table(ref.thrift_name, name), "table")
+        except TableNotFoundError:
+            return None
+
+    def _get_lance_table(self, ref: DatabaseRef, name: str) -> Table:
+        table = self._table_or_none(ref, name)
+        if table is None:
+            self._get_database(ref)  # a missing database is reported as such
+            raise TableNotFoundError(f"table {ref.identifier(None)}.{name} not found")
+        if not is_lance_table(table):
+            raise InvalidInputError(
+                f"{ref.name}.{name} is a Hive table but not a Lance table"
+                f" ({EXTERNAL_TABLE} with {TABLE_TYPE_KEY}={LANCE_TABLE_TYPE})"
+            )
+        return table
+
+    def _lance_table(
+        self,
+        ref: DatabaseRef,
+        name: str,
+        location: str,
+        properties: Mapping[str, str] | None,
+    ) -> Table:
+        parameters = {
+            key: value
+            for key, value in (properties or {}).items()
+            if key not in RESERVED_TABLE_PARAMETERS and key.lower() != TABLE_TYPE_KEY
+        }
+        # HMS 2.x turns an EXTERNAL_TABLE without EXTERNAL=TRUE into a managed table.
+        parameters.update({TABLE_TYPE_KEY: LANCE_TABLE_TYPE, "EXTERNAL": "TRUE"})
+        storage = StorageDescriptor(
+            cols=[],
+            location=location,
+            serdeInfo=SerDeInfo(parameters={}),
+            parameters={},
+            bucketCols=[],
+            sortCols=[],
+        )
+        return Table(
+            tableName=name,
+            dbName=ref.name,
+            catName=ref.catalog,
+            owner=self._owner,
+            createTime=int(time.time()),
+            sd=storage,
+            partitionKeys=[],
+            parameters=parameters,
+            tableType=EXTERNAL_TABLE,
+        )
+
+    def _require_lance_dataset(self, location: str) -> None:
+        import lance
+
+        try:
+            lance.dataset(location, storage_options=self._storage_options or None)
+        except Exception as error:
+            raise InvalidInputError(
+                f"no Lance table at {location!r}; RegisterTable needs an existing one ({error})"
+            ) from error
+
+    # -- locations ---------------------------------------------------------------------------
+
+    def _catalog_root(self, catalog: str | None) -> str:
+        if catalog is None or catalog == DEFAULT_CATALOG:
+            return self._root
+        return join_location(self._root, catalog)
+
+    def _default_table_location(self, ref: DatabaseRef, table: str) -> str:
+        return join_location(self._catalog_root(ref.catalog), f"{ref.name}.db", table)
+
+    # -- create / drop -----------------------------------------------------------------------
+
+    def _create_database(self, ref: DatabaseRef, mode: str, properties: dict[str, str]) -> None:
+        database = self._database_object(ref, properties)
+        existing = self._database_or_none(ref)
+        if existing is not None:
+            if mode == "existok":
+                return
+            if mode == "create":
+                raise NamespaceAlreadyExistsError(f"namespace {ref.name!r} already exists")
+            self._drop_database(ref, cascade=False)
+        self._call(lambda client: client.create_database(database), "namespace")
+
+    def _database_object(self, ref: DatabaseRef, properties: dict[str, str]) -> Database:
+        location = properties.pop(LOCATION_KEY, None) or join_location(
+            self._catalog_root(ref.catalog), f"{ref.name}.db"
+        )
+        owner_type_name = properties.pop(OWNER_TYPE_KEY, None)
+        return Database(
+            name=ref.name,
+            catalogName=ref.catalog,
+            description=properties.pop(DESCRIPTION_KEY, None),
+            locationUri=location,
+            ownerName=properties.pop(OWNER_KEY, None) or self._owner,
+            ownerType=owner_type(owner_type_name) if owner_type_name else PrincipalType.USER,
+            parameters=properties,
+        )
+
+    def _drop_database(self, ref: DatabaseRef, cascade: bool) -> None:
+        self._get_database(ref)
+        if ref.name == DEFAULT_DATABASE and ref.catalog in (None, DEFAULT_CATALOG):
+            raise InvalidInputError(f"Hive never drops the {DEFAULT_DATABASE!r} database")
+        if not cascade and self._table_names(ref):
+            raise NamespaceNotEmptyError(
+                f"namespace {ref.name!r} still has tables; drop them or use CASCADE"
+            )
+        # deleteData=False: CASCADE removes registrations only, never table data.
+        self._call(
+            lambda client: client.drop_database(ref.thrift_name, False, cascade), "namespace"
+        )
+
+    def _create_catalog(self, name: str, mode: str, properties: dict[str, str]) -> None:
+        if not self._has_catalogs():
+            self._create_catalog_without_catalogs(name, mode)
+            return
+        catalog = Catalog(
+            name=name,
+            description=properties.get(CATALOG_DESCRIPTION_KEY),
+            locationUri=properties.get(CATALOG_LOCATION_KEY) or join_location(self._root, name),
+        )
+        if self._catalog_or_none(name) is not None:
+            if mode == "existok":
+                return
+            if mode == "create":
+                raise NamespaceAlreadyExistsError(f"catalog {name!r} already exists")
+            self._drop_catalog(name, cascade=False)
+        request = CreateCatalogRequest(catalog=catalog)
+        self._call(lambda client: client.create_catalog(request), "namespace")
+
+    def _create_catalog_without_catalogs(self, name: str, mode: str) -> None:
+        if name != DEFAULT_CATALOG:
+            raise UnsupportedOperationError(
+                f"this metastore has no catalogs besides {DEFAULT_CATALOG!r} (HMS 2.x)"
+            )
+        if mode == "create":
+            raise NamespaceAlreadyExistsError(f"catalog {name!r} already exists")
+        if mode == "overwrite":
+            raise UnsupportedOperationError("the default catalog cannot be replaced")
+
+    def _catalog_or_none(self, name: str) -> Catalog | None:
+        try:
+            return self._get_catalog(name)
+        except NamespaceNotFoundError:
+            return None
+
+    def _drop_catalog(self, name: str, cascade: bool) -> None:
+        self._require_catalog(name)
+        if not self._has_catalogs():
+            raise UnsupportedOperationError(
+                f"the catalog {DEFAULT_CATALOG!r} of a metastore without catalogs cannot be dropped"
+            )
+        databases = self._child_namespaces([name])
+        if databases and not cascade:
+            raise NamespaceNotEmptyError(f"catalog {name!r} still has databases: {databases}")
+        for database in databases:
+            self._drop_database(DatabaseRef(name, database), cascade=True)
+        request = DropCatalogRequest(name=name)
+        self._call(lambda client: client.drop_catalog(request), "namespace")
+
+
+def _current_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no user name in this environment (e.g. a bare container uid)
+        return "lance"
+
+
+class Hive2Namespace(_HiveNamespace):
+    """Lance namespace on a Hive 2.x metastore: databases hold Lance tables."""
+
+    catalog_level = False
+
+
+class Hive3Namespace(_HiveNamespace):
+    """Lance namespace on a Hive 3.x metastore: catalogs hold databases holding Lance tables.
+
+    Against a metastore without catalog calls (HMS 2.x) it shows the single catalog `hive`.
+    """
+
+    catalog_level = True
+
+
+__all__ = ["Hive2Namespace", "Hive3Namespace", "MetastoreClientPool", "translate_hms_error"]

@@ -1,0 +1,412 @@
+"""Lance namespace backed by an Apache Iceberg REST Catalog.
+
+The first identifier level is the warehouse; the levels after it are (nested) Iceberg
+namespaces, joined with the unit separator on the wire. A Lance table is kept as an Iceberg
+table with a one-column dummy schema, located at the Lance table root and marked with the
+property `table_type=lance`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import quote
+
+import lance
+from lance_namespace import (
+    CreateNamespaceRequest,
+    CreateNamespaceResponse,
+    DeclareTableRequest,
+    DeclareTableResponse,
+    DeregisterTableRequest,
+    DeregisterTableResponse,
+    DescribeNamespaceRequest,
+    DescribeNamespaceResponse,
+    DescribeTableRequest,
+    DescribeTableResponse,
+    DropNamespaceRequest,
+    DropNamespaceResponse,
+    InvalidInputError,
+    LanceNamespace,
+    ListNamespacesRequest,
+    ListNamespacesResponse,
+    ListTablesRequest,
+    ListTablesResponse,
+    NamespaceAlreadyExistsError,
+    NamespaceExistsRequest,
+    NamespaceExistsResponse,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    RegisterTableRequest,
+    RegisterTableResponse,
+    TableAlreadyExistsError,
+    TableExistsRequest,
+    TableExistsResponse,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
+
+from backends.names import require_object_identifier, validate_identifier
+from backends.paging import paginate
+from backends.properties import ConfigurationError, require, storage_options
+from backends.rest_catalog_client import (
+    LANCE_TABLE_TYPE,
+    LANCE_TABLE_TYPE_KEY,
+    ClientSettings,
+    ErrorRules,
+    OAuth2ClientCredentials,
+    RestCatalogClient,
+    is_lance_table,
+    request_mode,
+)
+
+DEFAULT_READ_TIMEOUT_MS = 30_000
+NAMESPACE_SEPARATOR = "%1F"  # the unit separator \x1F, URL-encoded
+LOAD_CONCURRENCY = 8
+DUMMY_SCHEMA: dict[str, Any] = {
+    "type": "struct",
+    "schema-id": 0,
+    "fields": [{"id": 1, "name": "dummy", "required": False, "type": "string"}],
+}
+
+# What a 404/409 (or the server's exception type) means, per kind of call.
+NAMESPACE_ERRORS: ErrorRules = {
+    404: NamespaceNotFoundError,
+    409: NamespaceAlreadyExistsError,
+    "NoSuchNamespaceException": NamespaceNotFoundError,
+    "AlreadyExistsException": NamespaceAlreadyExistsError,
+}
+DROP_NAMESPACE_ERRORS: ErrorRules = {
+    404: NamespaceNotFoundError,
+    409: NamespaceNotEmptyError,
+    "NoSuchNamespaceException": NamespaceNotFoundError,
+    "NamespaceNotEmptyException": NamespaceNotEmptyError,
+}
+TABLE_ERRORS: ErrorRules = {
+    404: TableNotFoundError,
+    409: TableAlreadyExistsError,
+    "NoSuchTableException": TableNotFoundError,
+    "NoSuchNamespaceException": NamespaceNotFoundError,
+    "AlreadyExistsException": TableAlreadyExistsError,
+}
+CREATE_TABLE_ERRORS: ErrorRules = {**TABLE_ERRORS, 404: NamespaceNotFoundError}
+WAREHOUSE_ERRORS: ErrorRules = {404: NamespaceNotFoundError}
+
+
+class IcebergNamespace(LanceNamespace):
+    """Lance tables registered in an Iceberg REST Catalog."""
+
+    def __init__(self, **properties: str) -> None:
+        self.endpoint = require(properties, "endpoint").rstrip("/")
+        if not self.endpoint.startswith(("http://", "https://")):
+            raise ConfigurationError("endpoint must start with http:// or https://")
+        auth_token = properties.get("auth_token") or None
+        credential = properties.get("credential") or None
+        if auth_token and credential:
+            raise ConfigurationError("set only one of auth_token and credential")
+        oauth = None
+        if credential:
+            oauth = OAuth2ClientCredentials(
+                f"{self.endpoint}/v1/oauth/tokens", credential, scope="catalog"
+            )
+        settings = ClientSettings.from_properties(properties, DEFAULT_READ_TIMEOUT_MS)
+        self.root = (properties.get("root") or os.getcwd()).rstrip("/")
+        self.storage_options = storage_options(properties)
+        self.client = RestCatalogClient(self.endpoint, settings, auth_token=auth_token, oauth=oauth)
+        self._prefixes: dict[str, str] = {}
+        self._prefix_lock = threading.Lock()
+
+    def namespace_id(self) -> str:
+        return f"IcebergNamespace {{ endpoint: '{self.endpoint}' }}"
+
+    def close(self) -> None:
+        self.client.close()
+
+    # Namespaces
+
+    def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
+        parts = validate_identifier(request.id, "namespace identifier")
+        if not parts:
+            raise UnsupportedOperationError(
+                "the Iceberg REST protocol cannot list warehouses; list a warehouse instead"
+            )
+        warehouse, path = parts[0], parts[1:]
+        params = {"parent": "\x1f".join(path)} if path else {}
+        names = [
+            entry[-1]
+            for entry in self._collect_pages(
+                self._base(warehouse) + "/namespaces", params, "namespaces", NAMESPACE_ERRORS
+            )
+            if isinstance(entry, list) and entry
+        ]
+        page, token = paginate(names, request.page_token, request.limit)
+        return ListNamespacesResponse(namespaces=page, page_token=token)
+
+    def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
+        warehouse, path = self._namespace(request.id)
+        if not path:
+            self._base(warehouse)  # an unknown warehouse fails its config lookup
+            return DescribeNamespaceResponse(properties={})
+        body = self.client.get_json(self._namespace_url(warehouse, path), errors=NAMESPACE_ERRORS)
+        return DescribeNamespaceResponse(properties=_string_map(body.get("properties")))
+
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
+        self.describe_namespace(DescribeNamespaceRequest(id=request.id))
+        return NamespaceExistsResponse()
+
+    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
+        warehouse, path = self._namespace(request.id)
+        if not path:
+            raise UnsupportedOperationError("warehouses are created in the catalog, not here")
+        mode = request_mode(request.mode, ("create", "existok", "overwrite"), "create")
+        if mode == "overwrite":
+            self._drop_namespace(warehouse, path)
+        body = {"namespace": path, "properties": dict(request.properties or {})}
+        try:
+            response = self.client.request(
+                "POST", self._base(warehouse) + "/namespaces", json=body, errors=NAMESPACE_ERRORS
+            )
+        except NamespaceAlreadyExistsError:
+            if mode != "existok":
+                raise
+            return CreateNamespaceResponse(
+                properties=self.describe_namespace(
+                    DescribeNamespaceRequest(id=request.id)
+                ).properties
+            )
+        created = RestCatalogClient.json_body(response)
+        properties = created.get("properties", body["properties"])
+        return CreateNamespaceResponse(properties=_string_map(properties))
+
+    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
+        warehouse, path = self._namespace(request.id)
+        if not path:
+            raise UnsupportedOperationError("warehouses are dropped in the catalog, not here")
+        request_mode(request.mode, ("fail", "skip"), "fail")
+        if request_mode(request.behavior, ("restrict", "cascade"), "restrict") == "cascade":
+            raise UnsupportedOperationError("the iceberg backend only drops namespaces RESTRICT")
+        self._drop_namespace(warehouse, path)
+        return DropNamespaceResponse()
+
+    def _drop_namespace(self, warehouse: str, path: list[str]) -> None:
+        """Drop a namespace; one that does not exist counts as dropped."""
+        with contextlib.suppress(NamespaceNotFoundError):
+            self.client.request(
+                "DELETE", self._namespace_url(warehouse, path), errors=DROP_NAMESPACE_ERRORS
+            )
+
+    # Tables
+
+    def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
+        warehouse, path = self._namespace(request.id)
+        if not path:
+            raise InvalidInputError("tables live in a namespace under the warehouse")
+        identifiers = self._collect_pages(
+            self._namespace_url(warehouse, path) + "/tables", {}, "identifiers", NAMESPACE_ERRORS
+        )
+        names = [entry["name"] for entry in identifiers if isinstance(entry, dict)]
+        lance_names = self._lance_tables(warehouse, path, names)
+        page, token = paginate(lance_names, request.page_token, request.limit)
+        return ListTablesResponse(tables=page, page_token=token)
+
+    def _lance_tables(self, warehouse: str, path: list[str], names: list[str]) -> list[str]:
+        """Load the tables concurrently (bounded) and keep the Lance ones."""
+
+        def lance_or_none(name: str) -> str | None:
+            try:
+                table = self._load_table(warehouse, path, name)
+            except TableNotFoundError:
+                return None  # dropped between the listing and the load
+            return name if is_lance_table(_table_properties(table)) else None
+
+        if not names:
+            return []
+        with ThreadPoolExecutor(max_workers=min(LOAD_CONCURRENCY, len(names))) as pool:
+            return [name for name in pool.map(lance_or_none, names) if name is not None]
+
+    def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
+        warehouse, path, name = self._table(request.id)
+        location = request.location or self._default_location(warehouse, path, name)
+        table = self._create_table(warehouse, path, name, location, request.properties)
+        return DeclareTableResponse(
+            location=_table_location(table),
+            storage_options=dict(self.storage_options),
+            properties=_table_properties(table),
+        )
+
+    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
+        warehouse, path, name = self._table(request.id)
+        mode = request_mode(request.mode, ("create", "overwrite"), "create")
+        location = validate_location(request.location)
+        verify_lance_table(location, self.storage_options)
+        if mode == "overwrite":
+            try:
+                self._require_lance_table(warehouse, path, name)
+                self._delete_table(warehouse, path, name)
+            except TableNotFoundError:
+                pass
+        table = self._create_table(warehouse, path, name, location, request.properties)
+        return RegisterTableResponse(
+            location=_table_location(table), properties=_table_properties(table)
+        )
+
+    def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
+        warehouse, path, name = self._table(request.id)
+        table = self._require_lance_table(warehouse, path, name)
+        return DescribeTableResponse(
+            location=_table_location(table),
+            storage_options=dict(self.storage_options),
+            properties=_table_properties(table),
+        )
+
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+        self.describe_table(DescribeTableRequest(id=request.id))
+        return TableExistsResponse()
+
+    def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
+        warehouse, path, name = self._table(request.id)
+        table = self._require_lance_table(warehouse, path, name)
+        self._delete_table(warehouse, path, name)
+        return DeregisterTableResponse(
+            id=[warehouse, *path, name],
+            location=_table_location(table),
+            properties=_table_properties(table),
+        )
+
+    # Catalog calls
+
+    def _create_table(
+        self,
+        warehouse: str,
+        path: list[str],
+        name: str,
+        location: str,
+        properties: dict[str, str] | None,
+    ) -> dict[str, Any]:
+        body = {
+            "name": name,
+            "location": location,
+            "schema": DUMMY_SCHEMA,
+            "stage-create": False,
+            "properties": {**(properties or {}), LANCE_TABLE_TYPE_KEY: LANCE_TABLE_TYPE},
+        }
+        response = self.client.request(
+            "POST",
+            self._namespace_url(warehouse, path) + "/tables",
+            json=body,
+            errors=CREATE_TABLE_ERRORS,
+        )
+        return RestCatalogClient.json_body(response)
+
+    def _load_table(self, warehouse: str, path: list[str], name: str) -> dict[str, Any]:
+        return self.client.get_json(self._table_url(warehouse, path, name), errors=TABLE_ERRORS)
+
+    def _require_lance_table(self, warehouse: str, path: list[str], name: str) -> dict[str, Any]:
+        table = self._load_table(warehouse, path, name)
+        if not is_lance_table(_table_properties(table)):
+            dotted = ".".join([warehouse, *path, name])
+            raise InvalidInputError(f"table {dotted} is not a Lance table")
+        return table
+
+    def _delete_table(self, warehouse: str, path: list[str], name: str) -> None:
+        self.client.request(
+            "DELETE",
+            self._table_url(warehouse, path, name),
+            params={"purgeRequested": "false"},
+            errors=TABLE_ERRORS,
+        )
+
+    def _collect_pages(
+        self, url: str, params: dict[str, str], field: str, errors: ErrorRules
+    ) -> list[Any]:
+        """Every item of a paged Iceberg listing (an empty first pageToken opts in to paging)."""
+        items: list[Any] = []
+        page_token = ""
+        while True:
+            body = self.client.get_json(
+                url, params={**params, "pageToken": page_token}, errors=errors
+            )
+            items.extend(body.get(field) or [])
+            page_token = body.get("next-page-token") or ""
+            if not page_token:
+                return items
+
+    # Identifiers and paths
+
+    def _base(self, warehouse: str) -> str:
+        """`/v1/{prefix}` for a warehouse, from its cached `/v1/config` lookup."""
+        with self._prefix_lock:
+            prefix = self._prefixes.get(warehouse)
+        if prefix is None:
+            config = self.client.get_json(
+                "/v1/config", params={"warehouse": warehouse}, errors=WAREHOUSE_ERRORS
+            )
+            overrides = config.get("overrides") or {}
+            defaults = config.get("defaults") or {}
+            prefix = str(overrides.get("prefix") or defaults.get("prefix") or warehouse)
+            with self._prefix_lock:
+                self._prefixes[warehouse] = prefix
+        return f"/v1/{prefix.strip('/')}"
+
+    def _namespace_url(self, warehouse: str, path: list[str]) -> str:
+        encoded = NAMESPACE_SEPARATOR.join(quote(part, safe="") for part in path)
+        return f"{self._base(warehouse)}/namespaces/{encoded}"
+
+    def _table_url(self, warehouse: str, path: list[str], name: str) -> str:
+        return f"{self._namespace_url(warehouse, path)}/tables/{quote(name, safe='')}"
+
+    def _default_location(self, warehouse: str, path: list[str], name: str) -> str:
+        return "/".join([self.root, warehouse, *path, name])
+
+    @staticmethod
+    def _namespace(identifier: list[str] | None) -> tuple[str, list[str]]:
+        parts = require_object_identifier(identifier, "namespace")
+        return parts[0], parts[1:]
+
+    @staticmethod
+    def _table(identifier: list[str] | None) -> tuple[str, list[str], str]:
+        parts = require_object_identifier(identifier, "table")
+        if len(parts) < 3:
+            raise InvalidInputError(
+                "an Iceberg table identifier is [warehouse, namespace..., table]"
+            )
+        return parts[0], parts[1:-1], parts[-1]
+
+
+def validate_location(location: str | None) -> str:
+    if not isinstance(location, str) or not location.strip():
+        raise InvalidInputError("location must not be empty")
+    if any(ord(character) < 32 for character in location):
+        raise InvalidInputError("location must not contain control characters")
+    return location.rstrip("/")
+
+
+def verify_lance_table(location: str, options: dict[str, str]) -> lance.LanceDataset:
+    """Open the Lance table at `location`, or raise InvalidInputError when there is none."""
+    try:
+        return lance.dataset(location, storage_options=options or None)
+    except (OSError, ValueError, RuntimeError) as error:
+        raise InvalidInputError(f"no Lance table at {location}: {error}") from error
+
+
+def _table_location(table: dict[str, Any]) -> str | None:
+    metadata = table.get("metadata") or {}
+    location = metadata.get("location")
+    return str(location) if location else None
+
+
+def _table_properties(table: dict[str, Any]) -> dict[str, str]:
+    metadata = table.get("metadata") or {}
+    return _string_map(metadata.get("properties"))
+
+
+def _string_map(values: Any) -> dict[str, str]:
+    if not isinstance(values, dict):
+        return {}
+    return {str(key): str(value) for key, value in values.items()}
+
+
+__all__ = ["IcebergNamespace"]

@@ -1,0 +1,303 @@
+"""The pooled HTTP client shared by the REST catalog backends (Unity Catalog, Iceberg REST).
+
+One `RestCatalogClient` per backend keeps a connection pool, applies connect/read timeouts,
+authenticates (static bearer token or OAuth2 client credentials with refresh before expiry),
+retries idempotent calls on connection errors and 5xx/429 with exponential backoff, and turns
+every failure into a typed `lance_namespace` error. This module is the only place where an HTTP
+status becomes a Lance error code; backends only name what a 404 or 409 means for one call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from lance_namespace import (
+    InternalError,
+    InvalidInputError,
+    LanceNamespaceError,
+    PermissionDeniedError,
+    ServiceUnavailableError,
+    ThrottlingError,
+    UnauthenticatedError,
+)
+
+from backends.properties import ConfigurationError, float_property, int_property
+
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+BACKOFF_BASE_SECONDS = 0.1
+BACKOFF_MAX_SECONDS = 5.0
+MAX_MESSAGE_LENGTH = 1000
+
+# Statuses whose meaning does not depend on the call; anything else unexpected is InternalError.
+STATUS_ERRORS: dict[int, type[LanceNamespaceError]] = {
+    400: InvalidInputError,
+    401: UnauthenticatedError,
+    403: PermissionDeniedError,
+    429: ThrottlingError,
+    503: ServiceUnavailableError,
+}
+
+# Per-call meaning of a status (404, 409, ...) or of the server's own error code/type string.
+ErrorRules = Mapping[int | str, type[LanceNamespaceError]]
+
+
+@dataclass(frozen=True)
+class ErrorReply:
+    """What a catalog said when it refused a request."""
+
+    status: int
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """Connection settings read from the common backend properties."""
+
+    connect_timeout_seconds: float
+    read_timeout_seconds: float
+    max_retries: int
+
+    @classmethod
+    def from_properties(
+        cls, properties: Mapping[str, str], default_read_timeout_ms: int
+    ) -> ClientSettings:
+        connect_ms = float_property(properties, "connect_timeout", 10_000)
+        read_ms = float_property(properties, "read_timeout", default_read_timeout_ms)
+        max_retries = int_property(properties, "max_retries", 3)
+        if connect_ms <= 0 or read_ms <= 0:
+            raise ConfigurationError("connect_timeout and read_timeout must be positive")
+        if max_retries < 0:
+            raise ConfigurationError(f"max_retries must not be negative, got {max_retries}")
+        return cls(connect_ms / 1000.0, read_ms / 1000.0, max_retries)
+
+
+def parse_error_reply(response: httpx.Response) -> ErrorReply:
+    """Read the error of a Unity (`error_code`/`message`) or Iceberg (`error.type`) reply."""
+    kind, message = "", ""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        nested = body.get("error")
+        source = nested if isinstance(nested, dict) else body
+        kind = str(source.get("error_code") or source.get("type") or "")
+        message = str(source.get("message") or source.get("detail") or "")
+    if not message:
+        message = response.text.strip() or response.reason_phrase
+    return ErrorReply(response.status_code, kind, message[:MAX_MESSAGE_LENGTH])
+
+
+def error_for(reply: ErrorReply, rules: ErrorRules | None = None) -> LanceNamespaceError:
+    """The Lance error for a refused request: call rules first, then the common statuses."""
+    rules = rules or {}
+    error_class = (
+        rules.get(reply.kind)
+        or rules.get(reply.status)
+        or STATUS_ERRORS.get(reply.status)
+        or InternalError
+    )
+    detail = f"{reply.kind}: {reply.message}" if reply.kind else reply.message
+    return error_class(f"catalog returned HTTP {reply.status}: {detail}")
+
+
+class OAuth2ClientCredentials:
+    """Fetches an access token with the client-credentials grant and refreshes it before expiry."""
+
+    def __init__(self, token_url: str, credential: str, scope: str | None = None) -> None:
+        client_id, separator, client_secret = credential.partition(":")
+        if not separator or not client_id or not client_secret:
+            raise ConfigurationError("credential must have the form client_id:client_secret")
+        self.token_url = token_url
+        self._form = {
+            "grant_type": "client_credentials",
+            "client_id": client_id,
+            "client_secret": client_secret,
+        }
+        if scope:
+            self._form["scope"] = scope
+        self._token: str | None = None
+        self._refresh_at = 0.0
+        self._lock = threading.Lock()
+
+    def token(self, http: httpx.Client) -> str:
+        with self._lock:
+            if self._token is None or time.monotonic() >= self._refresh_at:
+                self._fetch(http)
+            assert self._token is not None
+            return self._token
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._token = None
+
+    def _fetch(self, http: httpx.Client) -> None:
+        try:
+            response = http.post(self.token_url, data=self._form)
+        except httpx.TimeoutException as error:
+            raise ServiceUnavailableError(f"token endpoint timed out: {error}") from error
+        except httpx.TransportError as error:
+            raise ServiceUnavailableError(f"token endpoint unreachable: {error}") from error
+        if response.status_code != 200:
+            reply = parse_error_reply(response)
+            # A refused client credential is an authentication failure whatever the status.
+            rules = {400: UnauthenticatedError, "invalid_client": UnauthenticatedError}
+            raise error_for(reply, rules)
+        body = response.json()
+        access_token = body.get("access_token")
+        if not access_token:
+            raise UnauthenticatedError("token endpoint returned no access_token")
+        self._token = str(access_token)
+        expires_in = body.get("expires_in")
+        now = time.monotonic()
+        if isinstance(expires_in, int | float) and expires_in > 0:
+            # Refresh a minute early, or at 80% of a short lifetime.
+            self._refresh_at = now + max(expires_in - 60.0, expires_in * 0.8)
+        else:
+            self._refresh_at = float("inf")
+
+
+class RestCatalogClient:
+    """A pooled, retrying JSON client for one catalog endpoint."""
+
+    def __init__(
+        self,
+        base_url: str,
+        settings: ClientSettings,
+        *,
+        auth_token: str | None = None,
+        oauth: OAuth2ClientCredentials | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.settings = settings
+        self._auth_token = auth_token
+        self._oauth = oauth
+        timeout = httpx.Timeout(
+            connect=settings.connect_timeout_seconds,
+            read=settings.read_timeout_seconds,
+            write=settings.read_timeout_seconds,
+            pool=settings.connect_timeout_seconds,
+        )
+        self._http = httpx.Client(
+            timeout=timeout,
+            limits=httpx.Limits(max_connections=32, max_keepalive_connections=16),
+            headers={"Accept": "application/json", "User-Agent": "lance-namespace-adapter"},
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        errors: ErrorRules | None = None,
+    ) -> httpx.Response:
+        """Send a request and return the 2xx response, or raise the matching Lance error."""
+        method = method.upper()
+        url = f"{self.base_url}{path}"
+        attempts = 1 + (self.settings.max_retries if method in IDEMPOTENT_METHODS else 0)
+        reauthenticated = False
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = self._send(method, url, params, json)
+            except httpx.TimeoutException as error:
+                # A stalled server is not retried: the caller gets an answer within read_timeout.
+                if isinstance(error, httpx.ConnectTimeout) and attempt < attempts:
+                    self._sleep_before_retry(attempt, None)
+                    continue
+                raise ServiceUnavailableError(f"catalog at {self.base_url} timed out") from error
+            except httpx.TransportError as error:
+                if attempt < attempts:
+                    self._sleep_before_retry(attempt, None)
+                    continue
+                raise ServiceUnavailableError(
+                    f"catalog at {self.base_url} is unreachable: {error}"
+                ) from error
+            if response.is_success:
+                return response
+            if response.status_code == 401 and self._oauth and not reauthenticated:
+                # The token may have been revoked or expired early: fetch a new one once.
+                self._oauth.invalidate()
+                reauthenticated = True
+                attempt -= 1
+                continue
+            if response.status_code in RETRYABLE_STATUSES and attempt < attempts:
+                self._sleep_before_retry(attempt, response.headers.get("Retry-After"))
+                continue
+            raise error_for(parse_error_reply(response), errors)
+
+    def get_json(
+        self,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        errors: ErrorRules | None = None,
+    ) -> dict[str, Any]:
+        return self.json_body(self.request("GET", path, params=params, errors=errors))
+
+    @staticmethod
+    def json_body(response: httpx.Response) -> dict[str, Any]:
+        if not response.content:
+            return {}
+        try:
+            body = response.json()
+        except ValueError as error:
+            raise InternalError(f"catalog returned a body that is not JSON: {error}") from error
+        if not isinstance(body, dict):
+            raise InternalError("catalog returned JSON that is not an object")
+        return body
+
+    def _send(
+        self, method: str, url: str, params: Mapping[str, Any] | None, body: Any
+    ) -> httpx.Response:
+        headers = {}
+        if self._oauth is not None:
+            headers["Authorization"] = f"Bearer {self._oauth.token(self._http)}"
+        elif self._auth_token:
+            headers["Authorization"] = f"Bearer {self._auth_token}"
+        return self._http.request(method, url, params=params, json=body, headers=headers)
+
+    def _sleep_before_retry(self, attempt: int, retry_after: str | None) -> None:
+        delay = min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
+        delay *= 1 + random.random() * 0.25
+        if retry_after:
+            with contextlib.suppress(ValueError):
+                delay = max(delay, min(float(retry_after), BACKOFF_MAX_SECONDS))
+        time.sleep(delay)
+
+
+# Helpers the REST catalog backends share for reading Lance requests.
+
+LANCE_TABLE_TYPE_KEY = "table_type"
+LANCE_TABLE_TYPE = "lance"
+
+
+def is_lance_table(properties: Mapping[str, Any] | None) -> bool:
+    """A catalog table is a Lance table when its `table_type` property is `lance` (any case)."""
+    value = (properties or {}).get(LANCE_TABLE_TYPE_KEY)
+    return isinstance(value, str) and value.lower() == LANCE_TABLE_TYPE
+
+
+def request_mode(value: str | None, allowed: tuple[str, ...], default: str) -> str:
+    """Normalise a request mode ("ExistOk", "exist_ok", ...) to one of `allowed` (lowercase)."""
+    if value is None or value == "":
+        return default
+    normalised = value.replace("_", "").replace("-", "").lower()
+    if normalised not in allowed:
+        raise InvalidInputError(f"unsupported mode {value!r}; use one of {', '.join(allowed)}")
+    return normalised

@@ -1,0 +1,14 @@
+"""PySpark data pipelines over Lance tables served by a Lance namespace (see docs/pipeline.md)."""
+
+from pipeline.api import read_table, register, save_table, source_options
+from pipeline.options import LanceSourceError
+from pipeline.source import LanceDataSource
+
+__all__ = [
+    "LanceDataSource",
+    "LanceSourceError",
+    "read_table",
+    "register",
+    "save_table",
+    "source_options",
+]

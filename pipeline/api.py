@@ -1,0 +1,86 @@
+"""Convenience entry points: register the source, save and read tables with clear errors.
+
+The helpers check the table through the namespace in the calling process first, so the
+mistakes a user makes (adapter down, table missing, schema mismatch, unsupported type,
+table already there) raise one LanceSourceError instead of a wrapped Spark stack trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyspark.sql import DataFrame, SparkSession
+
+from pipeline.options import LanceSourceError, parse_options
+from pipeline.read import pin_table, read_schema
+from pipeline.schema import check_append_schema, lance_schema_for
+from pipeline.source import LanceDataSource
+from pipeline.tables import inspect_table
+from pipeline.write import effective_mode
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+def register(spark: SparkSession) -> None:
+    """Register the `lance` format and enable the filter pushdown it implements."""
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    spark.dataSource.register(LanceDataSource)
+
+
+def source_options(
+    table: str,
+    *,
+    uri: str | None = None,
+    impl: str | None = None,
+    properties: Mapping[str, str] | None = None,
+    **options: object,
+) -> dict[str, str]:
+    """The string options of the `lance` format for a table in a namespace."""
+    result = {"table": table, **{k: str(v) for k, v in options.items() if v is not None}}
+    if uri:
+        result["uri"] = uri
+    if impl:
+        result["impl"] = impl
+    result.update({f"ns.{key}": str(value) for key, value in (properties or {}).items()})
+    return result
+
+
+def save_table(
+    df: DataFrame, table: str, *, mode: str = "errorifexists", **options: object
+) -> bool:
+    """Write `df` to `table` (saveAsTable-like); returns False when mode ignore skipped it."""
+    spark_options = source_options(table, write_mode=mode, **options)
+    parsed = parse_options(spark_options)
+    mode = effective_mode(parsed, overwrite=False)
+    state = inspect_table(parsed)
+    lance_schema_for(df.schema, {})  # raises on unsupported column types
+    if state is not None and state.has_data:
+        if mode == "errorifexists":
+            raise LanceSourceError(
+                f"table '{table}' already exists in {parsed.namespace_description}; "
+                "use mode append, overwrite or ignore"
+            )
+        if mode == "ignore":
+            return False
+        if mode == "append":
+            check_append_schema(df.schema, state.schema)
+    spark_mode = "overwrite" if mode == "overwrite" else "append"
+    df.write.format("lance").options(**spark_options).mode(spark_mode).save()
+    return True
+
+
+def read_table(
+    spark: SparkSession,
+    table: str,
+    *,
+    version: int | None = None,
+    columns: list[str] | None = None,
+    **options: object,
+) -> DataFrame:
+    """A DataFrame over `table` (optionally one version, only some columns)."""
+    spark_options = source_options(table, version=version, **options)
+    pinned = pin_table(parse_options(spark_options))
+    schema = read_schema(pinned, columns)
+    # Pin the same version Spark will read, and prune by handing Spark the narrower schema.
+    spark_options["version"] = str(pinned.version)
+    return spark.read.format("lance").options(**spark_options).schema(schema).load()

@@ -1,0 +1,126 @@
+"""The read side of the `lance` data source: one input partition per fragment group."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from pipeline.filters import combine, to_lance_sql
+from pipeline.options import LanceOptions, LanceSourceError
+from pipeline.schema import conform_batch, spark_schema_for
+from pipeline.tables import TableState, open_dataset, require_table
+
+
+@dataclass(frozen=True)
+class PinnedTable:
+    """One version of one table: every task of a read sees exactly this."""
+
+    location: str
+    version: int
+    storage_options: dict[str, str] | None
+    schema: pa.Schema
+
+    def open(self):
+        state = TableState(self.location, self.storage_options, False)
+        return open_dataset(state, self.version)
+
+
+def pin_table(options: LanceOptions) -> PinnedTable:
+    """Resolve the table through the namespace and fix the version the read will use."""
+    state = require_table(options)
+    version = options.version if options.version is not None else state.version
+    try:
+        dataset = open_dataset(state, version)
+    except (ValueError, OSError) as error:
+        raise LanceSourceError(
+            f"version {version} of table '{options.table_name}' cannot be opened: {error}"
+        ) from error
+    return PinnedTable(state.location, dataset.version, state.storage_options, dataset.schema)
+
+
+def read_schema(pinned: PinnedTable, columns: list[str] | None) -> StructType:
+    """The Spark schema of the table, restricted to `columns` when given."""
+    full = spark_schema_for(pinned.schema)
+    if not columns:
+        return full
+    check_columns(pinned, columns)
+    return StructType([full[name] for name in columns])
+
+
+def check_columns(pinned: PinnedTable, columns: Iterable[str]) -> None:
+    names = pinned.schema.names
+    for column in columns:
+        if column not in names:
+            raise LanceSourceError(
+                f"column '{column}' is not in the table (columns: {', '.join(names)})"
+            )
+
+
+class FragmentGroup(InputPartition):
+    """The fragment ids one Spark task reads."""
+
+    def __init__(self, fragment_ids: list[int]) -> None:
+        super().__init__(fragment_ids)
+        self.fragment_ids = fragment_ids
+
+
+def group_fragments(row_counts: list[tuple[int, int]], rows_per_partition: int) -> list[list[int]]:
+    """Consecutive fragments packed into groups of at most `rows_per_partition` rows;
+    a fragment larger than that is a group of its own."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    current_rows = 0
+    for fragment_id, rows in row_counts:
+        if current and current_rows + rows > rows_per_partition:
+            groups.append(current)
+            current, current_rows = [], 0
+        current.append(fragment_id)
+        current_rows += rows
+    if current:
+        groups.append(current)
+    return groups
+
+
+class LanceReader(DataSourceReader):
+    """Scans the pinned table version with the pushed filters and the requested columns."""
+
+    def __init__(self, pinned: PinnedTable, schema: StructType, options: LanceOptions) -> None:
+        check_columns(pinned, schema.fieldNames())
+        self.pinned = pinned
+        self.schema = schema
+        self.options = options
+        self.pushed: list[str] = []
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        for spark_filter in filters:
+            sql = to_lance_sql(spark_filter, self.schema)
+            if sql is None:
+                yield spark_filter
+            else:
+                self.pushed.append(sql)
+
+    def partitions(self) -> list[FragmentGroup]:
+        fragments = self.pinned.open().get_fragments()
+        counts = [(fragment.fragment_id, fragment.count_rows()) for fragment in fragments]
+        groups = group_fragments(counts, self.options.rows_per_partition)
+        return [FragmentGroup(ids) for ids in groups] or [FragmentGroup([])]
+
+    def read(self, partition: FragmentGroup) -> Iterator[pa.RecordBatch]:
+        if not partition.fragment_ids:
+            return
+        dataset = self.pinned.open()
+        spark_arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
+        scanner = dataset.scanner(
+            columns=self.schema.fieldNames(),
+            filter=combine(self.pushed),
+            fragments=[dataset.get_fragment(i) for i in partition.fragment_ids],
+            batch_size=self.options.batch_size,
+        )
+        for batch in scanner.to_batches():
+            if batch.num_rows:
+                yield conform_batch(batch, spark_arrow_schema)

@@ -1,0 +1,41 @@
+"""The PySpark data source `lance`: tables addressed through a Lance namespace."""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.types import StructType
+
+from pipeline.options import LanceOptions, parse_options
+from pipeline.read import LanceReader, PinnedTable, pin_table, read_schema
+from pipeline.write import LanceWriter, plan_write
+
+
+class LanceDataSource(DataSource):
+    """`spark.read.format("lance")` / `df.write.format("lance")`; see docs/pipeline.md."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "lance"
+
+    pinned: PinnedTable | None = None
+
+    @property
+    def parsed(self) -> LanceOptions:
+        return parse_options(self.options)
+
+    def _pin(self) -> PinnedTable:
+        # Pinned when the DataFrame is loaded; the instance is pickled afterwards, so
+        # planning and every task of every job on this DataFrame read the same version.
+        if self.pinned is None:
+            self.pinned = pin_table(self.parsed)
+        return self.pinned
+
+    def schema(self) -> StructType:
+        columns = [c.strip() for c in self.options.get("columns", "").split(",") if c.strip()]
+        return read_schema(self._pin(), columns)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return LanceReader(self._pin(), schema, self.parsed)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return LanceWriter(plan_write(self.parsed, schema, overwrite))

@@ -1,0 +1,179 @@
+"""Looking tables up through the namespace and handling their files on storage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import lance
+import pyarrow as pa
+import pyarrow.fs as pafs
+from lance_namespace import (
+    DeclareTableRequest,
+    DescribeTableRequest,
+    DropTableRequest,
+    LanceNamespace,
+)
+from lance_namespace.errors import (
+    LanceNamespaceError,
+    NamespaceNotFoundError,
+    ServiceUnavailableError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+
+from pipeline.options import LanceOptions, LanceSourceError, connect
+
+
+@dataclass(frozen=True)
+class TableState:
+    """Where a table lives and, when it holds data, its latest version and schema."""
+
+    location: str
+    storage_options: dict[str, str] | None
+    managed_versioning: bool
+    version: int | None = None
+    schema: pa.Schema | None = None
+
+    @property
+    def has_data(self) -> bool:
+        return self.version is not None
+
+
+def inspect_table(options: LanceOptions, namespace: LanceNamespace | None = None) -> TableState | None:
+    """The table's state, or None when the namespace does not know the table."""
+    namespace = namespace or connect(options)
+    try:
+        response = call_namespace(
+            options, lambda: namespace.describe_table(DescribeTableRequest(id=options.table_id))
+        )
+    except TableNotFoundError:
+        return None
+    if not response.location:
+        raise LanceSourceError(f"{options.namespace_description} gave no location for table")
+    state = TableState(
+        location=response.location,
+        storage_options=response.storage_options or None,
+        managed_versioning=response.managed_versioning is True,
+    )
+    return _with_data(state)
+
+
+def declare_table(options: LanceOptions, namespace: LanceNamespace) -> tuple[TableState, bool]:
+    """Declare the table; returns its state and whether this call declared it."""
+    try:
+        response = call_namespace(
+            options, lambda: namespace.declare_table(DeclareTableRequest(id=options.table_id))
+        )
+    except TableAlreadyExistsError:
+        # Another writer declared it first; write into the table it declared.
+        state = inspect_table(options, namespace)
+        if state is None:
+            raise LanceSourceError(f"table '{options.table_name}' vanished while declaring it")
+        return state, False
+    state = TableState(
+        location=response.location,
+        storage_options=response.storage_options or None,
+        managed_versioning=response.managed_versioning is True,
+    )
+    return state, True
+
+
+def drop_declared_table(options: LanceOptions) -> None:
+    """Undo a declaration whose first commit never happened (best effort)."""
+    try:
+        connect(options).drop_table(DropTableRequest(id=options.table_id))
+    except Exception:  # noqa: BLE001 - cleanup must not mask the error that caused it
+        pass
+
+
+def require_table(options: LanceOptions, namespace: LanceNamespace | None = None) -> TableState:
+    state = inspect_table(options, namespace)
+    if state is None:
+        raise LanceSourceError(
+            f"table '{options.table_name}' does not exist in {options.namespace_description}"
+        )
+    if not state.has_data:
+        raise LanceSourceError(
+            f"table '{options.table_name}' is declared in {options.namespace_description} "
+            "but has no data yet"
+        )
+    return state
+
+
+def call_namespace(options: LanceOptions, request):
+    """Run a namespace request, turning transport failures into one clear error."""
+    try:
+        return request()
+    except (TableNotFoundError, TableAlreadyExistsError):
+        raise
+    except NamespaceNotFoundError as error:
+        parent = ".".join(options.table_id[:-1]) or "(root)"
+        raise LanceSourceError(
+            f"namespace '{parent}' of table '{options.table_name}' does not exist in "
+            f"{options.namespace_description}: {error}"
+        ) from error
+    except ServiceUnavailableError as error:
+        raise LanceSourceError(
+            f"cannot reach {options.namespace_description} (is the adapter running?): "
+            f"{_first_line(error)}"
+        ) from error
+    except LanceNamespaceError as error:
+        raise LanceSourceError(
+            f"{options.namespace_description} refused the request for table "
+            f"'{options.table_name}': {_first_line(error)}"
+        ) from error
+    except OSError as error:
+        raise LanceSourceError(
+            f"cannot reach {options.namespace_description} (is the adapter running?): {error}"
+        ) from error
+
+
+def open_dataset(state: TableState, version: int | None = None) -> lance.LanceDataset:
+    return lance.dataset(state.location, version=version, storage_options=state.storage_options)
+
+
+def _with_data(state: TableState) -> TableState:
+    try:
+        dataset = open_dataset(state)
+    except (ValueError, OSError, FileNotFoundError):
+        return state  # declared, or location empty: no version yet
+    return TableState(
+        location=state.location,
+        storage_options=state.storage_options,
+        managed_versioning=state.managed_versioning,
+        version=dataset.version,
+        schema=dataset.schema,
+    )
+
+
+def referenced_files(state: TableState) -> set[str]:
+    """Data file paths that the latest version of the table uses."""
+    try:
+        dataset = open_dataset(state)
+    except (ValueError, OSError):
+        return set()
+    return {
+        data_file.path
+        for fragment in dataset.get_fragments()
+        for data_file in fragment.data_files()
+    }
+
+
+def delete_data_files(location: str, paths: list[str]) -> int:
+    """Delete data files (relative to the table's data/ folder); returns how many went away."""
+    if not paths:
+        return 0
+    filesystem, root = pafs.FileSystem.from_uri(location)
+    deleted = 0
+    for path in paths:
+        try:
+            filesystem.delete_file(f"{root.rstrip('/')}/data/{path}")
+            deleted += 1
+        except (FileNotFoundError, OSError):
+            pass
+    return deleted
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

@@ -1,0 +1,246 @@
+"""The write side of the `lance` data source.
+
+The driver plans the write (resolves or declares the table, fixes the target schema and
+the version the write is based on); each task writes Lance fragments straight to the
+table's location and returns their metadata; the driver commits every fragment of the
+job in one Lance transaction, so only fragments of successful task attempts ever count.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import lance
+import pyarrow as pa
+from lance.fragment import FragmentMetadata, write_fragments
+from lance.progress import FragmentWriteProgress
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from pipeline.options import LanceOptions, LanceSourceError, connect
+from pipeline.schema import (
+    check_append_schema,
+    conform_batch,
+    is_float_array,
+    lance_schema_for,
+    vector_dimensions,
+)
+from pipeline.tables import (
+    TableState,
+    declare_table,
+    delete_data_files,
+    drop_declared_table,
+    inspect_table,
+    referenced_files,
+)
+
+
+@dataclass
+class FragmentsMessage(WriterCommitMessage):
+    """What one task wrote: fragment metadata as JSON, and the rows in them."""
+
+    fragments: list[str] = field(default_factory=list)
+    rows: int = 0
+
+    def data_files(self) -> list[str]:
+        return [
+            data_file["path"] for text in self.fragments for data_file in json.loads(text)["files"]
+        ]
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """Everything tasks and the commit need, fixed once on the driver."""
+
+    options: LanceOptions
+    mode: str  # what the user asked: append, overwrite, errorifexists or ignore
+    action: str  # what the write does: append, overwrite, create or skip
+    table: TableState
+    schema: pa.Schema
+    declared: bool = False
+
+
+def effective_mode(options: LanceOptions, overwrite: bool) -> str:
+    return options.write_mode or ("overwrite" if overwrite else "append")
+
+
+def plan_write(options: LanceOptions, spark_schema: StructType, overwrite: bool) -> WritePlan:
+    """Decide what the write does to the table, declaring the table when it is new."""
+    mode = effective_mode(options, overwrite)
+    namespace = connect(options)
+    state = inspect_table(options, namespace)
+    declared = False
+    if state is None:
+        state, declared = declare_table(options, namespace)
+    if not state.has_data:
+        schema = lance_schema_for(spark_schema, _new_table_vectors(options))
+        return WritePlan(options, mode, "create", state, schema, declared)
+    if mode == "errorifexists":
+        raise LanceSourceError(
+            f"table '{options.table_name}' already exists in {options.namespace_description} "
+            "(write mode errorifexists); use append, overwrite or ignore"
+        )
+    if mode == "ignore":
+        return WritePlan(options, mode, "skip", state, state.schema)
+    if mode == "append":
+        check_append_schema(spark_schema, state.schema)
+        schema = _append_schema(spark_schema, state.schema)
+        return WritePlan(options, mode, "append", state, schema)
+    vectors = _overwrite_vectors(options, spark_schema, state.schema)
+    return WritePlan(options, mode, "overwrite", state, lance_schema_for(spark_schema, vectors))
+
+
+def _append_schema(spark_schema: StructType, table_schema: pa.Schema) -> pa.Schema:
+    """The table's schema in the DataFrame's column order (fragments are matched by name)."""
+    return pa.schema([table_schema.field(name) for name in spark_schema.fieldNames()])
+
+
+def _given_vectors(options: LanceOptions) -> dict[str, int]:
+    return {name: size for name, size in options.vector_columns.items() if size is not None}
+
+
+def _overwrite_vectors(
+    options: LanceOptions, spark_schema: StructType, table_schema: pa.Schema
+) -> dict[str, int]:
+    """Vector columns the table keeps across an overwrite, plus the ones the options name."""
+    kept = {
+        name: size
+        for name, size in vector_dimensions(table_schema).items()
+        if name in spark_schema.fieldNames() and is_float_array(spark_schema[name].dataType)
+    }
+    named = {name: kept.get(name) for name, size in options.vector_columns.items() if size is None}
+    return {**kept, **_new_table_vectors(options, named)}
+
+
+def _new_table_vectors(
+    options: LanceOptions, known: dict[str, int | None] | None = None
+) -> dict[str, int]:
+    known = known or {}
+    missing = [
+        name
+        for name, size in options.vector_columns.items()
+        if size is None and known.get(name) is None
+    ]
+    if missing:
+        raise LanceSourceError(
+            f"vector column '{missing[0]}' needs its dimension for a new table: "
+            f"write it as '{missing[0]}:<dimension>' in option vector_columns"
+        )
+    return {**_given_vectors(options), **{n: s for n, s in known.items() if s is not None}}
+
+
+class FileTracker(FragmentWriteProgress):
+    """Remembers the data files Lance finished, so a failed task can delete them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: list[str] = []
+
+    def begin(self, fragment: FragmentMetadata, **kwargs: object) -> None:
+        pass
+
+    def complete(self, fragment: FragmentMetadata, **kwargs: object) -> None:
+        self.paths.extend(data_file.path for data_file in fragment.data_files())
+
+
+class LanceWriter(DataSourceArrowWriter):
+    """Writes the fragments of one task; commits or aborts the whole job on the driver."""
+
+    def __init__(self, plan: WritePlan) -> None:
+        self.plan = plan
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FragmentsMessage:
+        if self.plan.action == "skip":
+            return FragmentsMessage()
+        schema = self.plan.schema
+        batches = (conform_batch(batch, schema) for batch in iterator if batch.num_rows)
+        tracker = FileTracker()
+        try:
+            fragments = write_fragments(
+                pa.RecordBatchReader.from_batches(schema, batches),
+                self.plan.table.location,
+                schema=schema,
+                mode="append" if self.plan.action == "append" else "overwrite",
+                max_rows_per_file=self.plan.options.max_rows_per_file,
+                storage_options=self.plan.table.storage_options,
+                progress=tracker,
+            )
+        except BaseException:
+            delete_data_files(self.plan.table.location, tracker.paths)
+            raise
+        return FragmentsMessage(
+            fragments=[json.dumps(fragment.to_json()) for fragment in fragments],
+            rows=sum(fragment.num_rows for fragment in fragments),
+        )
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.plan.action == "skip":
+            return
+        fragments = [
+            FragmentMetadata.from_json(text)
+            for message in messages
+            if isinstance(message, FragmentsMessage)
+            for text in message.fragments
+        ]
+        commit_fragments(self.plan, fragments)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        written = [
+            path
+            for message in messages
+            if isinstance(message, FragmentsMessage)
+            for path in message.data_files()
+        ]
+        # If the commit went through before the failure, its files are the table's now.
+        committed = referenced_files(self.plan.table)
+        delete_data_files(self.plan.table.location, [p for p in written if p not in committed])
+        if self.plan.declared and not committed:
+            drop_declared_table(self.plan.options)
+
+
+def commit_fragments(plan: WritePlan, fragments: list[FragmentMetadata]) -> lance.LanceDataset:
+    """Commit all fragments of a job in one transaction; Lance retries concurrent appends."""
+    operation, read_version = _operation(plan, fragments)
+    try:
+        return lance.LanceDataset.commit(
+            plan.table.location,
+            operation,
+            read_version=read_version,
+            storage_options=plan.table.storage_options,
+            max_retries=plan.options.commit_retries,
+            **_namespace_commit_arguments(plan),
+        )
+    except (OSError, ValueError, RuntimeError) as error:
+        raise LanceSourceError(
+            f"commit of {len(fragments)} fragments to table '{plan.options.table_name}' failed "
+            f"(another writer may have changed the table in a conflicting way): {error}"
+        ) from error
+
+
+def _operation(plan: WritePlan, fragments: list[FragmentMetadata]):
+    if plan.action == "append":
+        return lance.LanceOperation.Append(fragments), plan.table.version
+    if plan.action == "overwrite":
+        return lance.LanceOperation.Overwrite(plan.schema, fragments), plan.table.version
+    # A new table: if another job created it meanwhile, append rather than replace its rows.
+    current = inspect_table(plan.options)
+    if current is not None and current.has_data and plan.mode != "overwrite":
+        if plan.mode == "errorifexists":
+            raise LanceSourceError(
+                f"table '{plan.options.table_name}' was created by another writer during this job"
+            )
+        return lance.LanceOperation.Append(fragments), current.version
+    return lance.LanceOperation.Overwrite(plan.schema, fragments), None
+
+
+def _namespace_commit_arguments(plan: WritePlan) -> dict[str, object]:
+    if not plan.table.managed_versioning:
+        return {}
+    return {
+        "namespace_client": connect(plan.options),
+        "table_id": plan.options.table_id,
+        "namespace_client_managed_versioning": True,
+    }
+

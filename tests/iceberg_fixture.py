@@ -1,0 +1,302 @@
+"""An Iceberg REST Catalog protocol fixture backed by real Iceberg metadata.
+
+It serves the subset of `open-api/rest-catalog-open-api.yaml` the iceberg backend uses (config,
+OAuth2 token, namespaces, tables) and keeps everything in pyiceberg `SqlCatalog`s on SQLite, one
+per warehouse, so table metadata files are real Iceberg metadata. pyiceberg's own `RestCatalog`
+is pointed at it in the tests to prove it speaks the protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import JSONResponse, Response
+from pyiceberg.catalog.rest import CreateTableRequest
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.exceptions import (
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+)
+
+from tests.rest_catalog_fixture_support import FixtureControl, install_control, serve
+
+SEPARATOR = "\x1f"
+DEFAULT_PAGE_SIZE = 2
+TOKEN_PATH = "/v1/oauth/tokens"
+
+
+class IcebergError(Exception):
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message = status, kind, message
+
+
+def error_body(status: int, kind: str, message: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": status}}
+
+
+@dataclass
+class IcebergFixture:
+    """A running fixture: its URL, the control knobs and the catalogs behind it."""
+
+    url: str
+    control: FixtureControl
+    state: CatalogState
+
+
+class CatalogState:
+    """One SqlCatalog per warehouse; `prefix_style` decides what /v1/config returns."""
+
+    def __init__(self, workdir: Path, warehouses: tuple[str, ...]) -> None:
+        self.workdir = workdir
+        self.catalogs = {
+            name: SqlCatalog(
+                name,
+                uri=f"sqlite:///{workdir / 'catalog.db'}",
+                warehouse=f"file://{workdir / 'warehouse' / name}",
+            )
+            for name in warehouses
+        }
+        self.prefix_style = "overrides"  # or "defaults" or "none"
+        self.load_delay_seconds = 0.0
+        self.lock = threading.Lock()
+
+    def prefix_for(self, warehouse: str) -> str:
+        return warehouse if self.prefix_style == "none" else f"p-{warehouse}"
+
+    def catalog_for_prefix(self, prefix: str) -> SqlCatalog:
+        for name, catalog in self.catalogs.items():
+            if self.prefix_for(name) == prefix:
+                return catalog
+        raise IcebergError(404, "NoSuchWarehouseException", f"no warehouse for prefix {prefix}")
+
+
+def _namespace(encoded: str) -> tuple[str, ...]:
+    parts = tuple(encoded.split(SEPARATOR))
+    if not all(parts):
+        raise IcebergError(400, "BadRequestException", f"malformed namespace {encoded!r}")
+    return parts
+
+
+def _page(items: list[Any], request: Request) -> tuple[list[Any], str | None]:
+    """Paging per the spec: only when the client sends pageToken (empty for the first page)."""
+    token = request.query_params.get("pageToken")
+    if token is None:
+        return items, None
+    size = int(request.query_params.get("pageSize") or DEFAULT_PAGE_SIZE)
+    start = int(token) if token else 0
+    end = start + size
+    return items[start:end], (str(end) if end < len(items) else None)
+
+
+def _table_result(table: Any) -> dict[str, Any]:
+    return {
+        "metadata-location": table.metadata_location,
+        "metadata": json.loads(table.metadata.model_dump_json()),
+        "config": {},
+    }
+
+
+def build_app(state: CatalogState, control: FixtureControl) -> FastAPI:
+    app = FastAPI()
+    install_control(app, control, error_body, open_paths=("/v1/config", TOKEN_PATH))
+
+    @app.exception_handler(IcebergError)
+    async def iceberg_error(_: Request, error: IcebergError) -> JSONResponse:
+        return JSONResponse(error_body(error.status, error.kind, error.message), error.status)
+
+    @app.get("/v1/config")
+    def config(warehouse: str | None = None) -> dict[str, Any]:
+        if warehouse not in state.catalogs:
+            raise IcebergError(404, "NoSuchWarehouseException", f"unknown warehouse {warehouse}")
+        prefix = {"prefix": state.prefix_for(warehouse)}
+        if state.prefix_style == "defaults":
+            return {"defaults": prefix, "overrides": {}}
+        if state.prefix_style == "none":
+            return {"defaults": {}, "overrides": {}}
+        return {"defaults": {}, "overrides": prefix}
+
+    @app.post(TOKEN_PATH)
+    async def token(request: Request) -> JSONResponse:
+        form = {key: values[0] for key, values in parse_qs((await request.body()).decode()).items()}
+        grant_type = form.get("grant_type", "")
+        client_id, client_secret = form.get("client_id", ""), form.get("client_secret", "")
+        issued = control.issue_token(client_id, client_secret)
+        if grant_type != "client_credentials" or issued is None:
+            body = {"error": "invalid_client", "error_description": "bad client credentials"}
+            return JSONResponse(body, status_code=401)
+        return JSONResponse(
+            {
+                "access_token": issued,
+                "token_type": "bearer",
+                "expires_in": control.token_lifetime_seconds,
+                "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            }
+        )
+
+    @app.get("/v1/{prefix}/namespaces")
+    def list_namespaces(prefix: str, request: Request) -> dict[str, Any]:
+        catalog = state.catalog_for_prefix(prefix)
+        parent = request.query_params.get("parent")
+        with state.lock:
+            parent_ns = _namespace(parent) if parent else ()
+            if parent_ns:
+                _require_namespace(catalog, parent_ns)
+            children = sorted(catalog.list_namespaces(parent_ns))
+        page, token = _page([list(child) for child in children], request)
+        return {"namespaces": page, "next-page-token": token}
+
+    @app.post("/v1/{prefix}/namespaces")
+    async def create_namespace(prefix: str, request: Request) -> dict[str, Any]:
+        catalog = state.catalog_for_prefix(prefix)
+        body = await request.json()
+        namespace = tuple(body.get("namespace") or ())
+        properties = body.get("properties") or {}
+        if not namespace or not all(isinstance(part, str) and part for part in namespace):
+            raise IcebergError(400, "BadRequestException", "namespace must be non-empty")
+        with state.lock:
+            if len(namespace) > 1:
+                _require_namespace(catalog, namespace[:-1])
+            try:
+                catalog.create_namespace(namespace, properties)
+            except NamespaceAlreadyExistsError as error:
+                raise IcebergError(409, "AlreadyExistsException", str(error)) from error
+            stored = _require_namespace(catalog, namespace)
+        return {"namespace": list(namespace), "properties": stored}
+
+    @app.get("/v1/{prefix}/namespaces/{namespace}")
+    def load_namespace(prefix: str, namespace: str) -> dict[str, Any]:
+        catalog = state.catalog_for_prefix(prefix)
+        parts = _namespace(namespace)
+        with state.lock:
+            properties = _require_namespace(catalog, parts)
+        return {"namespace": list(parts), "properties": properties}
+
+    @app.head("/v1/{prefix}/namespaces/{namespace}")
+    def namespace_exists(prefix: str, namespace: str) -> Response:
+        load_namespace(prefix, namespace)
+        return Response(status_code=204)
+
+    @app.delete("/v1/{prefix}/namespaces/{namespace}")
+    def drop_namespace(prefix: str, namespace: str) -> Response:
+        catalog = state.catalog_for_prefix(prefix)
+        parts = _namespace(namespace)
+        with state.lock:
+            _require_namespace(catalog, parts)
+            if catalog.list_namespaces(parts):
+                raise IcebergError(409, "NamespaceNotEmptyException", f"{parts} has children")
+            try:
+                catalog.drop_namespace(parts)
+            except NamespaceNotEmptyError as error:
+                raise IcebergError(409, "NamespaceNotEmptyException", str(error)) from error
+        return Response(status_code=204)
+
+    @app.get("/v1/{prefix}/namespaces/{namespace}/tables")
+    def list_tables(prefix: str, namespace: str, request: Request) -> dict[str, Any]:
+        catalog = state.catalog_for_prefix(prefix)
+        parts = _namespace(namespace)
+        with state.lock:
+            _require_namespace(catalog, parts)
+            identifiers = sorted(catalog.list_tables(parts))
+        entries = [{"namespace": list(ident[:-1]), "name": ident[-1]} for ident in identifiers]
+        page, token = _page(entries, request)
+        return {"identifiers": page, "next-page-token": token}
+
+    @app.post("/v1/{prefix}/namespaces/{namespace}/tables")
+    async def create_table(prefix: str, namespace: str, request: Request) -> dict[str, Any]:
+        catalog = state.catalog_for_prefix(prefix)
+        parts = _namespace(namespace)
+        try:
+            # location, partition-spec and write-order are optional in the protocol, not in pyiceberg's model.
+            body = {
+                "location": None,
+                "partition-spec": None,
+                "write-order": None,
+                **(await request.json()),
+            }
+            create = CreateTableRequest.model_validate(body)
+        except ValueError as error:
+            raise IcebergError(400, "BadRequestException", str(error)) from error
+        with state.lock:
+            _require_namespace(catalog, parts)
+            try:
+                table = catalog.create_table(
+                    (*parts, create.name),
+                    schema=create.table_schema,
+                    location=create.location,
+                    properties=create.properties,
+                )
+            except TableAlreadyExistsError as error:
+                raise IcebergError(409, "AlreadyExistsException", str(error)) from error
+        return _table_result(table)
+
+    @app.get("/v1/{prefix}/namespaces/{namespace}/tables/{table}")
+    async def load_table(prefix: str, namespace: str, table: str) -> dict[str, Any]:
+        if state.load_delay_seconds:
+            await asyncio.sleep(state.load_delay_seconds)
+        return await asyncio.to_thread(_load_table, state, prefix, namespace, table)
+
+    @app.head("/v1/{prefix}/namespaces/{namespace}/tables/{table}")
+    def table_exists(prefix: str, namespace: str, table: str) -> Response:
+        _load_table(state, prefix, namespace, table)
+        return Response(status_code=204)
+
+    @app.delete("/v1/{prefix}/namespaces/{namespace}/tables/{table}")
+    def drop_table(
+        prefix: str, namespace: str, table: str, purge: bool = Query(False, alias="purgeRequested")
+    ) -> Response:
+        catalog = state.catalog_for_prefix(prefix)
+        identifier = (*_namespace(namespace), table)
+        with state.lock:
+            try:
+                if purge:
+                    catalog.purge_table(identifier)
+                else:
+                    catalog.drop_table(identifier)
+            except NoSuchTableError as error:
+                raise IcebergError(404, "NoSuchTableException", str(error)) from error
+        return Response(status_code=204)
+
+    return app
+
+
+def _load_table(state: CatalogState, prefix: str, namespace: str, table: str) -> dict[str, Any]:
+    catalog = state.catalog_for_prefix(prefix)
+    identifier = (*_namespace(namespace), table)
+    with state.lock:
+        try:
+            return _table_result(catalog.load_table(identifier))
+        except (NoSuchTableError, NoSuchNamespaceError) as error:
+            raise IcebergError(404, "NoSuchTableException", str(error)) from error
+
+
+def _require_namespace(catalog: SqlCatalog, namespace: tuple[str, ...]) -> dict[str, str]:
+    try:
+        properties = catalog.load_namespace_properties(namespace)
+    except NoSuchNamespaceError as error:
+        raise IcebergError(404, "NoSuchNamespaceException", str(error)) from error
+    # SqlCatalog marks a namespace created without properties with exists=true.
+    return {key: value for key, value in properties.items() if key != "exists"}
+
+
+@contextmanager
+def running_iceberg_fixture(
+    workdir: Path, warehouses: tuple[str, ...] = ("wh", "other")
+) -> Iterator[IcebergFixture]:
+    """Start the fixture on 127.0.0.1 (free port) and yield it."""
+    control = FixtureControl()
+    state = CatalogState(workdir, warehouses)
+    with serve(build_app(state, control)) as url:
+        yield IcebergFixture(url, control, state)

@@ -1,0 +1,358 @@
+"""The Glue backend called directly in Python, against moto's Glue server on loopback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from lance_namespace import (
+    CreateNamespaceRequest,
+    DeclareTableRequest,
+    DeregisterTableRequest,
+    DescribeNamespaceRequest,
+    DescribeTableRequest,
+    DropNamespaceRequest,
+    InvalidInputError,
+    ListNamespacesRequest,
+    ListTablesRequest,
+    NamespaceAlreadyExistsError,
+    NamespaceExistsRequest,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    RegisterTableRequest,
+    TableAlreadyExistsError,
+    TableExistsRequest,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
+
+from backends import load_namespace
+from backends.glue import GlueNamespace
+from backends.properties import ConfigurationError
+from tests.glue_support import (  # noqa: F401  (pytest fixtures)
+    MotoEndpoint,
+    clean_moto,
+    glue,
+    glue_properties,
+    moto_endpoint,
+)
+
+
+def create_db(glue: GlueNamespace, name: str, **properties: str) -> None:
+    glue.create_namespace(CreateNamespaceRequest(id=[name], properties=properties or None))
+
+
+def raw_glue(endpoint: MotoEndpoint):
+    return endpoint.client("glue")
+
+
+def put_raw_table(endpoint: MotoEndpoint, db: str, name: str, table_type: str, params: dict):
+    raw_glue(endpoint).create_table(
+        DatabaseName=db,
+        TableInput={
+            "Name": name,
+            "TableType": table_type,
+            "Parameters": params,
+            "StorageDescriptor": {"Location": f"s3://bucket/{db}/{name}"},
+        },
+    )
+
+
+# -- namespaces ------------------------------------------------------------------------------
+
+
+def test_create_describe_list_drop_database(glue: GlueNamespace, clean_moto: MotoEndpoint):
+    response = glue.create_namespace(
+        CreateNamespaceRequest(id=["sales"], properties={"owner": "ana", "tier": "gold"})
+    )
+    assert response.properties == {"owner": "ana", "tier": "gold"}
+    stored = raw_glue(clean_moto).get_database(Name="sales")["Database"]
+    assert stored["Parameters"] == {"owner": "ana", "tier": "gold"}
+
+    described = glue.describe_namespace(DescribeNamespaceRequest(id=["sales"]))
+    assert described.properties == {"owner": "ana", "tier": "gold"}
+    glue.namespace_exists(NamespaceExistsRequest(id=["sales"]))
+    assert glue.list_namespaces(ListNamespacesRequest()).namespaces == ["sales"]
+    assert glue.list_namespaces(ListNamespacesRequest(id=["sales"])).namespaces == []
+
+    glue.drop_namespace(DropNamespaceRequest(id=["sales"]))
+    with pytest.raises(NamespaceNotFoundError):
+        glue.namespace_exists(NamespaceExistsRequest(id=["sales"]))
+    assert raw_glue(clean_moto).get_databases()["DatabaseList"] == []
+
+
+def test_create_modes(glue: GlueNamespace):
+    create_db(glue, "ops", a="1")
+    with pytest.raises(NamespaceAlreadyExistsError):
+        create_db(glue, "ops", a="2")
+    kept = glue.create_namespace(
+        CreateNamespaceRequest(id=["ops"], mode="ExistOk", properties={"a": "3"})
+    )
+    assert kept.properties == {"a": "1"}
+    replaced = glue.create_namespace(
+        CreateNamespaceRequest(id=["ops"], mode="overwrite", properties={"b": "4"})
+    )
+    assert replaced.properties == {"b": "4"}
+    assert glue.describe_namespace(DescribeNamespaceRequest(id=["ops"])).properties == {"b": "4"}
+    with pytest.raises(InvalidInputError):
+        glue.create_namespace(CreateNamespaceRequest(id=["ops"], mode="sometimes"))
+
+
+def test_overwrite_refuses_namespace_with_tables(glue: GlueNamespace):
+    create_db(glue, "ops", a="1")
+    glue.declare_table(DeclareTableRequest(id=["ops", "t"]))
+    with pytest.raises(NamespaceNotEmptyError):
+        glue.create_namespace(CreateNamespaceRequest(id=["ops"], mode="OVERWRITE"))
+    assert glue.describe_namespace(DescribeNamespaceRequest(id=["ops"])).properties == {"a": "1"}
+
+
+def test_missing_namespace_errors(glue: GlueNamespace):
+    for call in (
+        lambda: glue.describe_namespace(DescribeNamespaceRequest(id=["nope"])),
+        lambda: glue.namespace_exists(NamespaceExistsRequest(id=["nope"])),
+        lambda: glue.list_namespaces(ListNamespacesRequest(id=["nope"])),
+        lambda: glue.list_tables(ListTablesRequest(id=["nope"])),
+        lambda: glue.drop_namespace(DropNamespaceRequest(id=["nope"])),
+        lambda: glue.declare_table(DeclareTableRequest(id=["nope", "t"])),
+        lambda: glue.describe_table(DescribeTableRequest(id=["nope", "t"])),
+        lambda: glue.describe_namespace(DescribeNamespaceRequest(id=["a", "b"])),
+    ):
+        with pytest.raises(NamespaceNotFoundError):
+            call()
+    glue.drop_namespace(DropNamespaceRequest(id=["nope"], mode="Skip"))
+
+
+def test_drop_is_restrict_only_and_never_touches_tables(glue: GlueNamespace, tmp_path: Path):
+    create_db(glue, "keep")
+    data_dir = tmp_path / "data.lance"
+    data_dir.mkdir()
+    (data_dir / "marker").write_text("lance data")
+    glue.register_table(RegisterTableRequest(id=["keep", "t"], location=str(data_dir)))
+    with pytest.raises(NamespaceNotEmptyError):
+        glue.drop_namespace(DropNamespaceRequest(id=["keep"]))
+    with pytest.raises(UnsupportedOperationError):
+        glue.drop_namespace(DropNamespaceRequest(id=["keep"], behavior="Cascade"))
+    glue.table_exists(TableExistsRequest(id=["keep", "t"]))
+
+    glue.deregister_table(DeregisterTableRequest(id=["keep", "t"]))
+    assert (data_dir / "marker").read_text() == "lance data"
+    glue.drop_namespace(DropNamespaceRequest(id=["keep"]))
+    assert (data_dir / "marker").read_text() == "lance data"
+
+
+def test_drop_refuses_database_holding_only_non_lance_tables(
+    glue: GlueNamespace, clean_moto: MotoEndpoint
+):
+    create_db(glue, "mixed")
+    put_raw_table(clean_moto, "mixed", "hive_orders", "EXTERNAL_TABLE", {"table_type": "parquet"})
+    assert glue.list_tables(ListTablesRequest(id=["mixed"])).tables == []
+    with pytest.raises(NamespaceNotEmptyError):
+        glue.drop_namespace(DropNamespaceRequest(id=["mixed"]))
+    assert raw_glue(clean_moto).get_table(DatabaseName="mixed", Name="hive_orders")
+
+
+def test_root_namespace(glue: GlueNamespace):
+    glue.namespace_exists(NamespaceExistsRequest(id=[]))
+    assert glue.describe_namespace(DescribeNamespaceRequest(id=[])).properties == {}
+    assert glue.list_tables(ListTablesRequest(id=[])).tables == []
+    with pytest.raises(InvalidInputError):
+        glue.drop_namespace(DropNamespaceRequest(id=[]))
+    with pytest.raises(NamespaceAlreadyExistsError):
+        glue.create_namespace(CreateNamespaceRequest(id=[]))
+
+
+def test_single_catalog_mode_has_one_level(glue: GlueNamespace):
+    create_db(glue, "top")
+    with pytest.raises(InvalidInputError):
+        glue.create_namespace(CreateNamespaceRequest(id=["top", "child"]))
+    with pytest.raises(InvalidInputError):
+        glue.create_namespace(
+            CreateNamespaceRequest(id=["cat"], properties={"glue.namespace_type": "catalog"})
+        )
+    with pytest.raises(NamespaceNotFoundError):
+        glue.declare_table(DeclareTableRequest(id=["top", "child", "t"]))
+
+
+# -- names -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["Upper", "has space", "semi;colon", "dollar$sign", "dot.name", "x" * 256, "", "..", "a/b"],
+)
+def test_invalid_names_are_rejected_before_glue(glue: GlueNamespace, clean_moto, bad: str):
+    with pytest.raises(InvalidInputError):
+        glue.create_namespace(CreateNamespaceRequest(id=[bad]))
+    create_db(glue, "ok")
+    with pytest.raises(InvalidInputError):
+        glue.declare_table(DeclareTableRequest(id=["ok", bad]))
+    with pytest.raises(InvalidInputError):
+        glue.describe_table(DescribeTableRequest(id=["ok", bad]))
+    assert [d["Name"] for d in raw_glue(clean_moto).get_databases()["DatabaseList"]] == ["ok"]
+    assert raw_glue(clean_moto).get_tables(DatabaseName="ok")["TableList"] == []
+
+
+def test_longest_valid_name_is_accepted(glue: GlueNamespace):
+    name = "a" * 255
+    create_db(glue, name)
+    glue.declare_table(DeclareTableRequest(id=[name, "t-1_x"]))
+    assert glue.list_tables(ListTablesRequest(id=[name])).tables == ["t-1_x"]
+
+
+def test_invalid_properties_and_identifiers(glue: GlueNamespace):
+    create_db(glue, "ok")
+    with pytest.raises(InvalidInputError):
+        glue.create_namespace(CreateNamespaceRequest(id=["p"], properties={"k" * 256: "v"}))
+    with pytest.raises(InvalidInputError):
+        glue.declare_table(DeclareTableRequest(id=["ok", "t"], properties={"table_type": "hive"}))
+    with pytest.raises(InvalidInputError):
+        glue.declare_table(DeclareTableRequest(id=["t"]))
+    with pytest.raises(InvalidInputError):
+        glue.register_table(RegisterTableRequest(id=["ok", "t"], location="  "))
+    with pytest.raises(InvalidInputError):
+        glue.list_namespaces(ListNamespacesRequest(limit=-1))
+
+
+# -- tables ----------------------------------------------------------------------------------
+
+
+def test_declare_describe_deregister(glue: GlueNamespace, clean_moto: MotoEndpoint, tmp_path):
+    create_db(glue, "db")
+    declared = glue.declare_table(DeclareTableRequest(id=["db", "events"], properties={"k": "v"}))
+    assert declared.location == str(tmp_path / "warehouse" / "db" / "events.lance")
+    assert declared.properties == {"k": "v", "table_type": "lance"}
+
+    stored = raw_glue(clean_moto).get_table(DatabaseName="db", Name="events")["Table"]
+    assert stored["TableType"] == "EXTERNAL_TABLE"
+    assert stored["Parameters"] == {"k": "v", "table_type": "lance"}
+    assert stored["StorageDescriptor"]["Location"] == declared.location
+
+    described = glue.describe_table(DescribeTableRequest(id=["db", "events"], with_table_uri=True))
+    assert described.location == declared.location
+    assert described.table_uri == Path(declared.location).as_uri()
+    assert described.properties == {"k": "v", "table_type": "lance"}
+    assert described.var_schema is None and described.version is None
+
+    with pytest.raises(TableAlreadyExistsError):
+        glue.declare_table(DeclareTableRequest(id=["db", "events"]))
+    gone = glue.deregister_table(DeregisterTableRequest(id=["db", "events"]))
+    assert gone.location == declared.location and gone.id == ["db", "events"]
+    for call in (
+        lambda: glue.describe_table(DescribeTableRequest(id=["db", "events"])),
+        lambda: glue.table_exists(TableExistsRequest(id=["db", "events"])),
+        lambda: glue.deregister_table(DeregisterTableRequest(id=["db", "events"])),
+    ):
+        with pytest.raises(TableNotFoundError):
+            call()
+
+
+def test_declare_uses_explicit_location_and_database_location(
+    glue: GlueNamespace, clean_moto: MotoEndpoint
+):
+    raw_glue(clean_moto).create_database(
+        DatabaseInput={"Name": "lake", "LocationUri": "s3://bucket/lake/"}
+    )
+    default = glue.declare_table(DeclareTableRequest(id=["lake", "a"]))
+    assert default.location == "s3://bucket/lake/a.lance"
+    explicit = glue.declare_table(DeclareTableRequest(id=["lake", "b"], location="s3://o/b"))
+    assert explicit.location == "s3://o/b"
+    described = glue.describe_table(DescribeTableRequest(id=["lake", "b"], with_table_uri=True))
+    assert described.table_uri == "s3://o/b"
+
+
+def test_register_modes(glue: GlueNamespace, clean_moto: MotoEndpoint):
+    create_db(glue, "db")
+    glue.register_table(RegisterTableRequest(id=["db", "t"], location="s3://b/one"))
+    with pytest.raises(TableAlreadyExistsError):
+        glue.register_table(RegisterTableRequest(id=["db", "t"], location="s3://b/two"))
+    glue.register_table(
+        RegisterTableRequest(id=["db", "t"], location="s3://b/two", mode="Overwrite")
+    )
+    assert glue.describe_table(DescribeTableRequest(id=["db", "t"])).location == "s3://b/two"
+    put_raw_table(clean_moto, "db", "hive", "EXTERNAL_TABLE", {"table_type": "parquet"})
+    with pytest.raises(InvalidInputError):
+        glue.register_table(
+            RegisterTableRequest(id=["db", "hive"], location="s3://b/x", mode="overwrite")
+        )
+    assert raw_glue(clean_moto).get_table(DatabaseName="db", Name="hive")["Table"][
+        "Parameters"
+    ] == {"table_type": "parquet"}
+
+
+def test_lance_table_identification(glue: GlueNamespace, clean_moto: MotoEndpoint):
+    create_db(glue, "db")
+    put_raw_table(clean_moto, "db", "upper", "EXTERNAL_TABLE", {"table_type": "LANCE"})
+    put_raw_table(clean_moto, "db", "mixed", "EXTERNAL_TABLE", {"table_type": "Lance"})
+    put_raw_table(clean_moto, "db", "managed", "MANAGED_TABLE", {"table_type": "lance"})
+    put_raw_table(clean_moto, "db", "iceberg", "EXTERNAL_TABLE", {"table_type": "ICEBERG"})
+    put_raw_table(clean_moto, "db", "plain", "EXTERNAL_TABLE", {})
+    assert glue.list_tables(ListTablesRequest(id=["db"])).tables == ["mixed", "upper"]
+    glue.table_exists(TableExistsRequest(id=["db", "upper"]))
+    for name in ("managed", "iceberg", "plain"):
+        with pytest.raises(InvalidInputError):
+            glue.describe_table(DescribeTableRequest(id=["db", name]))
+        with pytest.raises(InvalidInputError):
+            glue.deregister_table(DeregisterTableRequest(id=["db", name]))
+        with pytest.raises(TableNotFoundError):
+            glue.table_exists(TableExistsRequest(id=["db", name]))
+    names = {t["Name"] for t in raw_glue(clean_moto).get_tables(DatabaseName="db")["TableList"]}
+    assert names == {"upper", "mixed", "managed", "iceberg", "plain"}
+
+
+def test_more_than_a_hundred_databases_and_tables_page_in_order(glue: GlueNamespace):
+    databases = [f"db_{i:03d}" for i in range(120)]
+    for name in reversed(databases):
+        create_db(glue, name)
+    tables = [f"t_{i:03d}" for i in range(130)]
+    for name in reversed(tables):
+        glue.declare_table(DeclareTableRequest(id=["db_000", name], location=f"s3://b/{name}"))
+
+    assert glue.list_namespaces(ListNamespacesRequest()).namespaces == databases
+    assert collect_pages(glue, ListNamespacesRequest, "namespaces", 50) == databases
+    assert glue.list_tables(ListTablesRequest(id=["db_000"])).tables == tables
+    assert collect_pages(glue, ListTablesRequest, "tables", 40, id=["db_000"]) == tables
+
+
+def collect_pages(glue: GlueNamespace, request_type, field: str, limit: int, **kwargs):
+    method = glue.list_namespaces if field == "namespaces" else glue.list_tables
+    names, token, pages = [], None, 0
+    while True:
+        response = method(request_type(limit=limit, page_token=token, **kwargs))
+        page = getattr(response, field)
+        assert len(page) <= limit
+        names += page
+        pages += 1
+        token = response.page_token
+        if not token:
+            return names
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+def test_configuration_errors(clean_moto: MotoEndpoint):
+    url = clean_moto.url
+    bad = [
+        {"hierarchy": "flat"},
+        {"access_key_id": "only-the-key", "secret_access_key": ""},
+        {"client.max_attempts": "0"},
+        {"client.read_timeout_sec": "soon"},
+        {"assume_role_arn": "arn:aws:iam::123456789012:role/x", "assume_role_timeout_sec": "60"},
+    ]
+    for extra in bad:
+        with pytest.raises(ConfigurationError):
+            GlueNamespace(**glue_properties(url, **extra))
+
+
+def test_loaded_through_registry_with_storage_options(clean_moto: MotoEndpoint):
+    namespace = load_namespace(
+        "glue",
+        glue_properties(
+            clean_moto.url, **{"storage.aws_region": "us-east-1", "storage.allow_http": "true"}
+        ),
+    )
+    namespace.create_namespace(CreateNamespaceRequest(id=["reg"]))
+    declared = namespace.declare_table(DeclareTableRequest(id=["reg", "t"], location="s3://b/t"))
+    assert declared.storage_options == {"aws_region": "us-east-1", "allow_http": "true"}
+    described = namespace.describe_table(DescribeTableRequest(id=["reg", "t"]))
+    assert described.storage_options == {"aws_region": "us-east-1", "allow_http": "true"}

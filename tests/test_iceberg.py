@@ -1,0 +1,578 @@
+"""The iceberg backend against the Iceberg REST protocol fixture, called directly from Python.
+
+The fixture itself is checked with pyiceberg's RestCatalog (the official client) first.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import lance
+import pyarrow as pa
+import pytest
+from lance_namespace import (
+    CreateNamespaceRequest,
+    DeclareTableRequest,
+    DeregisterTableRequest,
+    DescribeNamespaceRequest,
+    DescribeTableRequest,
+    DropNamespaceRequest,
+    InternalError,
+    InvalidInputError,
+    ListNamespacesRequest,
+    ListTablesRequest,
+    NamespaceAlreadyExistsError,
+    NamespaceExistsRequest,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    PermissionDeniedError,
+    RegisterTableRequest,
+    ServiceUnavailableError,
+    TableAlreadyExistsError,
+    TableExistsRequest,
+    TableNotFoundError,
+    ThrottlingError,
+    UnauthenticatedError,
+    UnsupportedOperationError,
+)
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+
+from backends.iceberg import IcebergNamespace
+from backends.properties import ConfigurationError
+from tests.iceberg_fixture import IcebergFixture, running_iceberg_fixture
+from tests.rest_catalog_fixture_support import free_port
+
+Factory = Callable[..., IcebergNamespace]
+
+
+@pytest.fixture(scope="module")
+def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergFixture]:
+    with running_iceberg_fixture(tmp_path_factory.mktemp("iceberg-catalog")) as fixture:
+        yield fixture
+
+
+@pytest.fixture(autouse=True)
+def clean_control(iceberg: IcebergFixture) -> Iterator[None]:
+    iceberg.control.reset()
+    iceberg.state.prefix_style = "overrides"
+    iceberg.state.load_delay_seconds = 0.0
+    yield
+    iceberg.control.reset()
+
+
+@pytest.fixture
+def make_namespace(iceberg: IcebergFixture, tmp_path: Path) -> Iterator[Factory]:
+    created: list[IcebergNamespace] = []
+
+    def factory(**overrides: str) -> IcebergNamespace:
+        properties = {
+            "endpoint": iceberg.url,
+            "root": str(tmp_path / "root"),
+            "read_timeout": "1000",
+        }
+        namespace = IcebergNamespace(**{**properties, **overrides})
+        created.append(namespace)
+        return namespace
+
+    yield factory
+    for namespace in created:
+        namespace.close()
+
+
+@pytest.fixture
+def ns(make_namespace: Factory) -> IcebergNamespace:
+    return make_namespace()
+
+
+@pytest.fixture
+def db(ns: IcebergNamespace) -> list[str]:
+    """A fresh namespace in warehouse `wh` for one test."""
+    identifier = ["wh", f"db_{uuid.uuid4().hex[:8]}"]
+    ns.create_namespace(CreateNamespaceRequest(id=identifier))
+    return identifier
+
+
+def write_lance(location: str, rows: int = 3) -> None:
+    lance.write_dataset(pa.table({"id": list(range(rows))}), location)
+
+
+# Configuration
+
+
+def test_configuration_defaults(iceberg: IcebergFixture) -> None:
+    namespace = IcebergNamespace(endpoint=iceberg.url)
+    assert namespace.client.settings.connect_timeout_seconds == 10.0
+    assert namespace.client.settings.read_timeout_seconds == 30.0
+    assert namespace.client.settings.max_retries == 3
+    assert namespace.root == os.getcwd()
+    assert iceberg.url in namespace.namespace_id()
+    namespace.close()
+
+
+@pytest.mark.parametrize(
+    "properties",
+    [
+        {},
+        {"endpoint": "localhost:8181"},
+        {"endpoint": "ftp://host"},
+        {"endpoint": "http://h", "credential": "no-colon"},
+        {"endpoint": "http://h", "credential": "id:secret", "auth_token": "t"},
+        {"endpoint": "http://h", "max_retries": "-1"},
+        {"endpoint": "http://h", "read_timeout": "soon"},
+        {"endpoint": "http://h", "connect_timeout": "0"},
+    ],
+)
+def test_bad_configuration_is_rejected(properties: dict[str, str]) -> None:
+    with pytest.raises(ConfigurationError):
+        IcebergNamespace(**properties)
+
+
+# The fixture, checked by the official client
+
+
+def test_pyiceberg_sees_lance_tables_as_iceberg_tables(
+    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str], tmp_path: Path
+) -> None:
+    declared = ns.declare_table(DeclareTableRequest(id=[*db, "declared"], properties={"k": "v"}))
+    existing = str(tmp_path / "existing")
+    write_lance(existing)
+    ns.register_table(RegisterTableRequest(id=[*db, "registered"], location=existing))
+
+    catalog = RestCatalog("official", uri=iceberg.url, warehouse="wh")
+    assert sorted(catalog.list_tables(db[1])) == [(db[1], "declared"), (db[1], "registered")]
+    for name, location in (("declared", declared.location), ("registered", existing)):
+        table = catalog.load_table((db[1], name))
+        assert [field.name for field in table.schema().fields] == ["dummy"]
+        assert isinstance(table.schema().find_field("dummy").field_type, StringType)
+        assert not table.schema().find_field("dummy").required
+        assert table.properties["table_type"] == "lance"
+        assert table.location() == location
+    assert catalog.load_table((db[1], "declared")).properties["k"] == "v"
+
+
+def test_backend_sees_what_pyiceberg_created(iceberg: IcebergFixture, ns: IcebergNamespace) -> None:
+    catalog = RestCatalog("official", uri=iceberg.url, warehouse="wh")
+    name = f"made_by_pyiceberg_{uuid.uuid4().hex[:6]}"
+    catalog.create_namespace(name, {"owner": "iceberg"})
+    catalog.create_namespace((name, "child"))
+    schema = Schema(NestedField(1, "n", LongType(), required=True))
+    catalog.create_table((name, "plain_iceberg"), schema)
+
+    assert name in ns.list_namespaces(ListNamespacesRequest(id=["wh"])).namespaces
+    assert ns.list_namespaces(ListNamespacesRequest(id=["wh", name])).namespaces == ["child"]
+    described = ns.describe_namespace(DescribeNamespaceRequest(id=["wh", name]))
+    assert described.properties == {"owner": "iceberg"}
+    # A plain Iceberg table is not a Lance table: not listed, not described, not deregistered.
+    assert ns.list_tables(ListTablesRequest(id=["wh", name])).tables == []
+    with pytest.raises(InvalidInputError):
+        ns.describe_table(DescribeTableRequest(id=["wh", name, "plain_iceberg"]))
+    with pytest.raises(InvalidInputError):
+        ns.deregister_table(DeregisterTableRequest(id=["wh", name, "plain_iceberg"]))
+    assert catalog.table_exists((name, "plain_iceberg"))
+
+
+# Namespaces
+
+
+def test_namespace_lifecycle_with_nesting_and_properties(ns: IcebergNamespace) -> None:
+    top = ["wh", f"top_{uuid.uuid4().hex[:8]}"]
+    created = ns.create_namespace(CreateNamespaceRequest(id=top, properties={"a": "1"}))
+    assert created.properties == {"a": "1"}
+    ns.create_namespace(CreateNamespaceRequest(id=[*top, "mid"]))
+    ns.create_namespace(CreateNamespaceRequest(id=[*top, "mid", "leaf"], properties={"b": "2"}))
+
+    assert top[1] in ns.list_namespaces(ListNamespacesRequest(id=["wh"])).namespaces
+    assert ns.list_namespaces(ListNamespacesRequest(id=top)).namespaces == ["mid"]
+    leaf = [*top, "mid", "leaf"]
+    assert ns.list_namespaces(ListNamespacesRequest(id=[*top, "mid"])).namespaces == ["leaf"]
+    assert ns.describe_namespace(DescribeNamespaceRequest(id=leaf)).properties == {"b": "2"}
+    ns.namespace_exists(NamespaceExistsRequest(id=leaf))
+
+    with pytest.raises(NamespaceNotEmptyError):
+        ns.drop_namespace(DropNamespaceRequest(id=[*top, "mid"]))
+    ns.drop_namespace(DropNamespaceRequest(id=leaf))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.namespace_exists(NamespaceExistsRequest(id=leaf))
+    ns.drop_namespace(DropNamespaceRequest(id=[*top, "mid"]))
+    ns.drop_namespace(DropNamespaceRequest(id=top))
+    assert top[1] not in ns.list_namespaces(ListNamespacesRequest(id=["wh"])).namespaces
+
+
+def test_create_namespace_modes(ns: IcebergNamespace, db: list[str]) -> None:
+    with pytest.raises(NamespaceAlreadyExistsError):
+        ns.create_namespace(CreateNamespaceRequest(id=db, properties={"x": "1"}))
+    kept = ns.create_namespace(
+        CreateNamespaceRequest(id=db, mode="exist_ok", properties={"x": "1"})
+    )
+    assert kept.properties == {}
+    replaced = ns.create_namespace(
+        CreateNamespaceRequest(id=db, mode="Overwrite", properties={"x": "1"})
+    )
+    assert replaced.properties == {"x": "1"}
+    with pytest.raises(InvalidInputError):
+        ns.create_namespace(CreateNamespaceRequest(id=db, mode="sometimes"))
+
+
+def test_missing_namespaces_and_warehouses(ns: IcebergNamespace) -> None:
+    with pytest.raises(NamespaceNotFoundError):
+        ns.create_namespace(CreateNamespaceRequest(id=["wh", "no_parent", "child"]))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.describe_namespace(DescribeNamespaceRequest(id=["wh", "missing"]))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.list_namespaces(ListNamespacesRequest(id=["wh", "missing"]))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.list_tables(ListTablesRequest(id=["wh", "missing"]))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.list_namespaces(ListNamespacesRequest(id=["no_such_warehouse"]))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.namespace_exists(NamespaceExistsRequest(id=["no_such_warehouse"]))
+    ns.namespace_exists(NamespaceExistsRequest(id=["wh"]))
+
+
+def test_drop_namespace_is_idempotent_and_restrict_only(
+    ns: IcebergNamespace, db: list[str]
+) -> None:
+    ns.declare_table(DeclareTableRequest(id=[*db, "t"]))
+    with pytest.raises(NamespaceNotEmptyError):
+        ns.drop_namespace(DropNamespaceRequest(id=db))
+    with pytest.raises(UnsupportedOperationError):
+        ns.drop_namespace(DropNamespaceRequest(id=db, behavior="Cascade"))
+    ns.deregister_table(DeregisterTableRequest(id=[*db, "t"]))
+    ns.drop_namespace(DropNamespaceRequest(id=db))
+    ns.drop_namespace(DropNamespaceRequest(id=db))  # already gone: still succeeds
+    ns.drop_namespace(DropNamespaceRequest(id=["wh", "never_existed"], mode="Fail"))
+
+
+def test_root_and_warehouse_levels(ns: IcebergNamespace) -> None:
+    with pytest.raises(UnsupportedOperationError):
+        ns.list_namespaces(ListNamespacesRequest(id=[]))
+    with pytest.raises(UnsupportedOperationError):
+        ns.create_namespace(CreateNamespaceRequest(id=["new_warehouse"]))
+    with pytest.raises(UnsupportedOperationError):
+        ns.drop_namespace(DropNamespaceRequest(id=["wh"]))
+    with pytest.raises(InvalidInputError):
+        ns.list_tables(ListTablesRequest(id=["wh"]))
+
+
+def test_warehouses_are_separate(ns: IcebergNamespace) -> None:
+    name = f"only_in_other_{uuid.uuid4().hex[:6]}"
+    ns.create_namespace(CreateNamespaceRequest(id=["other", name]))
+    assert name in ns.list_namespaces(ListNamespacesRequest(id=["other"])).namespaces
+    assert name not in ns.list_namespaces(ListNamespacesRequest(id=["wh"])).namespaces
+
+
+# Wire format
+
+
+def test_wire_format_unit_separator_and_cached_prefix(
+    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
+) -> None:
+    ns.create_namespace(CreateNamespaceRequest(id=[*db, "inner"]))
+    ns.describe_namespace(DescribeNamespaceRequest(id=[*db, "inner"]))
+    ns.list_namespaces(ListNamespacesRequest(id=[*db, "inner"]))
+    assert iceberg.control.requests_to(f"/v1/p-wh/namespaces/{db[1]}%1Finner", "GET")
+    listing = iceberg.control.requests_to("/v1/p-wh/namespaces", "GET")
+    assert any(entry.query.get("parent") == f"{db[1]}\x1finner" for entry in listing)
+    assert len(iceberg.control.requests_to("/v1/config")) <= 1  # cached per warehouse
+
+
+@pytest.mark.parametrize(("style", "prefix"), [("defaults", "p-wh"), ("none", "wh")])
+def test_prefix_from_defaults_or_warehouse_name(
+    iceberg: IcebergFixture, make_namespace: Factory, style: str, prefix: str
+) -> None:
+    iceberg.state.prefix_style = style
+    namespace = make_namespace()
+    name = f"prefix_{uuid.uuid4().hex[:6]}"
+    namespace.create_namespace(CreateNamespaceRequest(id=["wh", name]))
+    assert iceberg.control.requests_to(f"/v1/{prefix}/namespaces", "POST")
+    assert name in namespace.list_namespaces(ListNamespacesRequest(id=["wh"])).namespaces
+
+
+# Tables
+
+
+def test_declare_describe_deregister(
+    iceberg: IcebergFixture, make_namespace: Factory, db: list[str], tmp_path: Path
+) -> None:
+    ns = make_namespace(**{"storage.region": "eu-west-1"})
+    declared = ns.declare_table(DeclareTableRequest(id=[*db, "t1"], properties={"owner": "me"}))
+    expected_location = f"{tmp_path}/root/wh/{db[1]}/t1"
+    assert declared.location == expected_location
+    assert declared.storage_options == {"region": "eu-west-1"}
+    assert declared.properties == {"owner": "me", "table_type": "lance"}
+
+    described = ns.describe_table(DescribeTableRequest(id=[*db, "t1"]))
+    assert described.location == expected_location
+    assert described.storage_options == {"region": "eu-west-1"}
+    assert described.properties["table_type"] == "lance"
+    assert described.version is None and described.var_schema is None
+    ns.table_exists(TableExistsRequest(id=[*db, "t1"]))
+    assert ns.list_tables(ListTablesRequest(id=db)).tables == ["t1"]
+
+    write_lance(expected_location)
+    deregistered = ns.deregister_table(DeregisterTableRequest(id=[*db, "t1"]))
+    assert deregistered.location == expected_location
+    deletes = iceberg.control.requests_to("/tables/t1", "DELETE")
+    assert [entry.query.get("purgeRequested") for entry in deletes] == ["false"]
+    with pytest.raises(TableNotFoundError):
+        ns.describe_table(DescribeTableRequest(id=[*db, "t1"]))
+    assert lance.dataset(expected_location).count_rows() == 3  # data stays
+
+
+def test_declare_with_location_and_nested_default_location(
+    ns: IcebergNamespace, db: list[str], tmp_path: Path
+) -> None:
+    explicit = str(tmp_path / "elsewhere" / "t")
+    assert (
+        ns.declare_table(DeclareTableRequest(id=[*db, "t"], location=explicit)).location == explicit
+    )
+    ns.create_namespace(CreateNamespaceRequest(id=[*db, "inner"]))
+    nested = ns.declare_table(DeclareTableRequest(id=[*db, "inner", "t"]))
+    assert nested.location == f"{tmp_path}/root/wh/{db[1]}/inner/t"
+
+
+def test_table_errors(ns: IcebergNamespace, db: list[str]) -> None:
+    ns.declare_table(DeclareTableRequest(id=[*db, "t"]))
+    with pytest.raises(TableAlreadyExistsError):
+        ns.declare_table(DeclareTableRequest(id=[*db, "t"]))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.declare_table(DeclareTableRequest(id=["wh", "missing", "t"]))
+    with pytest.raises(TableNotFoundError):
+        ns.describe_table(DescribeTableRequest(id=[*db, "missing"]))
+    with pytest.raises(TableNotFoundError):
+        ns.table_exists(TableExistsRequest(id=[*db, "missing"]))
+    with pytest.raises(TableNotFoundError):
+        ns.deregister_table(DeregisterTableRequest(id=[*db, "missing"]))
+
+
+def test_register_existing_lance_table(ns: IcebergNamespace, db: list[str], tmp_path: Path) -> None:
+    location = str(tmp_path / "data" / "existing")
+    write_lance(location, rows=5)
+    registered = ns.register_table(
+        RegisterTableRequest(id=[*db, "r"], location=location, properties={"p": "q"})
+    )
+    assert registered.location == location
+    assert registered.properties == {"p": "q", "table_type": "lance"}
+    assert ns.describe_table(DescribeTableRequest(id=[*db, "r"])).location == location
+    with pytest.raises(TableAlreadyExistsError):
+        ns.register_table(RegisterTableRequest(id=[*db, "r"], location=location))
+    moved = str(tmp_path / "data" / "moved")
+    write_lance(moved)
+    ns.register_table(RegisterTableRequest(id=[*db, "r"], location=moved, mode="overwrite"))
+    assert ns.describe_table(DescribeTableRequest(id=[*db, "r"])).location == moved
+    with pytest.raises(InvalidInputError):
+        ns.register_table(RegisterTableRequest(id=[*db, "x"], location=str(tmp_path / "nothing")))
+    assert ns.list_tables(ListTablesRequest(id=db)).tables == ["r"]
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    [
+        ["wh", "db/x", "t"],
+        ["wh", "db", ".."],
+        ["wh", "t"],
+        [],
+        ["wh", "", "t"],
+        ["wh", "d", "a\x00"],
+    ],
+)
+def test_bad_table_identifiers_are_invalid_input(
+    ns: IcebergNamespace, identifier: list[str]
+) -> None:
+    with pytest.raises(InvalidInputError):
+        ns.declare_table(DeclareTableRequest(id=identifier))
+    with pytest.raises(InvalidInputError):
+        ns.describe_table(DescribeTableRequest(id=identifier))
+
+
+def test_bad_namespace_identifier_is_invalid_input(ns: IcebergNamespace) -> None:
+    with pytest.raises(InvalidInputError):
+        ns.create_namespace(CreateNamespaceRequest(id=["wh", "a\\b"]))
+    with pytest.raises(InvalidInputError):
+        ns.list_namespaces(ListNamespacesRequest(id=["wh", "x" * 300]))
+
+
+# Paging and listing
+
+
+def test_paging_follows_server_pages_and_pages_locally(
+    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
+) -> None:
+    for index in range(5):
+        ns.create_namespace(CreateNamespaceRequest(id=[*db, f"ns{index}"]))
+        ns.declare_table(DeclareTableRequest(id=[*db, f"t{index}"]))
+    iceberg.control.reset()
+    all_tables = ns.list_tables(ListTablesRequest(id=db))
+    assert all_tables.tables == [f"t{index}" for index in range(5)]
+    assert all_tables.page_token is None
+    # The fixture returns 2 identifiers a page, so the backend followed 3 pages.
+    assert len(iceberg.control.requests_to(f"/namespaces/{db[1]}/tables", "GET")) == 3
+
+    seen: list[str] = []
+    token = None
+    while True:
+        page = ns.list_namespaces(ListNamespacesRequest(id=db, limit=2, page_token=token))
+        assert len(page.namespaces) <= 2
+        seen += page.namespaces
+        token = page.page_token
+        if not token:
+            break
+    assert seen == [f"ns{index}" for index in range(5)]
+    first = ns.list_tables(ListTablesRequest(id=db, limit=3))
+    assert first.tables == ["t0", "t1", "t2"] and first.page_token == "t2"
+    rest = ns.list_tables(ListTablesRequest(id=db, limit=3, page_token=first.page_token))
+    assert rest.tables == ["t3", "t4"] and rest.page_token is None
+    with pytest.raises(InvalidInputError):
+        ns.list_tables(ListTablesRequest(id=db, limit=-1))
+
+
+def test_list_tables_loads_concurrently_with_a_bound(
+    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
+) -> None:
+    count = 16
+    for index in range(count):
+        ns.declare_table(DeclareTableRequest(id=[*db, f"t{index:02d}"]))
+    iceberg.state.load_delay_seconds = 0.2
+    iceberg.control.reset()
+    started = time.monotonic()
+    tables = ns.list_tables(ListTablesRequest(id=db)).tables
+    elapsed = time.monotonic() - started
+    assert tables == [f"t{index:02d}" for index in range(count)]
+    assert elapsed < count * 0.2 / 2  # serial loading would take 3.2 s
+    assert 2 <= iceberg.control.max_in_flight <= 8
+
+
+# Errors, retries, timeouts
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        (401, UnauthenticatedError),
+        (403, PermissionDeniedError),
+        (429, ThrottlingError),
+        (503, ServiceUnavailableError),
+        (500, InternalError),
+        (418, InternalError),
+    ],
+)
+def test_status_mapping(
+    iceberg: IcebergFixture, make_namespace: Factory, db: list[str], status: int, error: type
+) -> None:
+    ns = make_namespace(max_retries="0")
+    iceberg.control.fail_next(1, status, method="GET", path="/namespaces/")
+    with pytest.raises(error) as raised:
+        ns.describe_namespace(DescribeNamespaceRequest(id=db))
+    assert f"injected HTTP {status}" in str(raised.value)
+    assert raised.value.code == error.code
+
+
+def test_connection_refused_is_service_unavailable() -> None:
+    ns = IcebergNamespace(endpoint=f"http://127.0.0.1:{free_port()}", max_retries="1")
+    with pytest.raises(ServiceUnavailableError):
+        ns.list_namespaces(ListNamespacesRequest(id=["wh"]))
+    ns.close()
+
+
+def test_idempotent_call_is_retried_until_it_succeeds(
+    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
+) -> None:
+    iceberg.control.reset()
+    iceberg.control.fail_next(2, 503, method="GET", path=f"/namespaces/{db[1]}")
+    assert ns.describe_namespace(DescribeNamespaceRequest(id=db)).properties == {}
+    assert len(iceberg.control.requests_to(f"/namespaces/{db[1]}", "GET")) == 3
+    iceberg.control.fail_next(1, 429, method="GET", path=f"/namespaces/{db[1]}")
+    ns.describe_namespace(DescribeNamespaceRequest(id=db))
+
+
+def test_retries_give_up_after_max_retries(
+    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
+) -> None:
+    iceberg.control.reset()
+    iceberg.control.fail_next(10, 503, method="GET", path=f"/namespaces/{db[1]}")
+    with pytest.raises(ServiceUnavailableError):
+        ns.describe_namespace(DescribeNamespaceRequest(id=db))
+    assert len(iceberg.control.requests_to(f"/namespaces/{db[1]}", "GET")) == 4
+
+
+def test_non_idempotent_call_is_not_retried(
+    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
+) -> None:
+    iceberg.control.reset()
+    iceberg.control.fail_next(1, 503, method="POST", path="/tables")
+    with pytest.raises(ServiceUnavailableError):
+        ns.declare_table(DeclareTableRequest(id=[*db, "t"]))
+    assert len(iceberg.control.requests_to("/tables", "POST")) == 1
+    with pytest.raises(TableNotFoundError):  # nothing half-written
+        ns.describe_table(DescribeTableRequest(id=[*db, "t"]))
+
+
+def test_stalled_server_times_out_within_read_timeout(
+    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
+) -> None:
+    iceberg.control.stall_next(3.0, method="GET", path=f"/namespaces/{db[1]}")
+    started = time.monotonic()
+    with pytest.raises(ServiceUnavailableError):
+        ns.describe_namespace(DescribeNamespaceRequest(id=db))
+    assert time.monotonic() - started < 1.8  # read_timeout is 1 s, and stalls are not retried
+
+
+# Authentication
+
+
+def test_bearer_token(iceberg: IcebergFixture, make_namespace: Factory, db: list[str]) -> None:
+    iceberg.control.required_token = "s3cret"
+    with pytest.raises(UnauthenticatedError):
+        make_namespace().describe_namespace(DescribeNamespaceRequest(id=db))
+    with pytest.raises(UnauthenticatedError):
+        make_namespace(auth_token="wrong").describe_namespace(DescribeNamespaceRequest(id=db))
+    authorized = make_namespace(auth_token="s3cret")
+    authorized.describe_namespace(DescribeNamespaceRequest(id=db))
+    last = iceberg.control.requests_to(f"/namespaces/{db[1]}", "GET")[-1]
+    assert last.authorization == "Bearer s3cret"
+
+
+def test_oauth2_client_credentials_token_is_fetched_reused_and_refreshed(
+    iceberg: IcebergFixture, make_namespace: Factory, db: list[str]
+) -> None:
+    iceberg.control.oauth_enabled = True
+    iceberg.control.oauth_clients["client"] = "secret"
+    iceberg.control.token_lifetime_seconds = 2
+    ns = make_namespace(credential="client:secret")
+    for _ in range(3):
+        ns.describe_namespace(DescribeNamespaceRequest(id=db))
+    assert iceberg.control.token_requests == 1
+    time.sleep(1.7)  # past 80% of the 2 s lifetime: refreshed before it expires
+    ns.describe_namespace(DescribeNamespaceRequest(id=db))
+    assert iceberg.control.token_requests == 2
+    tokens = {entry.authorization for entry in iceberg.control.requests_to("/namespaces/", "GET")}
+    assert len(tokens) == 2
+
+
+def test_oauth2_token_rejected_by_catalog_is_fetched_again(
+    iceberg: IcebergFixture, make_namespace: Factory, db: list[str]
+) -> None:
+    iceberg.control.oauth_enabled = True
+    iceberg.control.oauth_clients["client"] = "secret"
+    ns = make_namespace(credential="client:secret")
+    ns.describe_namespace(DescribeNamespaceRequest(id=db))
+    iceberg.control.issued_tokens.clear()  # the catalog revokes every token
+    ns.describe_namespace(DescribeNamespaceRequest(id=db))
+    assert iceberg.control.token_requests == 2
+
+
+def test_oauth2_bad_credential_is_unauthenticated(
+    iceberg: IcebergFixture, make_namespace: Factory, db: list[str]
+) -> None:
+    iceberg.control.oauth_enabled = True
+    iceberg.control.oauth_clients["client"] = "secret"
+    with pytest.raises(UnauthenticatedError):
+        make_namespace(credential="client:wrong").describe_namespace(
+            DescribeNamespaceRequest(id=db)
+        )
