@@ -32,6 +32,21 @@ class Settings:
     max_concurrency: int = 32
     max_body_bytes: int = 512 * 1024 * 1024
     timeout_keep_alive: int = 5
+    # Seconds uvicorn waits for in-flight requests after SIGTERM before closing them.
+    timeout_graceful_shutdown: int = 30
+    # Seconds /readyz waits for the backend's answer before reporting 503.
+    readiness_timeout: float = 5.0
+    # Path prefix the service is reached under behind a gateway, e.g. "/lance".
+    root_path: str = ""
+    # Comma-separated addresses or networks whose X-Forwarded-* headers are honoured.
+    trusted_proxies: str = ""
+    # One JSON line per request on the "lance_adapter.access" logger.
+    access_log: bool = True
+    # Authentication of callers: "off", "token" (static tokens) or "forward".
+    auth_mode: str = "off"
+    # Accepted bearer tokens / API keys: comma-separated, and/or one per line in a file.
+    auth_tokens: str = ""
+    auth_tokens_file: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -41,17 +56,32 @@ class Settings:
         return cls(**json.loads(text))
 
 
-_INTEGER_FIELDS = {f.name for f in fields(Settings) if f.type in ("int", int)}
-_SCALAR_FIELDS = {f.name for f in fields(Settings)} - {"properties"}
+AUTH_MODES = ("off", "token", "forward")
+_FIELD_TYPES = {f.name: str(f.type) for f in fields(Settings)}
+_SCALAR_FIELDS = set(_FIELD_TYPES) - {"properties"}
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE | _FALSE:
+        return text in _TRUE
+    raise SettingsError(f"setting '{name}' must be true or false, got {value!r}")
 
 
 def _typed(name: str, value: Any) -> Any:
-    if name not in _INTEGER_FIELDS:
+    kind = _FIELD_TYPES[name]
+    if kind == "bool":
+        return _boolean(name, value)
+    if kind not in ("int", "float"):
         return str(value)
     try:
-        return int(value)
+        return int(value) if kind == "int" else float(value)
     except (TypeError, ValueError):
-        raise SettingsError(f"setting '{name}' must be an integer, got {value!r}") from None
+        raise SettingsError(f"setting '{name}' must be a number, got {value!r}") from None
 
 
 def _apply(settings: Settings, values: Mapping[str, Any]) -> None:
@@ -121,4 +151,19 @@ def load_settings(
     for name in ("workers", "max_concurrency", "max_body_bytes"):
         if getattr(settings, name) < 1:
             raise SettingsError(f"setting '{name}' must be at least 1")
+    check_service_settings(settings)
     return settings
+
+
+def check_service_settings(settings: Settings) -> None:
+    """The gateway, timeout and auth settings must make sense together."""
+    if settings.root_path and (
+        not settings.root_path.startswith("/") or settings.root_path.endswith("/")
+    ):
+        raise SettingsError("root_path must start with '/' and not end with '/', e.g. /lance")
+    if settings.readiness_timeout <= 0:
+        raise SettingsError("setting 'readiness_timeout' must be positive")
+    if settings.timeout_graceful_shutdown < 0:
+        raise SettingsError("setting 'timeout_graceful_shutdown' must not be negative")
+    if settings.auth_mode not in AUTH_MODES:
+        raise SettingsError(f"auth_mode must be one of {', '.join(AUTH_MODES)}")

@@ -100,6 +100,12 @@ def _coerce(parameter: QueryParameter, raw: str) -> Any:
         except ValueError:
             message = f"query parameter {parameter.name} must be an integer"
             raise InvalidInputError(message) from None
+    if parameter.type == "json":
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            message = f"query parameter {parameter.name} must be JSON"
+            raise InvalidInputError(message) from None
     return raw
 
 
@@ -151,11 +157,18 @@ def _validate_id(operation: Operation, fields: dict[str, Any]) -> None:
     fields["id"] = identifier
 
 
+def _validate_limit(fields: dict[str, Any]) -> None:
+    limit = fields.get("limit")
+    if isinstance(limit, int) and limit < 0:
+        raise InvalidInputError(f"limit must not be negative, got {limit}")
+
+
 def finish_fields(
     operation: Operation, fields: dict[str, Any], headers: Mapping[str, str]
 ) -> dict[str, Any]:
     """Validate names and choices, and add identity and context from the headers."""
     _validate_id(operation, fields)
+    _validate_limit(fields)
     _normalise_choices(operation, fields)
     from_headers = header_fields(headers)
     if fields.get("identity") is None:

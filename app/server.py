@@ -54,7 +54,7 @@ def operation_routes(
     for operation in operations:
         routes.append(
             Route(
-                operation.path,
+                operation.route_path,
                 _endpoint(operation, dispatcher, settings, read_route_request, render),
                 methods=[operation.method],
                 name=operation.operation_id,

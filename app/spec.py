@@ -12,8 +12,16 @@ from typing import Any
 import lance_namespace
 import yaml
 from pydantic import BaseModel
+from starlette.convertors import PathConvertor, register_url_convertor
 
 SPEC_PATH = Path(__file__).with_name("rest.yaml")
+
+
+class IdentifierConvertor(PathConvertor):
+    regex = "[\\s\\S]*"
+
+
+register_url_convertor("lance_id", IdentifierConvertor())
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 ARROW_FILE = "application/vnd.apache.arrow.file"
 
@@ -46,6 +54,12 @@ class Operation:
     query_parameters: tuple[QueryParameter, ...]
     body: BodyKind
     answer: AnswerKind
+
+    @cached_property
+    def route_path(self) -> str:
+        """The Starlette path: `id` may hold any character (even `/` or a newline), so a
+        bad name is rejected as invalid input instead of missing every route."""
+        return self.path.replace("{id}", "{id:lance_id}")
 
     @cached_property
     def backend_method(self) -> str:
@@ -92,10 +106,17 @@ def _query_parameters(
 ) -> tuple[QueryParameter, ...]:
     resolved = (_resolve(document, parameter) for parameter in parameters)
     return tuple(
-        QueryParameter(p["name"], p["schema"].get("type", "string"), p["schema"].get("default"))
+        QueryParameter(p["name"], _parameter_type(p), p.get("schema", {}).get("default"))
         for p in resolved
         if p["in"] == "query"
     )
+
+
+def _parameter_type(parameter: dict[str, Any]) -> str:
+    """The schema type; a parameter with JSON `content` is one JSON-encoded value."""
+    if "application/json" in parameter.get("content", {}):
+        return "json"
+    return parameter["schema"].get("type", "string")
 
 
 def load_operations(path: Path = SPEC_PATH) -> list[Operation]:
@@ -121,4 +142,6 @@ def load_operations(path: Path = SPEC_PATH) -> list[Operation]:
                     answer=_answer_kind(document, operation),
                 )
             )
-    return operations
+    # With `{id:lance_id}` the route with the longer literal tail must be tried first:
+    # /v1/namespace/a/table/list is ListTables, not ListNamespaces of "a/table".
+    return sorted(operations, key=lambda op: -len(op.path.partition("{id}")[2]))

@@ -1,0 +1,55 @@
+"""Arrow data for the tests: rows with ints, strings and a fixed-size float vector."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+VECTOR_DIMENSION = 8
+
+
+def sample_table(rows: int, start: int = 0, seed: int = 7) -> pa.Table:
+    generator = np.random.default_rng(seed + start)
+    vectors = generator.random((rows, VECTOR_DIMENSION), dtype=np.float32)
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + rows), pa.int64()),
+            "name": pa.array([f"row-{i}" for i in range(start, start + rows)], pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(
+                pa.array(vectors.ravel(), pa.float32()), VECTOR_DIMENSION
+            ),
+        }
+    )
+
+
+def arrow_stream(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
+
+
+def read_arrow_file(data: bytes) -> pa.Table:
+    return pa.ipc.open_file(pa.BufferReader(data)).read_all()
+
+
+def nearest_ids(table: pa.Table, query: list[float], k: int, where=None) -> list[int]:
+    """Brute-force L2 top-k ids, the reference for vector search results."""
+    rows = table if where is None else table.filter(where)
+    vectors = np.stack(rows.column("vector").to_numpy(zero_copy_only=False))
+    distances = ((vectors - np.asarray(query, np.float32)) ** 2).sum(axis=1)
+    order = np.argsort(distances, kind="stable")[:k]
+    return [rows.column("id")[int(i)].as_py() for i in order]
+
+
+def error_code(body: str | bytes) -> int:
+    return json.loads(body)["code"]
+
+
+def tree_snapshot(root: Path) -> dict[str, int]:
+    """Every file under `root` with its size: proves an operation wrote nothing."""
+    return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*") if p.is_file()}

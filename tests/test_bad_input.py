@@ -1,0 +1,95 @@
+"""Malformed requests get 400 with code 13, never a 500, and nothing is written."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.lance_data import arrow_stream, sample_table, tree_snapshot
+from tests.server import running_server
+
+ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
+JSON = {"content-type": "application/json"}
+GOOD_ROWS = arrow_stream(sample_table(3))
+
+BAD_REQUESTS: dict[str, tuple[str, str, dict, object]] = {
+    # name: (method, url, headers, body)
+    "malformed json": ("POST", "/v1/namespace/b/create", JSON, b"{not json"),
+    "json array body": ("POST", "/v1/namespace/b/create", JSON, b"[1, 2]"),
+    "properties not an object": ("POST", "/v1/namespace/b/create", JSON, {"properties": "x"}),
+    "property not a string": ("POST", "/v1/namespace/b/create", JSON, {"properties": {"k": 1}}),
+    "mode not a string": ("POST", "/v1/namespace/b/create", JSON, {"mode": 5}),
+    "version not an integer": ("POST", "/v1/table/a$t/describe", JSON, {"version": "one"}),
+    "body id differs from route": ("POST", "/v1/namespace/b/create", JSON, {"id": ["c"]}),
+    "unknown namespace mode": ("POST", "/v1/namespace/b/create", JSON, {"mode": "sometimes"}),
+    "unknown drop behavior": ("POST", "/v1/namespace/a/drop", JSON, {"behavior": "explode"}),
+    "unknown insert mode": ("POST", "/v1/table/a$t/insert?mode=sideways", ARROW, GOOD_ROWS),
+    "unknown create mode": ("POST", "/v1/table/a$u/create?mode=maybe", ARROW, GOOD_ROWS),
+    "garbage arrow on create": ("POST", "/v1/table/a$u/create", ARROW, b"\x00garbage bytes"),
+    "garbage arrow on insert": ("POST", "/v1/table/a$t/insert", ARROW, b"PARQUET?"),
+    "truncated arrow": ("POST", "/v1/table/a$u/create", ARROW, GOOD_ROWS[: len(GOOD_ROWS) // 2]),
+    "empty arrow body": ("POST", "/v1/table/a$u/create", ARROW, b""),
+    "properties query not json": ("POST", "/v1/table/a$u/create?properties=%7Bx", ARROW, GOOD_ROWS),
+    "boolean query not boolean": ("POST", "/v1/table/a$t/describe?with_table_uri=maybe", JSON, {}),
+    "limit not an integer": ("GET", "/v1/namespace/a/table/list?limit=ten", {}, None),
+    "negative limit": ("GET", "/v1/namespace/a/table/list?limit=-1", {}, None),
+    "empty name": ("POST", "/v1/namespace/a$$b/create", JSON, {}),
+    "empty route id": ("POST", "/v1/namespace//create", JSON, {}),
+    "dot name": ("POST", "/v1/namespace/a$./create", JSON, {}),
+    "dot dot name": ("POST", "/v1/namespace/a$../create", JSON, {}),
+    "encoded dot dot name": ("POST", "/v1/namespace/%2E%2E/create", JSON, {}),
+    "dot dot table": ("POST", "/v1/table/a$../create", ARROW, GOOD_ROWS),
+    "slash in name": ("POST", "/v1/namespace/a$x/y/create", JSON, {}),
+    "encoded slash in name": ("POST", "/v1/namespace/a$x%2Fy/create", JSON, {}),
+    "backslash in name": ("POST", "/v1/table/a$x%5Cy/create", ARROW, GOOD_ROWS),
+    "nul in name": ("POST", "/v1/namespace/a$x%00y/create", JSON, {}),
+    "control character in name": ("POST", "/v1/namespace/a$x%01y/create", JSON, {}),
+    "newline in name": ("POST", "/v1/namespace/a$x%0Ay/create", JSON, {}),
+    "table at the root": ("POST", "/v1/table/$/create", ARROW, GOOD_ROWS),
+    "create the root": ("POST", "/v1/namespace/$/create", JSON, {}),
+    "op route id not a list": ("POST", "/CreateNamespace", JSON, {"id": "a$b"}),
+    "op route id with a number": ("POST", "/CreateNamespace", JSON, {"id": ["a", 3]}),
+    "op route traversal": ("POST", "/DeclareTable", JSON, {"id": ["a", ".."]}),
+    "op route k not an integer": ("POST", "/QueryTable", JSON, {"id": ["a", "t"], "k": "ten"}),
+    "op route arrow garbage": ("POST", "/CreateTable?id=a$u", ARROW, b"nope"),
+}
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("bad-input-root")
+
+
+@pytest.fixture(scope="module")
+def populated(data_root: Path) -> Iterator[str]:
+    """One server for the module: every case must leave its data exactly as it was."""
+    with running_server("dir", {"root": str(data_root)}) as url:
+        with httpx.Client(base_url=url) as client:
+            client.post("/v1/namespace/a/create", json={}).raise_for_status()
+            client.post("/v1/table/a$t/create", content=GOOD_ROWS, headers=ARROW).raise_for_status()
+        yield url
+
+
+@pytest.mark.parametrize("case", sorted(BAD_REQUESTS))
+def test_bad_input_is_invalid_input_and_writes_nothing(
+    populated: str, data_root: Path, case: str
+) -> None:
+    method, url, headers, body = BAD_REQUESTS[case]
+    before = tree_snapshot(data_root)
+    with httpx.Client(base_url=populated) as client:
+        if isinstance(body, dict):
+            response = client.request(method, url, json=body, headers=headers)
+        else:
+            response = client.request(method, url, content=body, headers=headers)
+    assert response.status_code == 400, (case, response.status_code, response.text)
+    error = response.json()
+    assert error["code"] == 13, error
+    assert error["error"] and error["instance"]
+    assert tree_snapshot(data_root) == before
+    with httpx.Client(base_url=populated) as client:
+        assert client.post("/v1/table/a$t/count_rows", json={}).json() == 3
+        assert client.get("/v1/namespace/$/list").json()["namespaces"] == ["a"]
+        assert client.get("/v1/namespace/a/table/list").json()["tables"] == ["t"]
