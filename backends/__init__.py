@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 
-from lance_namespace import LanceNamespace
+from lance_namespace import LanceNamespace, LanceNamespaceError
 
 from backends.properties import ConfigurationError
 
@@ -56,7 +56,7 @@ def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> La
         namespace = namespace_class(**merged)
     except ConfigurationError:
         raise
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, LanceNamespaceError) as error:
         raise ConfigurationError(f"cannot configure impl '{impl}': {error}") from error
     return with_data_operations(namespace)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import lance
 import pyarrow as pa
+from lance.commit import CommitConflictError
 from lance_namespace import (
     ConcurrentModificationError,
     CountTableRowsRequest,
@@ -68,7 +69,7 @@ def lance_errors(location: str) -> Iterator[None]:
     """Translate pylance's exceptions into the spec's errors."""
     try:
         yield
-    except lance.commit.CommitConflictError as error:
+    except CommitConflictError as error:
         raise ConcurrentModificationError(f"concurrent commit on {location}: {error}") from error
     except (ValueError, OSError, RuntimeError) as error:
         message = str(error)
