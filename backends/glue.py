@@ -26,8 +26,14 @@ from typing import Any
 
 import boto3
 import botocore.session
+import lance
 from botocore.config import Config
-from botocore.credentials import CredentialProvider, CredentialResolver, RefreshableCredentials
+from botocore.credentials import (
+    CredentialProvider,
+    CredentialResolver,
+    DeferredRefreshableCredentials,
+    RefreshableCredentials,
+)
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -99,6 +105,7 @@ LANCE_TABLE_TYPE = "lance"
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
 MAX_GLUE_NAME_LENGTH = 255
 MAX_PARAMETER_KEY_LENGTH = 255
+MAX_MESSAGE_LENGTH = 500  # of Glue's error text in ours (some servers send whole HTML pages)
 DEFAULT_SESSION_NAME = "lance-namespace-adapter"
 DEFAULT_ROLE_DURATION_SEC = 3600
 MIN_ROLE_DURATION_SEC = 900
@@ -107,6 +114,7 @@ MAX_ROLE_DURATION_SEC = 43200
 # Glue lowercases names it stores, so anything else would not round-trip.
 _GLUE_NAME = re.compile(r"[a-z0-9_][a-z0-9_-]*")
 
+_XML_ERROR_CODE = re.compile(r"<Code>([^<]+)</Code>")
 _NOT_FOUND_CODES = {"EntityNotFoundException"}
 _ALREADY_EXISTS_CODES = {"AlreadyExistsException", "FederatedResourceAlreadyExistsException"}
 _INVALID_INPUT_CODES = {
@@ -178,8 +186,8 @@ def translate_client_error(
     already_exists: type[LanceNamespaceError],
 ) -> LanceNamespaceError:
     details = error.response.get("Error", {})
-    code = str(details.get("Code", ""))
-    message = f"{subject}: {details.get('Message') or code}"
+    code = error_code(details)
+    message = f"{subject}: {str(details.get('Message') or code)[:MAX_MESSAGE_LENGTH]}"
     status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
     if code in _NOT_FOUND_CODES:
         return not_found(f"{subject} not found")
@@ -197,11 +205,29 @@ def translate_client_error(
         return ConcurrentModificationError(message)
     if code in _UNAVAILABLE_CODES or status >= 500:
         return ServiceUnavailableError(message)
-    return InternalError(f"unexpected Glue error {code or status}: {message}")
+    return _error_for_status(status, message) or InternalError(
+        f"unexpected Glue error {code or status}: {message}"
+    )
 
 
-def is_not_found(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") in _NOT_FOUND_CODES
+def error_code(details: Mapping[str, Any]) -> str:
+    """The error code; Glue-compatible servers answering in the XML error format leave
+    botocore's JSON parser without one, so read it from the body then."""
+    code = str(details.get("Code") or "")
+    if code and not code.isdigit():
+        return code
+    found = _XML_ERROR_CODE.search(str(details.get("Message") or ""))
+    return found.group(1) if found else code
+
+
+def _error_for_status(status: int, message: str) -> LanceNamespaceError | None:
+    by_status: dict[int, type[LanceNamespaceError]] = {
+        401: UnauthenticatedError,
+        403: PermissionDeniedError,
+        429: ThrottlingError,
+    }
+    error_type = by_status.get(status)
+    return error_type(message) if error_type else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -311,7 +337,7 @@ class GlueSettings:
             region_name=region,
             connect_timeout=self.connect_timeout,
             read_timeout=self.read_timeout,
-            retries={"max_attempts": self.max_attempts, "mode": "standard"},
+            retries={"total_max_attempts": self.max_attempts, "mode": "standard"},
             max_pool_connections=self.max_pool_connections,
         )
 
@@ -385,10 +411,9 @@ def assume_role_credentials(
             "expiry_time": credentials["Expiration"].isoformat(),
         }
 
-    with glue_errors(f"assume role {request['RoleArn']}"):
-        return RefreshableCredentials.create_from_metadata(
-            metadata=fetch(), refresh_using=fetch, method="assume-role"
-        )
+    # Fetched on first use, so a slow or failing STS surfaces per request (mapped by
+    # glue_errors around the Glue call) instead of preventing the adapter from starting.
+    return DeferredRefreshableCredentials(refresh_using=fetch, method="assume-role")
 
 
 def build_session(properties: Mapping[str, str], settings: GlueSettings) -> boto3.Session:
@@ -452,6 +477,11 @@ class GlueNamespace(LanceNamespace):
         )
 
     @property
+    def session(self) -> boto3.Session:
+        """The boto3 session whose (possibly refreshing) credentials sign every call."""
+        return self._session
+
+    @property
     def glue_client(self) -> Any:
         """The bounded boto3 Glue client this backend calls."""
         return self._glue
@@ -463,9 +493,11 @@ class GlueNamespace(LanceNamespace):
     # -- catalog ids ---------------------------------------------------------------------------
 
     def _root_catalog_id(self) -> str:
-        """The starting catalog's ID; the caller's account (from STS) when not configured."""
-        if self._settings.catalog_id:
-            return self._settings.catalog_id
+        """The starting catalog's ID; the caller's account catalog when not configured."""
+        return self._settings.catalog_id or self._caller_account()
+
+    def _caller_account(self) -> str:
+        """The caller's account ID, asked once from STS GetCallerIdentity."""
         if self._account_id is None:
             sts = self._session.client(
                 "sts",
@@ -473,13 +505,14 @@ class GlueNamespace(LanceNamespace):
                 config=self._settings.client_config(self._region),
             )
             with glue_errors("caller identity"):
-                self._account_id = sts.get_caller_identity()["Account"]
+                self._account_id = str(sts.get_caller_identity()["Account"])
         return self._account_id
 
     def _catalog_id_for(self, path: list[str]) -> str | None:
         """The ID of the catalog at `path` below the root; None = default catalog (omit)."""
-        if not path:
-            return self._settings.catalog_id
+        return self._nested_catalog_id(path) if path else self._settings.catalog_id
+
+    def _nested_catalog_id(self, path: list[str]) -> str:
         catalog_id = self._root_catalog_id()
         for name in path:
             catalog_id = child_catalog_id(catalog_id, name)
@@ -551,8 +584,7 @@ class GlueNamespace(LanceNamespace):
         if database is not None:
             return "database", (ref, database)
         if self._catalogs_enabled:
-            catalog_id = self._catalog_id_for(namespace)
-            assert catalog_id is not None
+            catalog_id = self._nested_catalog_id(namespace)
             catalog = self._get_catalog(catalog_id)
             if catalog is not None:
                 return "catalog", (catalog_id, catalog)
@@ -612,7 +644,7 @@ class GlueNamespace(LanceNamespace):
         parent_id = self._require_catalog(namespace[:-1])
         existing = self._find(namespace)
         if existing is not None:
-            return self._on_existing_namespace(namespace, existing, mode, parameters)
+            return self._on_existing(namespace, existing, mode, namespace_type, parameters)
         if namespace_type == "catalog":
             self._create_catalog(namespace, parameters)
         else:
@@ -630,22 +662,30 @@ class GlueNamespace(LanceNamespace):
             return None
 
     def _create_catalog(self, namespace: list[str], parameters: dict[str, str]) -> None:
-        # CreateCatalog has no parent: Glue creates catalogs under the account's default catalog.
-        root_is_account = ":" not in (self._settings.catalog_id or "")
-        if len(namespace) != 1 or not root_is_account:
+        # CreateCatalog has no parent or catalog ID: Glue creates the catalog under the caller's
+        # default catalog, which must therefore be our root.
+        root = self._settings.catalog_id
+        if len(namespace) != 1 or (root is not None and root != self._caller_account()):
             raise UnsupportedOperationError(
                 "Glue creates catalogs only directly under the account's default catalog"
             )
         with glue_errors(f"catalog {namespace[0]}"):
             self._glue.create_catalog(Name=namespace[0], CatalogInput={"Parameters": parameters})
 
-    def _on_existing_namespace(
-        self, namespace: list[str], existing: tuple[str, Any], mode: str, parameters: dict
+    def _on_existing(
+        self,
+        namespace: list[str],
+        existing: tuple[str, Any],
+        mode: str,
+        namespace_type: str,
+        parameters: dict[str, str],
     ) -> CreateNamespaceResponse:
         kind, found = existing
         name = "$".join(namespace)
         if mode == "create":
             raise NamespaceAlreadyExistsError(f"namespace {name} already exists")
+        if mode == "overwrite" and kind != namespace_type:
+            raise InvalidInputError(f"namespace {name} is a {kind}, not a {namespace_type}")
         if mode == "existok":
             return CreateNamespaceResponse(properties=dict(found[1].get("Parameters") or {}))
         # Overwrite = drop + create empty; done as one update so nothing is half-written, and
@@ -751,9 +791,23 @@ class GlueNamespace(LanceNamespace):
             if self._resolve(namespace)[0] == "catalog":
                 return ListTablesResponse(tables=[])  # catalogs hold no tables directly
             raise
-        names = [table["Name"] for table in tables if is_lance_table(table)]
+        lance_tables = [table for table in tables if is_lance_table(table)]
+        if request.include_declared is False:
+            # Only tables with data: this opens every table, so it is only done when asked.
+            lance_tables = [table for table in lance_tables if self._has_data(table)]
+        names = [table["Name"] for table in lance_tables]
         page, token = paginate(names, request.page_token, request.limit)
         return ListTablesResponse(tables=page, page_token=token)
+
+    def _has_data(self, glue_table: Mapping[str, Any]) -> bool:
+        location = (glue_table.get("StorageDescriptor") or {}).get("Location")
+        if not location:
+            return False
+        try:
+            self._require_lance_data(location)
+        except InvalidInputError:
+            return False
+        return True
 
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
         namespace, table, ref = self._split_table_id(request.id)
@@ -774,17 +828,27 @@ class GlueNamespace(LanceNamespace):
             raise InvalidInputError(f"unknown register mode {request.mode!r}")
         parameters = self._lance_parameters(request.properties)
         self._require_database(ref, namespace)
-        if mode == "overwrite" and self._table_if_exists(ref, table) is not None:
-            self._get_lance_table(ref, table, namespace)  # never replace a non-Lance table
+        self._require_lance_data(request.location)
+        existing = self._table_if_exists(ref, table) if mode == "overwrite" else None
+        if existing is None:
+            self._create_table(ref, table, request.location, parameters, namespace)
+        elif not is_lance_table(existing):
+            raise InvalidInputError(f"table {'$'.join(request.id or [])} is not a Lance table")
+        else:
             with glue_errors(f"table {table}", not_found=TableNotFoundError):
                 self._glue.update_table(
                     DatabaseName=ref.name,
                     TableInput=self._table_input(table, request.location, parameters),
                     **ref.params(),
                 )
-        else:
-            self._create_table(ref, table, request.location, parameters, namespace)
         return RegisterTableResponse(location=request.location, properties=parameters)
+
+    def _require_lance_data(self, location: str) -> None:
+        """RegisterTable adopts existing data: the location must hold a Lance table."""
+        try:
+            lance.dataset(location, storage_options=self._storage_options() or None)
+        except (ValueError, OSError, RuntimeError) as error:
+            raise InvalidInputError(f"no Lance table at {location}: {error}") from error
 
     def _table_if_exists(self, ref: DatabaseRef, table: str) -> dict[str, Any] | None:
         try:

@@ -31,6 +31,7 @@ from lance_namespace import (
     DropNamespaceResponse,
     InvalidInputError,
     LanceNamespace,
+    LanceNamespaceError,
     ListNamespacesRequest,
     ListNamespacesResponse,
     ListTablesRequest,
@@ -61,6 +62,9 @@ from backends.rest_catalog_client import (
     RestCatalogClient,
     is_lance_table,
     request_mode,
+    storage_root,
+    string_map,
+    validate_location,
 )
 
 DEFAULT_READ_TIMEOUT_MS = 30_000
@@ -113,7 +117,7 @@ class IcebergNamespace(LanceNamespace):
                 f"{self.endpoint}/v1/oauth/tokens", credential, scope="catalog"
             )
         settings = ClientSettings.from_properties(properties, DEFAULT_READ_TIMEOUT_MS)
-        self.root = (properties.get("root") or os.getcwd()).rstrip("/")
+        self.root = storage_root(properties.get("root") or os.getcwd())
         self.storage_options = storage_options(properties)
         self.client = RestCatalogClient(self.endpoint, settings, auth_token=auth_token, oauth=oauth)
         self._prefixes: dict[str, str] = {}
@@ -146,12 +150,14 @@ class IcebergNamespace(LanceNamespace):
         return ListNamespacesResponse(namespaces=page, page_token=token)
 
     def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
+        if not validate_identifier(request.id, "namespace identifier"):
+            return DescribeNamespaceResponse(properties={})  # the root always exists
         warehouse, path = self._namespace(request.id)
         if not path:
             self._base(warehouse)  # an unknown warehouse fails its config lookup
             return DescribeNamespaceResponse(properties={})
         body = self.client.get_json(self._namespace_url(warehouse, path), errors=NAMESPACE_ERRORS)
-        return DescribeNamespaceResponse(properties=_string_map(body.get("properties")))
+        return DescribeNamespaceResponse(properties=string_map(body.get("properties")))
 
     def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
         self.describe_namespace(DescribeNamespaceRequest(id=request.id))
@@ -179,7 +185,7 @@ class IcebergNamespace(LanceNamespace):
             )
         created = RestCatalogClient.json_body(response)
         properties = created.get("properties", body["properties"])
-        return CreateNamespaceResponse(properties=_string_map(properties))
+        return CreateNamespaceResponse(properties=string_map(properties))
 
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
         warehouse, path = self._namespace(request.id)
@@ -229,10 +235,14 @@ class IcebergNamespace(LanceNamespace):
 
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
         warehouse, path, name = self._table(request.id)
-        location = request.location or self._default_location(warehouse, path, name)
+        location = (
+            validate_location(request.location)
+            if request.location is not None
+            else self._default_location(warehouse, path, name)
+        )
         table = self._create_table(warehouse, path, name, location, request.properties)
         return DeclareTableResponse(
-            location=_table_location(table),
+            location=_table_location(table) or location,
             storage_options=dict(self.storage_options),
             properties=_table_properties(table),
         )
@@ -242,15 +252,24 @@ class IcebergNamespace(LanceNamespace):
         mode = request_mode(request.mode, ("create", "overwrite"), "create")
         location = validate_location(request.location)
         verify_lance_table(location, self.storage_options)
-        if mode == "overwrite":
-            try:
-                self._require_lance_table(warehouse, path, name)
-                self._delete_table(warehouse, path, name)
-            except TableNotFoundError:
-                pass
-        table = self._create_table(warehouse, path, name, location, request.properties)
+        replaced = (
+            self._unregister_for_overwrite(warehouse, path, name) if mode == "overwrite" else None
+        )
+        try:
+            table = self._create_table(warehouse, path, name, location, request.properties)
+        except LanceNamespaceError:
+            if replaced is not None:  # put the previous registration back: nothing half-done
+                with contextlib.suppress(LanceNamespaceError):
+                    self._create_table(
+                        warehouse,
+                        path,
+                        name,
+                        str(_table_location(replaced)),
+                        _table_properties(replaced),
+                    )
+            raise
         return RegisterTableResponse(
-            location=_table_location(table), properties=_table_properties(table)
+            location=_table_location(table) or location, properties=_table_properties(table)
         )
 
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
@@ -275,6 +294,17 @@ class IcebergNamespace(LanceNamespace):
             location=_table_location(table),
             properties=_table_properties(table),
         )
+
+    def _unregister_for_overwrite(
+        self, warehouse: str, path: list[str], name: str
+    ) -> dict[str, Any] | None:
+        """Remove the Lance table a RegisterTable Overwrite replaces; None when there is none."""
+        try:
+            table = self._require_lance_table(warehouse, path, name)
+        except TableNotFoundError:
+            return None
+        self._delete_table(warehouse, path, name)
+        return table
 
     # Catalog calls
 
@@ -376,14 +406,6 @@ class IcebergNamespace(LanceNamespace):
         return parts[0], parts[1:-1], parts[-1]
 
 
-def validate_location(location: str | None) -> str:
-    if not isinstance(location, str) or not location.strip():
-        raise InvalidInputError("location must not be empty")
-    if any(ord(character) < 32 for character in location):
-        raise InvalidInputError("location must not contain control characters")
-    return location.rstrip("/")
-
-
 def verify_lance_table(location: str, options: dict[str, str]) -> lance.LanceDataset:
     """Open the Lance table at `location`, or raise InvalidInputError when there is none."""
     try:
@@ -400,13 +422,7 @@ def _table_location(table: dict[str, Any]) -> str | None:
 
 def _table_properties(table: dict[str, Any]) -> dict[str, str]:
     metadata = table.get("metadata") or {}
-    return _string_map(metadata.get("properties"))
-
-
-def _string_map(values: Any) -> dict[str, str]:
-    if not isinstance(values, dict):
-        return {}
-    return {str(key): str(value) for key, value in values.items()}
+    return string_map(metadata.get("properties"))
 
 
 __all__ = ["IcebergNamespace"]

@@ -10,6 +10,7 @@ status becomes a Lance error code; backends only name what a 404 or 409 means fo
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import threading
 import time
@@ -81,7 +82,8 @@ class ClientSettings:
 
 
 def parse_error_reply(response: httpx.Response) -> ErrorReply:
-    """Read the error of a Unity (`error_code`/`message`) or Iceberg (`error.type`) reply."""
+    """Read the error of a Unity (`error_code`/`message`), Iceberg (`error.type`/`error.message`)
+    or OAuth2 (`error`/`error_description`) reply."""
     kind, message = "", ""
     try:
         body = response.json()
@@ -89,9 +91,13 @@ def parse_error_reply(response: httpx.Response) -> ErrorReply:
         body = None
     if isinstance(body, dict):
         nested = body.get("error")
-        source = nested if isinstance(nested, dict) else body
-        kind = str(source.get("error_code") or source.get("type") or "")
-        message = str(source.get("message") or source.get("detail") or "")
+        if isinstance(nested, dict):
+            kind, message = str(nested.get("type") or ""), str(nested.get("message") or "")
+        elif isinstance(nested, str):
+            kind, message = nested, str(body.get("error_description") or "")
+        else:
+            kind = str(body.get("error_code") or "")
+            message = str(body.get("message") or body.get("detail") or "")
     if not message:
         message = response.text.strip() or response.reason_phrase
     return ErrorReply(response.status_code, kind, message[:MAX_MESSAGE_LENGTH])
@@ -210,36 +216,26 @@ class RestCatalogClient:
         url = f"{self.base_url}{path}"
         attempts = 1 + (self.settings.max_retries if method in IDEMPOTENT_METHODS else 0)
         reauthenticated = False
-        attempt = 0
+        attempt = 1
         while True:
-            attempt += 1
-            try:
-                response = self._send(method, url, params, json)
-            except httpx.TimeoutException as error:
-                # A stalled server is not retried: the caller gets an answer within read_timeout.
-                if isinstance(error, httpx.ConnectTimeout) and attempt < attempts:
-                    self._sleep_before_retry(attempt, None)
-                    continue
-                raise ServiceUnavailableError(f"catalog at {self.base_url} timed out") from error
-            except httpx.TransportError as error:
-                if attempt < attempts:
-                    self._sleep_before_retry(attempt, None)
-                    continue
-                raise ServiceUnavailableError(
-                    f"catalog at {self.base_url} is unreachable: {error}"
-                ) from error
-            if response.is_success:
-                return response
-            if response.status_code == 401 and self._oauth and not reauthenticated:
-                # The token may have been revoked or expired early: fetch a new one once.
-                self._oauth.invalidate()
-                reauthenticated = True
-                attempt -= 1
+            outcome = self._send_once(method, url, params, json)
+            if isinstance(outcome, httpx.Response) and outcome.is_success:
+                return outcome
+            if not reauthenticated and self._token_rejected(outcome):
+                reauthenticated = True  # fetch a new token once: it may have been revoked
                 continue
-            if response.status_code in RETRYABLE_STATUSES and attempt < attempts:
-                self._sleep_before_retry(attempt, response.headers.get("Retry-After"))
+            if attempt < attempts and _retryable(outcome):
+                retry_after = (
+                    outcome.headers.get("Retry-After")
+                    if isinstance(outcome, httpx.Response)
+                    else None
+                )
+                self._sleep_before_retry(attempt, retry_after)
+                attempt += 1
                 continue
-            raise error_for(parse_error_reply(response), errors)
+            if isinstance(outcome, httpx.Response):
+                raise error_for(parse_error_reply(outcome), errors)
+            raise _transport_error(self.base_url, outcome) from outcome
 
     def get_json(
         self,
@@ -272,6 +268,21 @@ class RestCatalogClient:
             headers["Authorization"] = f"Bearer {self._auth_token}"
         return self._http.request(method, url, params=params, json=body, headers=headers)
 
+    def _send_once(
+        self, method: str, url: str, params: Mapping[str, Any] | None, body: Any
+    ) -> httpx.Response | httpx.TransportError:
+        try:
+            return self._send(method, url, params, body)
+        except httpx.TransportError as error:
+            return error
+
+    def _token_rejected(self, outcome: httpx.Response | httpx.TransportError) -> bool:
+        rejected = isinstance(outcome, httpx.Response) and outcome.status_code == 401
+        if rejected and self._oauth is not None:
+            self._oauth.invalidate()
+            return True
+        return False
+
     def _sleep_before_retry(self, attempt: int, retry_after: str | None) -> None:
         delay = min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
         delay *= 1 + random.random() * 0.25
@@ -279,6 +290,22 @@ class RestCatalogClient:
             with contextlib.suppress(ValueError):
                 delay = max(delay, min(float(retry_after), BACKOFF_MAX_SECONDS))
         time.sleep(delay)
+
+
+def _retryable(outcome: httpx.Response | httpx.TransportError) -> bool:
+    """5xx/429 answers and connection failures; a stalled read is not retried, so the caller
+    gets an answer within read_timeout."""
+    if isinstance(outcome, httpx.Response):
+        return outcome.status_code in RETRYABLE_STATUSES
+    return isinstance(outcome, httpx.ConnectTimeout) or not isinstance(
+        outcome, httpx.TimeoutException
+    )
+
+
+def _transport_error(base_url: str, error: httpx.TransportError) -> ServiceUnavailableError:
+    if isinstance(error, httpx.TimeoutException):
+        return ServiceUnavailableError(f"catalog at {base_url} timed out ({type(error).__name__})")
+    return ServiceUnavailableError(f"catalog at {base_url} is unreachable: {error}")
 
 
 # Helpers the REST catalog backends share for reading Lance requests.
@@ -301,3 +328,25 @@ def request_mode(value: str | None, allowed: tuple[str, ...], default: str) -> s
     if normalised not in allowed:
         raise InvalidInputError(f"unsupported mode {value!r}; use one of {', '.join(allowed)}")
     return normalised
+
+
+def storage_root(root: str) -> str:
+    """A storage root without a trailing slash; a local path is made absolute."""
+    root = root.rstrip("/") or "/"
+    return root if "://" in root else os.path.abspath(root)
+
+
+def validate_location(location: str | None) -> str:
+    """A table location from a request: non-empty, no control characters, no trailing slash."""
+    if not isinstance(location, str) or not location.strip():
+        raise InvalidInputError("location must not be empty")
+    if any(ord(character) < 32 or ord(character) == 127 for character in location):
+        raise InvalidInputError("location must not contain control characters")
+    return location.rstrip("/") or "/"
+
+
+def string_map(values: Any) -> dict[str, str]:
+    """A catalog's properties map as strings; anything that is not a map is empty."""
+    if not isinstance(values, dict):
+        return {}
+    return {str(key): str(value) for key, value in values.items()}

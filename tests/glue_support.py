@@ -70,19 +70,18 @@ def glue_properties(url: str, **extra: str) -> dict[str, str]:
     }
 
 
-def create_lance_role(endpoint: MotoEndpoint, name: str = "lance-glue") -> str:
-    """An IAM role allowed every Glue action; returns its ARN."""
+def create_lance_role(
+    endpoint: MotoEndpoint,
+    name: str = "lance-glue",
+    trusted: str = f"arn:aws:iam::{MOTO_ACCOUNT_ID}:root",
+    external_id: str | None = None,
+) -> str:
+    """An IAM role allowed every Glue action, assumable by `trusted`; returns its ARN."""
     iam = endpoint.client("iam")
-    trust = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"AWS": f"arn:aws:iam::{MOTO_ACCOUNT_ID}:root"},
-                "Action": "sts:AssumeRole",
-            }
-        ],
-    }
+    statement: dict = {"Effect": "Allow", "Principal": {"AWS": trusted}, "Action": "sts:AssumeRole"}
+    if external_id:
+        statement["Condition"] = {"StringEquals": {"sts:ExternalId": external_id}}
+    trust = {"Version": "2012-10-17", "Statement": [statement]}
     role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))  # type: ignore[attr-defined]
     iam.put_role_policy(  # type: ignore[attr-defined]
         RoleName=name,

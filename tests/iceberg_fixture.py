@@ -219,7 +219,8 @@ def build_app(state: CatalogState, control: FixtureControl) -> FastAPI:
         catalog = state.catalog_for_prefix(prefix)
         parts = _namespace(namespace)
         try:
-            # location, partition-spec and write-order are optional in the protocol, not in pyiceberg's model.
+            # location, partition-spec and write-order are optional in the protocol,
+            # not in pyiceberg's model.
             body = {
                 "location": None,
                 "partition-spec": None,

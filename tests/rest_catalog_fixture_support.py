@@ -102,7 +102,8 @@ class FixtureControl:
                 if path_contains in entry.raw_path and method in (None, entry.method)
             ]
 
-    def _authorized(self, header: str | None) -> bool:
+    def authorized(self, header: str | None) -> bool:
+        """Whether a request with this Authorization header passes (call with `lock` held)."""
         if self.required_token is None and not self.oauth_enabled:
             return True
         if not header or not header.startswith("Bearer "):
@@ -113,7 +114,8 @@ class FixtureControl:
         expiry = self.issued_tokens.get(token)
         return expiry is not None and time.monotonic() < expiry
 
-    def _take_fault(self, method: str, path: str) -> Fault | None:
+    def take_fault(self, method: str, path: str) -> Fault | None:
+        """Consume the first fault matching the request (call with `lock` held)."""
         for fault in self.faults:
             if fault.matches(method, path):
                 fault.remaining -= 1
@@ -135,8 +137,8 @@ def install_control(
             control.log.append(
                 LoggedRequest(method, path, raw_path, dict(request.query_params), authorization)
             )
-            fault = control._take_fault(method, path)
-            authorized = path in open_paths or control._authorized(authorization)
+            fault = control.take_fault(method, path)
+            authorized = path in open_paths or control.authorized(authorization)
             control.in_flight += 1
             control.max_in_flight = max(control.max_in_flight, control.in_flight)
         try:

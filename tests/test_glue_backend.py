@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lance
 import pytest
 from lance_namespace import (
     CreateNamespaceRequest,
@@ -29,13 +30,17 @@ from lance_namespace import (
 from backends import load_namespace
 from backends.glue import GlueNamespace
 from backends.properties import ConfigurationError
-from tests.glue_support import (  # noqa: F401  (pytest fixtures)
+from tests import glue_support
+from tests.glue_support import (
     MotoEndpoint,
-    clean_moto,
-    glue,
     glue_properties,
-    moto_endpoint,
 )
+from tests.lance_data import sample_table, tree_snapshot
+
+# The shared fixtures, by name (pytest finds fixtures among module attributes).
+moto_endpoint = glue_support.moto_endpoint
+clean_moto = glue_support.clean_moto
+glue = glue_support.glue
 
 
 def create_db(glue: GlueNamespace, name: str, **properties: str) -> None:
@@ -122,12 +127,16 @@ def test_missing_namespace_errors(glue: GlueNamespace):
     glue.drop_namespace(DropNamespaceRequest(id=["nope"], mode="Skip"))
 
 
+def write_lance(path: Path, rows: int = 5) -> str:
+    lance.write_dataset(sample_table(rows), str(path))
+    return str(path)
+
+
 def test_drop_is_restrict_only_and_never_touches_tables(glue: GlueNamespace, tmp_path: Path):
     create_db(glue, "keep")
-    data_dir = tmp_path / "data.lance"
-    data_dir.mkdir()
-    (data_dir / "marker").write_text("lance data")
-    glue.register_table(RegisterTableRequest(id=["keep", "t"], location=str(data_dir)))
+    location = write_lance(tmp_path / "data.lance")
+    files = tree_snapshot(tmp_path / "data.lance")
+    glue.register_table(RegisterTableRequest(id=["keep", "t"], location=location))
     with pytest.raises(NamespaceNotEmptyError):
         glue.drop_namespace(DropNamespaceRequest(id=["keep"]))
     with pytest.raises(UnsupportedOperationError):
@@ -135,9 +144,9 @@ def test_drop_is_restrict_only_and_never_touches_tables(glue: GlueNamespace, tmp
     glue.table_exists(TableExistsRequest(id=["keep", "t"]))
 
     glue.deregister_table(DeregisterTableRequest(id=["keep", "t"]))
-    assert (data_dir / "marker").read_text() == "lance data"
     glue.drop_namespace(DropNamespaceRequest(id=["keep"]))
-    assert (data_dir / "marker").read_text() == "lance data"
+    assert tree_snapshot(tmp_path / "data.lance") == files
+    assert lance.dataset(location).count_rows() == 5
 
 
 def test_drop_refuses_database_holding_only_non_lance_tables(
@@ -260,23 +269,46 @@ def test_declare_uses_explicit_location_and_database_location(
     assert described.table_uri == "s3://o/b"
 
 
-def test_register_modes(glue: GlueNamespace, clean_moto: MotoEndpoint):
+def test_register_modes(glue: GlueNamespace, clean_moto: MotoEndpoint, tmp_path: Path):
     create_db(glue, "db")
-    glue.register_table(RegisterTableRequest(id=["db", "t"], location="s3://b/one"))
-    with pytest.raises(TableAlreadyExistsError):
-        glue.register_table(RegisterTableRequest(id=["db", "t"], location="s3://b/two"))
-    glue.register_table(
-        RegisterTableRequest(id=["db", "t"], location="s3://b/two", mode="Overwrite")
+    one, two = write_lance(tmp_path / "one.lance"), write_lance(tmp_path / "two.lance", 3)
+    registered = glue.register_table(
+        RegisterTableRequest(id=["db", "t"], location=one, properties={"k": "v"})
     )
-    assert glue.describe_table(DescribeTableRequest(id=["db", "t"])).location == "s3://b/two"
+    assert registered.properties == {"k": "v", "table_type": "lance"}
+    with pytest.raises(TableAlreadyExistsError):
+        glue.register_table(RegisterTableRequest(id=["db", "t"], location=two))
+    glue.register_table(RegisterTableRequest(id=["db", "t"], location=two, mode="Overwrite"))
+    assert glue.describe_table(DescribeTableRequest(id=["db", "t"])).location == two
+    glue.register_table(RegisterTableRequest(id=["db", "new"], location=one, mode="overwrite"))
+    assert glue.describe_table(DescribeTableRequest(id=["db", "new"])).location == one
+
     put_raw_table(clean_moto, "db", "hive", "EXTERNAL_TABLE", {"table_type": "parquet"})
     with pytest.raises(InvalidInputError):
-        glue.register_table(
-            RegisterTableRequest(id=["db", "hive"], location="s3://b/x", mode="overwrite")
-        )
-    assert raw_glue(clean_moto).get_table(DatabaseName="db", Name="hive")["Table"][
-        "Parameters"
-    ] == {"table_type": "parquet"}
+        glue.register_table(RegisterTableRequest(id=["db", "hive"], location=one, mode="overwrite"))
+    stored = raw_glue(clean_moto).get_table(DatabaseName="db", Name="hive")["Table"]
+    assert stored["Parameters"] == {"table_type": "parquet"}
+
+
+def test_list_tables_without_declared_only_tables(glue: GlueNamespace, tmp_path: Path):
+    create_db(glue, "db")
+    glue.register_table(
+        RegisterTableRequest(id=["db", "written"], location=write_lance(tmp_path / "w.lance"))
+    )
+    glue.declare_table(DeclareTableRequest(id=["db", "declared"]))
+    everything = glue.list_tables(ListTablesRequest(id=["db"]))
+    assert everything.tables == ["declared", "written"]
+    with_data = glue.list_tables(ListTablesRequest(id=["db"], include_declared=False))
+    assert with_data.tables == ["written"]
+
+
+def test_register_requires_lance_data_at_the_location(glue: GlueNamespace, tmp_path: Path):
+    create_db(glue, "db")
+    (tmp_path / "empty").mkdir()
+    for location in (str(tmp_path / "missing"), str(tmp_path / "empty")):
+        with pytest.raises(InvalidInputError):
+            glue.register_table(RegisterTableRequest(id=["db", "t"], location=location))
+    assert glue.list_tables(ListTablesRequest(id=["db"])).tables == []
 
 
 def test_lance_table_identification(glue: GlueNamespace, clean_moto: MotoEndpoint):
@@ -342,6 +374,16 @@ def test_configuration_errors(clean_moto: MotoEndpoint):
     for extra in bad:
         with pytest.raises(ConfigurationError):
             GlueNamespace(**glue_properties(url, **extra))
+
+
+def test_missing_region_is_a_configuration_error(clean_moto, monkeypatch, tmp_path):
+    for variable in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    properties = glue_properties(clean_moto.url)
+    properties.pop("region")
+    with pytest.raises(ConfigurationError):
+        GlueNamespace(**properties)
 
 
 def test_loaded_through_registry_with_storage_options(clean_moto: MotoEndpoint):

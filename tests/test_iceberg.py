@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import lance
 import pyarrow as pa
 import pytest
@@ -45,6 +46,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from backends.iceberg import IcebergNamespace
 from backends.properties import ConfigurationError
+from backends.rest_catalog_client import error_for, parse_error_reply
 from tests.iceberg_fixture import IcebergFixture, running_iceberg_fixture
 from tests.rest_catalog_fixture_support import free_port
 
@@ -250,6 +252,8 @@ def test_drop_namespace_is_idempotent_and_restrict_only(
 
 
 def test_root_and_warehouse_levels(ns: IcebergNamespace) -> None:
+    assert ns.describe_namespace(DescribeNamespaceRequest(id=[])).properties == {}
+    ns.namespace_exists(NamespaceExistsRequest(id=[]))
     with pytest.raises(UnsupportedOperationError):
         ns.list_namespaces(ListNamespacesRequest(id=[]))
     with pytest.raises(UnsupportedOperationError):
@@ -351,6 +355,26 @@ def test_table_errors(ns: IcebergNamespace, db: list[str]) -> None:
         ns.deregister_table(DeregisterTableRequest(id=[*db, "missing"]))
 
 
+def test_failed_overwrite_keeps_the_previous_registration(
+    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str], tmp_path: Path
+) -> None:
+    old, new = str(tmp_path / "old"), str(tmp_path / "new")
+    write_lance(old)
+    write_lance(new)
+    ns.register_table(RegisterTableRequest(id=[*db, "t"], location=old, properties={"v": "1"}))
+    iceberg.control.fail_next(1, 500, method="POST", path="/tables")
+    with pytest.raises(InternalError):
+        ns.register_table(RegisterTableRequest(id=[*db, "t"], location=new, mode="overwrite"))
+    described = ns.describe_table(DescribeTableRequest(id=[*db, "t"]))
+    assert described.location == old and described.properties["v"] == "1"
+
+
+def test_relative_root_is_made_absolute(iceberg: IcebergFixture) -> None:
+    namespace = IcebergNamespace(endpoint=iceberg.url, root="relative/dir/")
+    assert namespace.root == os.path.join(os.getcwd(), "relative/dir")
+    namespace.close()
+
+
 def test_register_existing_lance_table(ns: IcebergNamespace, db: list[str], tmp_path: Path) -> None:
     location = str(tmp_path / "data" / "existing")
     write_lance(location, rows=5)
@@ -398,6 +422,18 @@ def test_bad_namespace_identifier_is_invalid_input(ns: IcebergNamespace) -> None
         ns.list_namespaces(ListNamespacesRequest(id=["wh", "x" * 300]))
 
 
+@pytest.mark.parametrize("location", ["", "   ", "/tmp/a\nb", "/tmp/\x00"])
+def test_bad_locations_are_invalid_input(
+    ns: IcebergNamespace, db: list[str], location: str
+) -> None:
+    with pytest.raises(InvalidInputError):
+        ns.declare_table(DeclareTableRequest(id=[*db, "t"], location=location))
+    with pytest.raises(InvalidInputError):
+        ns.register_table(RegisterTableRequest(id=[*db, "t"], location=location))
+    with pytest.raises(TableNotFoundError):
+        ns.describe_table(DescribeTableRequest(id=[*db, "t"]))
+
+
 # Paging and listing
 
 
@@ -412,7 +448,14 @@ def test_paging_follows_server_pages_and_pages_locally(
     assert all_tables.tables == [f"t{index}" for index in range(5)]
     assert all_tables.page_token is None
     # The fixture returns 2 identifiers a page, so the backend followed 3 pages.
-    assert len(iceberg.control.requests_to(f"/namespaces/{db[1]}/tables", "GET")) == 3
+    listings = iceberg.control.requests_to(f"/namespaces/{db[1]}/tables", "GET")
+    assert [
+        entry.query.get("pageToken") for entry in listings if entry.path.endswith("/tables")
+    ] == [
+        "",
+        "2",
+        "4",
+    ]
 
     seen: list[str] = []
     token = None
@@ -473,6 +516,38 @@ def test_status_mapping(
     assert raised.value.code == error.code
 
 
+@pytest.mark.parametrize(
+    ("response", "kind", "message"),
+    [
+        (httpx.Response(500, text="plain boom"), "", "plain boom"),
+        (httpx.Response(409, json={"error": {"type": "T", "message": "m"}}), "T", "m"),
+        (
+            httpx.Response(400, json={"error_code": "INVALID_ARGUMENT", "message": "u"}),
+            "INVALID_ARGUMENT",
+            "u",
+        ),
+        (
+            httpx.Response(401, json={"error": "invalid_client", "error_description": "d"}),
+            "invalid_client",
+            "d",
+        ),
+        (httpx.Response(502, json={"detail": "gateway"}), "", "gateway"),
+    ],
+)
+def test_error_replies_of_every_shape_keep_the_server_message(
+    response: httpx.Response, kind: str, message: str
+) -> None:
+    reply = parse_error_reply(response)
+    assert (reply.kind, reply.message) == (kind, message)
+    error = error_for(
+        reply, {409: TableAlreadyExistsError, "INVALID_ARGUMENT": NamespaceNotFoundError}
+    )
+    assert message in str(error)
+    expected = {500: InternalError, 409: TableAlreadyExistsError, 400: NamespaceNotFoundError}
+    expected.update({401: UnauthenticatedError, 502: InternalError})
+    assert type(error) is expected[response.status_code]
+
+
 def test_connection_refused_is_service_unavailable() -> None:
     ns = IcebergNamespace(endpoint=f"http://127.0.0.1:{free_port()}", max_retries="1")
     with pytest.raises(ServiceUnavailableError):
@@ -520,7 +595,7 @@ def test_stalled_server_times_out_within_read_timeout(
     started = time.monotonic()
     with pytest.raises(ServiceUnavailableError):
         ns.describe_namespace(DescribeNamespaceRequest(id=db))
-    assert time.monotonic() - started < 1.8  # read_timeout is 1 s, and stalls are not retried
+    assert time.monotonic() - started < 2.5  # read_timeout is 1 s, and stalls are not retried
 
 
 # Authentication
@@ -543,12 +618,12 @@ def test_oauth2_client_credentials_token_is_fetched_reused_and_refreshed(
 ) -> None:
     iceberg.control.oauth_enabled = True
     iceberg.control.oauth_clients["client"] = "secret"
-    iceberg.control.token_lifetime_seconds = 2
+    iceberg.control.token_lifetime_seconds = 3
     ns = make_namespace(credential="client:secret")
     for _ in range(3):
         ns.describe_namespace(DescribeNamespaceRequest(id=db))
     assert iceberg.control.token_requests == 1
-    time.sleep(1.7)  # past 80% of the 2 s lifetime: refreshed before it expires
+    time.sleep(2.5)  # past 80% of the 3 s lifetime: refreshed before it expires
     ns.describe_namespace(DescribeNamespaceRequest(id=db))
     assert iceberg.control.token_requests == 2
     tokens = {entry.authorization for entry in iceberg.control.requests_to("/namespaces/", "GET")}

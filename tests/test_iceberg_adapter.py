@@ -1,0 +1,130 @@
+"""The iceberg backend through the real adapter, driven by pylance's official RestNamespace."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import lance
+import pytest
+from lance.namespace import RestNamespace
+from lance_namespace import (
+    CountTableRowsRequest,
+    CreateNamespaceRequest,
+    CreateTableRequest,
+    DeclareTableRequest,
+    DeregisterTableRequest,
+    DescribeTableRequest,
+    DropNamespaceRequest,
+    DropTableRequest,
+    InsertIntoTableRequest,
+    InvalidInputError,
+    LanceNamespaceError,
+    ListNamespacesRequest,
+    ListTablesRequest,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    RegisterTableRequest,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import NoSuchTableError
+
+from tests.iceberg_fixture import IcebergFixture, running_iceberg_fixture
+from tests.lance_data import arrow_stream, sample_table
+from tests.server import running_server
+
+
+@pytest.fixture(scope="module")
+def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergFixture]:
+    with running_iceberg_fixture(tmp_path_factory.mktemp("iceberg-adapter")) as fixture:
+        yield fixture
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("iceberg-lance-root")
+
+
+@pytest.fixture(scope="module")
+def adapter(iceberg: IcebergFixture, root: Path) -> Iterator[str]:
+    properties = {"endpoint": iceberg.url, "root": str(root), "read_timeout": "2000"}
+    with running_server("iceberg", properties) as url:
+        yield url
+
+
+@pytest.fixture
+def client(adapter: str, iceberg: IcebergFixture) -> RestNamespace:
+    iceberg.control.reset()
+    return RestNamespace(uri=adapter)
+
+
+def test_create_table_with_data_lands_at_its_location_and_in_the_catalog(
+    client: RestNamespace, iceberg: IcebergFixture, root: Path
+) -> None:
+    client.create_namespace(CreateNamespaceRequest(id=["wh", "sales"]))
+    client.create_namespace(CreateNamespaceRequest(id=["wh", "sales", "eu"]))
+    table_id = ["wh", "sales", "eu", "orders"]
+    created = client.create_table(CreateTableRequest(id=table_id), arrow_stream(sample_table(50)))
+    location = f"{root}/wh/sales/eu/orders"
+    assert created.location == location
+    assert lance.dataset(location).count_rows() == 50
+
+    official = RestCatalog("official", uri=iceberg.url, warehouse="wh")
+    table = official.load_table(("sales", "eu", "orders"))
+    assert table.location() == location
+    assert table.properties["table_type"] == "lance"
+    assert [field.name for field in table.schema().fields] == ["dummy"]
+
+    client.insert_into_table(InsertIntoTableRequest(id=table_id), arrow_stream(sample_table(5, 50)))
+    assert client.count_table_rows(CountTableRowsRequest(id=table_id)).count == 55
+    detailed = client.describe_table(DescribeTableRequest(id=table_id, load_detailed_metadata=True))
+    assert detailed.location == location and detailed.version == 2
+    assert [field.name for field in detailed.var_schema.fields] == ["id", "name", "vector"]
+    assert client.list_tables(ListTablesRequest(id=["wh", "sales", "eu"])).tables == ["orders"]
+    assert client.list_namespaces(ListNamespacesRequest(id=["wh", "sales"])).namespaces == ["eu"]
+
+    with pytest.raises(TableAlreadyExistsError):
+        client.create_table(CreateTableRequest(id=table_id), arrow_stream(sample_table(1)))
+    with pytest.raises(NamespaceNotEmptyError):
+        client.drop_namespace(DropNamespaceRequest(id=["wh", "sales", "eu"]))
+
+    client.drop_table(DropTableRequest(id=table_id))
+    with pytest.raises(NoSuchTableError):
+        official.load_table(("sales", "eu", "orders"))
+    with pytest.raises(TableNotFoundError):
+        client.describe_table(DescribeTableRequest(id=table_id))
+    client.drop_namespace(DropNamespaceRequest(id=["wh", "sales", "eu"]))
+    client.drop_namespace(DropNamespaceRequest(id=["wh", "sales", "eu"]))  # idempotent
+
+
+def test_declare_register_deregister_through_the_adapter(
+    client: RestNamespace, root: Path, tmp_path: Path
+) -> None:
+    client.create_namespace(CreateNamespaceRequest(id=["wh", "reg"]))
+    declared = client.declare_table(DeclareTableRequest(id=["wh", "reg", "later"]))
+    assert declared.location == f"{root}/wh/reg/later"
+    existing = str(tmp_path / "existing")
+    lance.write_dataset(sample_table(7), existing)
+    client.register_table(RegisterTableRequest(id=["wh", "reg", "existing"], location=existing))
+    assert client.count_table_rows(CountTableRowsRequest(id=["wh", "reg", "existing"])).count == 7
+    assert client.list_tables(ListTablesRequest(id=["wh", "reg"])).tables == ["existing", "later"]
+    client.deregister_table(DeregisterTableRequest(id=["wh", "reg", "existing"]))
+    assert lance.dataset(existing).count_rows() == 7
+    assert client.list_tables(ListTablesRequest(id=["wh", "reg"])).tables == ["later"]
+
+
+def test_errors_reach_the_client_with_their_codes(
+    client: RestNamespace, iceberg: IcebergFixture
+) -> None:
+    with pytest.raises(NamespaceNotFoundError):
+        client.list_tables(ListTablesRequest(id=["wh", "nowhere"]))
+    with pytest.raises(TableNotFoundError):
+        client.describe_table(DescribeTableRequest(id=["wh", "nowhere", "t"]))
+    with pytest.raises(InvalidInputError):
+        client.declare_table(DeclareTableRequest(id=["wh", "only_two"]))
+    iceberg.control.fail_next(10, 503, method="GET", path="/namespaces")
+    with pytest.raises(LanceNamespaceError) as raised:
+        client.list_namespaces(ListNamespacesRequest(id=["wh"]))
+    assert raised.value.code == 17

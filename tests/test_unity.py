@@ -1,0 +1,677 @@
+"""The unity backend against the Unity Catalog protocol fixture, called directly from Python.
+
+The fixture itself is driven with the official `unitycatalog-client` SDK first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import lance
+import pyarrow as pa
+import pytest
+from lance_namespace import (
+    CreateNamespaceRequest,
+    DeclareTableRequest,
+    DeregisterTableRequest,
+    DescribeNamespaceRequest,
+    DescribeTableRequest,
+    DropNamespaceRequest,
+    InternalError,
+    InvalidInputError,
+    ListNamespacesRequest,
+    ListTablesRequest,
+    NamespaceAlreadyExistsError,
+    NamespaceExistsRequest,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    PermissionDeniedError,
+    RegisterTableRequest,
+    ServiceUnavailableError,
+    TableAlreadyExistsError,
+    TableExistsRequest,
+    TableNotFoundError,
+    ThrottlingError,
+    UnauthenticatedError,
+    UnsupportedOperationError,
+)
+from unitycatalog.client import (
+    ApiClient,
+    CatalogsApi,
+    Configuration,
+    SchemasApi,
+    TablesApi,
+)
+from unitycatalog.client.exceptions import NotFoundException
+from unitycatalog.client.models import (
+    ColumnInfo,
+    ColumnTypeName,
+    CreateCatalog,
+    CreateSchema,
+    CreateTable,
+    DataSourceFormat,
+    TableType,
+)
+
+from backends.properties import ConfigurationError
+from backends.unity import UnityNamespace, unity_columns
+from tests.rest_catalog_fixture_support import free_port
+from tests.unity_fixture import UnityFixture, running_unity_fixture
+
+Factory = Callable[..., UnityNamespace]
+
+
+@pytest.fixture(scope="module")
+def unity() -> Iterator[UnityFixture]:
+    with running_unity_fixture() as fixture:
+        yield fixture
+
+
+@pytest.fixture(autouse=True)
+def clean_control(unity: UnityFixture) -> Iterator[None]:
+    unity.control.reset()
+    unity.state.legacy_already_exists = False
+    yield
+    unity.control.reset()
+
+
+@pytest.fixture
+def make_namespace(unity: UnityFixture, tmp_path: Path) -> Iterator[Factory]:
+    created: list[UnityNamespace] = []
+
+    def factory(**overrides: str) -> UnityNamespace:
+        properties = {"endpoint": unity.url, "root": str(tmp_path / "root"), "read_timeout": "1000"}
+        namespace = UnityNamespace(**{**properties, **overrides})
+        created.append(namespace)
+        return namespace
+
+    yield factory
+    for namespace in created:
+        namespace.close()
+
+
+@pytest.fixture
+def ns(make_namespace: Factory) -> UnityNamespace:
+    return make_namespace()
+
+
+def run_sdk(unity: UnityFixture, action: Callable[[ApiClient], Any]) -> Any:
+    """Run one coroutine of the official (asyncio) SDK against the fixture."""
+
+    async def main() -> Any:
+        configuration = Configuration(host=f"{unity.url}/api/2.1/unity-catalog")
+        async with ApiClient(configuration) as client:
+            return await action(client)
+
+    return asyncio.run(main())
+
+
+@pytest.fixture
+def catalog(unity: UnityFixture) -> str:
+    name = f"cat_{uuid.uuid4().hex[:8]}"
+    run_sdk(unity, lambda client: CatalogsApi(client).create_catalog(CreateCatalog(name=name)))
+    return name
+
+
+@pytest.fixture
+def schema(ns: UnityNamespace, catalog: str) -> list[str]:
+    identifier = [catalog, "sch"]
+    ns.create_namespace(CreateNamespaceRequest(id=identifier))
+    return identifier
+
+
+def write_lance(location: str, table: pa.Table | None = None) -> None:
+    lance.write_dataset(table if table is not None else pa.table({"id": [1, 2, 3]}), location)
+
+
+# Configuration
+
+
+def test_configuration_defaults(unity: UnityFixture) -> None:
+    namespace = UnityNamespace(endpoint=unity.url)
+    assert namespace.client.settings.connect_timeout_seconds == 10.0
+    assert namespace.client.settings.read_timeout_seconds == 300.0
+    assert namespace.client.settings.max_retries == 3
+    assert namespace.root == "/tmp/lance"
+    assert namespace.client.base_url == f"{unity.url}/api/2.1/unity-catalog"
+    assert unity.url in namespace.namespace_id()
+    namespace.close()
+    with_path = UnityNamespace(endpoint=f"{unity.url}/api/2.1/unity-catalog/")
+    assert with_path.client.base_url == f"{unity.url}/api/2.1/unity-catalog"
+    with_path.close()
+
+
+@pytest.mark.parametrize(
+    "properties",
+    [
+        {},
+        {"endpoint": " "},
+        {"endpoint": "http://h", "max_retries": "x"},
+        {"endpoint": "http://h", "read_timeout": "-5"},
+    ],
+)
+def test_bad_configuration_is_rejected(properties: dict[str, str]) -> None:
+    with pytest.raises(ConfigurationError):
+        UnityNamespace(**properties)
+
+
+# The fixture, checked by the official SDK
+
+
+def test_sdk_creates_lists_and_gets_catalogs_schemas_tables(
+    unity: UnityFixture, ns: UnityNamespace, tmp_path: Path
+) -> None:
+    name = f"sdk_{uuid.uuid4().hex[:8]}"
+    delta_column = ColumnInfo(
+        name="n", type_name=ColumnTypeName.LONG, type_text="bigint", position=0
+    )
+
+    async def build(client: ApiClient) -> tuple[Any, ...]:
+        catalogs, schemas, tables = CatalogsApi(client), SchemasApi(client), TablesApi(client)
+        await catalogs.create_catalog(CreateCatalog(name=name, comment="made by the SDK"))
+        await schemas.create_schema(
+            CreateSchema(name="s", catalog_name=name, properties={"team": "ml"})
+        )
+        await tables.create_table(
+            CreateTable(
+                name="delta_table",
+                catalog_name=name,
+                schema_name="s",
+                table_type=TableType.EXTERNAL,
+                data_source_format=DataSourceFormat.DELTA,
+                columns=[delta_column],
+                storage_location=str(tmp_path / "delta"),
+            )
+        )
+        listed_catalogs, token = [], None
+        while True:  # the fixture returns at most 3 a page
+            page = await catalogs.list_catalogs(page_token=token, max_results=2)
+            listed_catalogs += [info.name for info in page.catalogs]
+            token = page.next_page_token
+            if not token:
+                break
+        listed_schemas = await schemas.list_schemas(catalog_name=name)
+        schema_info = await schemas.get_schema(f"{name}.s")
+        table_info = await tables.get_table(f"{name}.s.delta_table")
+        return listed_catalogs, listed_schemas, schema_info, table_info
+
+    listed_catalogs, listed_schemas, schema_info, table_info = run_sdk(unity, build)
+    assert name in listed_catalogs and len(listed_catalogs) == len(set(listed_catalogs))
+    assert [info.full_name for info in listed_schemas.schemas] == [f"{name}.s"]
+    assert schema_info.properties == {"team": "ml"}
+    assert table_info.columns[0].name == "n" and table_info.table_id
+
+    # The backend sees what the SDK made, and ignores the non-Lance table.
+    assert name in ns.list_namespaces(ListNamespacesRequest(id=[])).namespaces
+    assert ns.describe_namespace(DescribeNamespaceRequest(id=[name, "s"])).properties == {
+        "team": "ml"
+    }
+    assert ns.list_tables(ListTablesRequest(id=[name, "s"])).tables == []
+    with pytest.raises(InvalidInputError):
+        ns.describe_table(DescribeTableRequest(id=[name, "s", "delta_table"]))
+    with pytest.raises(InvalidInputError):
+        ns.deregister_table(DeregisterTableRequest(id=[name, "s", "delta_table"]))
+
+
+def test_sdk_sees_a_registered_lance_table_with_its_columns(
+    unity: UnityFixture, ns: UnityNamespace, schema: list[str], tmp_path: Path
+) -> None:
+    location = str(tmp_path / "vectors")
+    data = pa.table(
+        {
+            "id": pa.array([1, 2], pa.int64()),
+            "label": pa.array(["a", None], pa.string()),
+            "vector": pa.array([[0.1, 0.2], [0.3, 0.4]], pa.list_(pa.float32(), 2)),
+        }
+    )
+    write_lance(location, data)
+    ns.register_table(RegisterTableRequest(id=[*schema, "vectors"], location=location))
+    full_name = ".".join([*schema, "vectors"])
+
+    async def read(client: ApiClient) -> tuple[Any, Any]:
+        tables = TablesApi(client)
+        listed = await tables.list_tables(catalog_name=schema[0], schema_name=schema[1])
+        return listed, await tables.get_table(full_name)
+
+    listed, table = run_sdk(unity, read)
+    assert [info.name for info in listed.tables] == ["vectors"]
+    assert table.table_type == TableType.EXTERNAL
+    assert table.data_source_format == DataSourceFormat.TEXT
+    assert table.storage_location == location
+    assert table.properties == {"table_type": "lance"}
+    columns = [(c.name, c.type_name, c.type_text, c.position, c.nullable) for c in table.columns]
+    assert columns == [
+        ("id", ColumnTypeName.LONG, "bigint", 0, True),
+        ("label", ColumnTypeName.STRING, "string", 1, True),
+        ("vector", ColumnTypeName.ARRAY, "array<float>", 2, True),
+    ]
+    assert json.loads(table.columns[2].type_json)["type"] == {
+        "type": "array",
+        "elementType": "float",
+        "containsNull": True,
+    }
+
+    def get_missing(client: ApiClient) -> Any:
+        return TablesApi(client).get_table(f"{schema[0]}.{schema[1]}.missing")
+
+    with pytest.raises(NotFoundException):
+        run_sdk(unity, get_missing)
+
+
+# Namespaces
+
+
+def test_catalog_and_schema_listing_follow_server_pages(
+    unity: UnityFixture, ns: UnityNamespace
+) -> None:
+    prefix = f"p{uuid.uuid4().hex[:6]}"
+    names = [f"{prefix}_{index}" for index in range(5)]
+    for name in names:
+        run_sdk(
+            unity,
+            lambda client, name=name: CatalogsApi(client).create_catalog(CreateCatalog(name=name)),
+        )
+        ns.create_namespace(CreateNamespaceRequest(id=[names[0], name]))
+    unity.control.reset()
+    listed = ns.list_namespaces(ListNamespacesRequest(id=[])).namespaces
+    assert [name for name in listed if name.startswith(prefix)] == names
+    assert len(unity.control.requests_to("/catalogs", "GET")) >= 2  # 3 a page at most
+    assert ns.list_namespaces(ListNamespacesRequest(id=[names[0]])).namespaces == names
+
+    seen, token = [], None
+    while True:
+        page = ns.list_namespaces(ListNamespacesRequest(id=[names[0]], limit=2, page_token=token))
+        seen += page.namespaces
+        token = page.page_token
+        if not token:
+            break
+    assert seen == names
+    schema_listings = unity.control.requests_to("/schemas", "GET")
+    assert all(entry.query["catalog_name"] == names[0] for entry in schema_listings)
+
+
+def test_schema_lifecycle(ns: UnityNamespace, catalog: str) -> None:
+    created = ns.create_namespace(CreateNamespaceRequest(id=[catalog, "s1"], properties={"a": "1"}))
+    assert created.properties == {"a": "1"}
+    assert ns.list_namespaces(ListNamespacesRequest(id=[catalog])).namespaces == ["s1"]
+    assert ns.list_namespaces(ListNamespacesRequest(id=[catalog, "s1"])).namespaces == []
+    assert ns.describe_namespace(DescribeNamespaceRequest(id=[catalog, "s1"])).properties == {
+        "a": "1"
+    }
+    assert ns.describe_namespace(DescribeNamespaceRequest(id=[catalog])).properties == {}
+    ns.namespace_exists(NamespaceExistsRequest(id=[catalog, "s1"]))
+    ns.namespace_exists(NamespaceExistsRequest(id=[catalog]))
+    ns.namespace_exists(NamespaceExistsRequest(id=[]))  # the root always exists
+    ns.drop_namespace(DropNamespaceRequest(id=[catalog, "s1"]))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.namespace_exists(NamespaceExistsRequest(id=[catalog, "s1"]))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.drop_namespace(DropNamespaceRequest(id=[catalog, "s1"]))
+    ns.drop_namespace(DropNamespaceRequest(id=[catalog, "s1"], mode="Skip"))
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_create_schema_modes(
+    unity: UnityFixture, ns: UnityNamespace, schema: list[str], legacy: bool
+) -> None:
+    unity.state.legacy_already_exists = legacy  # 409 ALREADY_EXISTS or 400 SCHEMA_ALREADY_EXISTS
+    with pytest.raises(NamespaceAlreadyExistsError):
+        ns.create_namespace(CreateNamespaceRequest(id=schema))
+    kept = ns.create_namespace(
+        CreateNamespaceRequest(id=schema, mode="ExistOk", properties={"b": "2"})
+    )
+    assert kept.properties == {}
+    replaced = ns.create_namespace(
+        CreateNamespaceRequest(id=schema, mode="overwrite", properties={"b": "2"})
+    )
+    assert replaced.properties == {"b": "2"}
+
+
+def test_missing_catalogs_and_schemas(ns: UnityNamespace, catalog: str) -> None:
+    with pytest.raises(NamespaceNotFoundError):
+        ns.create_namespace(CreateNamespaceRequest(id=["no_such_catalog", "s"]))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.list_namespaces(ListNamespacesRequest(id=["no_such_catalog"]))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.describe_namespace(DescribeNamespaceRequest(id=["no_such_catalog"]))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.describe_namespace(DescribeNamespaceRequest(id=[catalog, "missing"]))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.list_tables(ListTablesRequest(id=[catalog, "missing"]))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.list_namespaces(ListNamespacesRequest(id=[catalog, "missing"]))
+
+
+def test_drop_schema_is_restrict_only(ns: UnityNamespace, schema: list[str]) -> None:
+    ns.declare_table(DeclareTableRequest(id=[*schema, "t"]))
+    with pytest.raises(NamespaceNotEmptyError):
+        ns.drop_namespace(DropNamespaceRequest(id=schema))
+    with pytest.raises(UnsupportedOperationError):
+        ns.drop_namespace(DropNamespaceRequest(id=schema, behavior="CASCADE"))
+    ns.describe_table(DescribeTableRequest(id=[*schema, "t"]))  # still there
+    ns.deregister_table(DeregisterTableRequest(id=[*schema, "t"]))
+    ns.drop_namespace(DropNamespaceRequest(id=schema))
+
+
+@pytest.mark.parametrize(
+    "identifier",
+    [["c"], ["c", "s", "x"], ["c", "a.b"], ["c", "a b"], ["c", "a/b"], ["c", ""], ["c", "é"]],
+)
+def test_bad_schema_identifiers_are_invalid_input(
+    ns: UnityNamespace, identifier: list[str]
+) -> None:
+    with pytest.raises(InvalidInputError):
+        ns.create_namespace(CreateNamespaceRequest(id=identifier))
+    with pytest.raises(InvalidInputError):
+        ns.drop_namespace(DropNamespaceRequest(id=identifier))
+
+
+@pytest.mark.parametrize(
+    "identifier", [["c", "s"], ["c", "s", "t", "u"], ["c", "s", "t.u"], ["c", "s", ".."], []]
+)
+def test_bad_table_identifiers_are_invalid_input(ns: UnityNamespace, identifier: list[str]) -> None:
+    with pytest.raises(InvalidInputError):
+        ns.declare_table(DeclareTableRequest(id=identifier))
+    with pytest.raises(InvalidInputError):
+        ns.describe_table(DescribeTableRequest(id=identifier))
+
+
+# Tables
+
+
+def test_declare_describe_deregister(
+    unity: UnityFixture, make_namespace: Factory, schema: list[str], tmp_path: Path
+) -> None:
+    ns = make_namespace(**{"storage.access_key_id": "key"})
+    declared = ns.declare_table(DeclareTableRequest(id=[*schema, "t"], properties={"o": "me"}))
+    location = f"{tmp_path}/root/{schema[0]}/{schema[1]}/t"
+    assert declared.location == location
+    assert declared.storage_options == {"access_key_id": "key"}
+    assert declared.properties == {"o": "me", "table_type": "lance"}
+    stored = unity.state.tables[(schema[0], schema[1], "t")]
+    assert stored["table_type"] == "EXTERNAL" and stored["data_source_format"] == "TEXT"
+    assert stored["columns"] == []  # nothing written yet, so no columns
+
+    described = ns.describe_table(DescribeTableRequest(id=[*schema, "t"]))
+    assert described.location == location
+    assert described.storage_options == {"access_key_id": "key"}
+    assert described.properties == {"o": "me", "table_type": "lance"}
+    ns.table_exists(TableExistsRequest(id=[*schema, "t"]))
+    assert ns.list_tables(ListTablesRequest(id=schema)).tables == ["t"]
+
+    write_lance(location)
+    deregistered = ns.deregister_table(DeregisterTableRequest(id=[*schema, "t"]))
+    assert deregistered.location == location
+    with pytest.raises(TableNotFoundError):
+        ns.table_exists(TableExistsRequest(id=[*schema, "t"]))
+    assert lance.dataset(location).count_rows() == 3
+
+
+def test_declare_at_a_location_with_data_gets_columns(
+    unity: UnityFixture, ns: UnityNamespace, schema: list[str], tmp_path: Path
+) -> None:
+    location = str(tmp_path / "existing")
+    write_lance(location)
+    declared = ns.declare_table(DeclareTableRequest(id=[*schema, "t"], location=location))
+    assert declared.location == location
+    columns = unity.state.tables[(schema[0], schema[1], "t")]["columns"]
+    assert [(column["name"], column["type_name"]) for column in columns] == [("id", "LONG")]
+
+
+def test_register_table(
+    unity: UnityFixture, ns: UnityNamespace, schema: list[str], tmp_path: Path
+) -> None:
+    first, second = str(tmp_path / "first"), str(tmp_path / "second")
+    write_lance(first)
+    write_lance(second, pa.table({"name": ["x"]}))
+    registered = ns.register_table(
+        RegisterTableRequest(id=[*schema, "r"], location=first, properties={"k": "v"})
+    )
+    assert registered.location == first
+    assert registered.properties == {"k": "v", "table_type": "lance"}
+    with pytest.raises(TableAlreadyExistsError):
+        ns.register_table(RegisterTableRequest(id=[*schema, "r"], location=first))
+    ns.register_table(RegisterTableRequest(id=[*schema, "r"], location=second, mode="Overwrite"))
+    assert ns.describe_table(DescribeTableRequest(id=[*schema, "r"])).location == second
+    columns = unity.state.tables[(schema[0], schema[1], "r")]["columns"]
+    assert [column["name"] for column in columns] == ["name"]
+    with pytest.raises(InvalidInputError):
+        ns.register_table(RegisterTableRequest(id=[*schema, "x"], location=str(tmp_path / "none")))
+    assert (schema[0], schema[1], "x") not in unity.state.tables
+
+
+def test_failed_overwrite_keeps_the_previous_registration(
+    unity: UnityFixture, ns: UnityNamespace, schema: list[str], tmp_path: Path
+) -> None:
+    old, new = str(tmp_path / "old"), str(tmp_path / "new")
+    write_lance(old)
+    write_lance(new, pa.table({"other": ["x"]}))
+    ns.register_table(RegisterTableRequest(id=[*schema, "t"], location=old, properties={"v": "1"}))
+    unity.control.fail_next(1, 500, method="POST", path="/tables")
+    with pytest.raises(InternalError):
+        ns.register_table(RegisterTableRequest(id=[*schema, "t"], location=new, mode="overwrite"))
+    described = ns.describe_table(DescribeTableRequest(id=[*schema, "t"]))
+    assert described.location == old and described.properties["v"] == "1"
+    columns = unity.state.tables[(schema[0], schema[1], "t")]["columns"]
+    assert [column["name"] for column in columns] == ["id"]
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_table_errors(
+    unity: UnityFixture, ns: UnityNamespace, schema: list[str], legacy: bool
+) -> None:
+    unity.state.legacy_already_exists = legacy
+    ns.declare_table(DeclareTableRequest(id=[*schema, "t"]))
+    with pytest.raises(TableAlreadyExistsError):
+        ns.declare_table(DeclareTableRequest(id=[*schema, "t"]))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.declare_table(DeclareTableRequest(id=[schema[0], "missing", "t"]))
+    with pytest.raises(TableNotFoundError):
+        ns.describe_table(DescribeTableRequest(id=[*schema, "missing"]))
+    with pytest.raises(TableNotFoundError):
+        ns.deregister_table(DeregisterTableRequest(id=[*schema, "missing"]))
+
+
+def test_lance_tables_need_external_type_and_property(
+    unity: UnityFixture, ns: UnityNamespace, schema: list[str], tmp_path: Path
+) -> None:
+    def create(name: str, table_type: TableType, properties: dict[str, str]) -> Callable:
+        request = CreateTable(
+            name=name,
+            catalog_name=schema[0],
+            schema_name=schema[1],
+            table_type=table_type,
+            data_source_format=DataSourceFormat.TEXT,
+            columns=[],
+            storage_location=str(tmp_path / name),
+            properties=properties,
+        )
+        return lambda client: TablesApi(client).create_table(request)
+
+    run_sdk(unity, create("managed", TableType.MANAGED, {"table_type": "lance"}))
+    run_sdk(unity, create("upper", TableType.EXTERNAL, {"table_type": "LANCE"}))
+    run_sdk(unity, create("plain", TableType.EXTERNAL, {}))
+    assert ns.list_tables(ListTablesRequest(id=schema)).tables == ["upper"]
+    with pytest.raises(InvalidInputError):
+        ns.describe_table(DescribeTableRequest(id=[*schema, "managed"]))
+
+
+def test_list_tables_paging(unity: UnityFixture, ns: UnityNamespace, schema: list[str]) -> None:
+    for index in range(7):
+        ns.declare_table(DeclareTableRequest(id=[*schema, f"t{index}"]))
+    unity.control.reset()
+    assert ns.list_tables(ListTablesRequest(id=schema)).tables == [
+        f"t{index}" for index in range(7)
+    ]
+    tokens = [
+        entry.query.get("page_token") for entry in unity.control.requests_to("/tables", "GET")
+    ]
+    assert tokens == [None, "t2", "t5"]  # the fixture returns 3 a page
+    first = ns.list_tables(ListTablesRequest(id=schema, limit=4))
+    assert first.tables == ["t0", "t1", "t2", "t3"] and first.page_token == "t3"
+    rest = ns.list_tables(ListTablesRequest(id=schema, limit=4, page_token="t3"))
+    assert rest.tables == ["t4", "t5", "t6"] and rest.page_token is None
+
+
+@pytest.mark.parametrize("location", ["", "   ", "/tmp/a\nb", "/tmp/\x00"])
+def test_bad_locations_are_invalid_input(
+    ns: UnityNamespace, schema: list[str], location: str
+) -> None:
+    with pytest.raises(InvalidInputError):
+        ns.declare_table(DeclareTableRequest(id=[*schema, "t"], location=location))
+    with pytest.raises(InvalidInputError):
+        ns.register_table(RegisterTableRequest(id=[*schema, "t"], location=location))
+    with pytest.raises(TableNotFoundError):
+        ns.describe_table(DescribeTableRequest(id=[*schema, "t"]))
+
+
+# Arrow schema -> Unity columns
+
+
+def test_unity_columns_cover_arrow_types() -> None:
+    schema = pa.schema(
+        [
+            pa.field("flag", pa.bool_(), nullable=False),
+            pa.field("tiny", pa.int8()),
+            pa.field("small", pa.int16()),
+            pa.field("medium", pa.int32()),
+            pa.field("big", pa.int64()),
+            pa.field("huge", pa.uint64()),
+            pa.field("half", pa.float16()),
+            pa.field("ratio", pa.float64()),
+            pa.field("price", pa.decimal128(10, 2)),
+            pa.field("text", pa.large_string()),
+            pa.field("blob", pa.binary()),
+            pa.field("day", pa.date32()),
+            pa.field("at", pa.timestamp("us", tz="UTC")),
+            pa.field("local", pa.timestamp("ms")),
+            pa.field("tags", pa.list_(pa.string())),
+            pa.field("attrs", pa.map_(pa.string(), pa.int32())),
+            pa.field("point", pa.struct([("x", pa.float32()), ("y", pa.float32())])),
+            pa.field("category", pa.dictionary(pa.int32(), pa.string())),
+            pa.field("clock", pa.time64("us")),
+        ]
+    )
+    columns = {column["name"]: column for column in unity_columns(schema)}
+    expected = {
+        "flag": ("BOOLEAN", "boolean", "boolean"),
+        "tiny": ("BYTE", "tinyint", "byte"),
+        "small": ("SHORT", "smallint", "short"),
+        "medium": ("INT", "int", "integer"),
+        "big": ("LONG", "bigint", "long"),
+        "huge": ("DECIMAL", "decimal(20,0)", "decimal(20,0)"),
+        "half": ("FLOAT", "float", "float"),
+        "ratio": ("DOUBLE", "double", "double"),
+        "price": ("DECIMAL", "decimal(10,2)", "decimal(10,2)"),
+        "text": ("STRING", "string", "string"),
+        "blob": ("BINARY", "binary", "binary"),
+        "day": ("DATE", "date", "date"),
+        "at": ("TIMESTAMP", "timestamp", "timestamp"),
+        "local": ("TIMESTAMP_NTZ", "timestamp_ntz", "timestamp_ntz"),
+        "tags": (
+            "ARRAY",
+            "array<string>",
+            {"type": "array", "elementType": "string", "containsNull": True},
+        ),
+        "attrs": (
+            "MAP",
+            "map<string,int>",
+            {"type": "map", "keyType": "string", "valueType": "integer", "valueContainsNull": True},
+        ),
+        "category": ("STRING", "string", "string"),
+        "clock": ("USER_DEFINED_TYPE", "time64[us]", "time64[us]"),
+    }
+    for name, (type_name, type_text, spark_type) in expected.items():
+        column = columns[name]
+        assert (column["type_name"], column["type_text"]) == (type_name, type_text), name
+        assert json.loads(column["type_json"])["type"] == spark_type, name
+        ColumnTypeName(column["type_name"])  # a value the Unity API accepts
+    assert columns["point"]["type_text"] == "struct<x:float,y:float>"
+    assert json.loads(columns["point"]["type_json"]) == {
+        "name": "point",
+        "type": {
+            "type": "struct",
+            "fields": [
+                {"name": "x", "type": "float", "nullable": True, "metadata": {}},
+                {"name": "y", "type": "float", "nullable": True, "metadata": {}},
+            ],
+        },
+        "nullable": True,
+        "metadata": {},
+    }
+    assert (columns["price"]["type_precision"], columns["price"]["type_scale"]) == (10, 2)
+    assert columns["flag"]["nullable"] is False and columns["tiny"]["nullable"] is True
+    assert [column["position"] for column in unity_columns(schema)] == list(range(len(schema)))
+
+
+# Errors, retries, timeouts, auth
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        (401, UnauthenticatedError),
+        (403, PermissionDeniedError),
+        (429, ThrottlingError),
+        (503, ServiceUnavailableError),
+        (500, InternalError),
+        (418, InternalError),
+    ],
+)
+def test_status_mapping(
+    unity: UnityFixture, make_namespace: Factory, catalog: str, status: int, error: type
+) -> None:
+    ns = make_namespace(max_retries="0")
+    unity.control.fail_next(1, status, method="GET", path="/schemas")
+    with pytest.raises(error) as raised:
+        ns.list_namespaces(ListNamespacesRequest(id=[catalog]))
+    assert f"injected HTTP {status}" in str(raised.value)
+
+
+def test_connection_refused_is_service_unavailable() -> None:
+    ns = UnityNamespace(endpoint=f"http://127.0.0.1:{free_port()}", max_retries="1")
+    with pytest.raises(ServiceUnavailableError):
+        ns.list_namespaces(ListNamespacesRequest(id=[]))
+    ns.close()
+
+
+def test_retries(unity: UnityFixture, ns: UnityNamespace, catalog: str) -> None:
+    unity.control.fail_next(2, 503, method="GET", path="/schemas")
+    assert ns.list_namespaces(ListNamespacesRequest(id=[catalog])).namespaces == []
+    assert len(unity.control.requests_to("/schemas", "GET")) == 3
+    unity.control.reset()
+    unity.control.fail_next(9, 502, method="GET", path="/schemas")
+    with pytest.raises(InternalError):
+        ns.list_namespaces(ListNamespacesRequest(id=[catalog]))
+    assert len(unity.control.requests_to("/schemas", "GET")) == 4  # 1 + max_retries
+    unity.control.reset()
+    unity.control.fail_next(1, 503, method="POST", path="/schemas")
+    with pytest.raises(ServiceUnavailableError):
+        ns.create_namespace(CreateNamespaceRequest(id=[catalog, "s"]))
+    assert len(unity.control.requests_to("/schemas", "POST")) == 1
+
+
+def test_stalled_server_times_out_within_read_timeout(
+    unity: UnityFixture, ns: UnityNamespace, catalog: str
+) -> None:
+    unity.control.stall_next(3.0, method="GET", path="/schemas")
+    started = time.monotonic()
+    with pytest.raises(ServiceUnavailableError):
+        ns.list_namespaces(ListNamespacesRequest(id=[catalog]))
+    assert time.monotonic() - started < 2.5  # read_timeout is 1 s, stalls are not retried
+
+
+def test_bearer_token(unity: UnityFixture, make_namespace: Factory, catalog: str) -> None:
+    unity.control.required_token = "uc-token"
+    with pytest.raises(UnauthenticatedError):
+        make_namespace().list_namespaces(ListNamespacesRequest(id=[catalog]))
+    with pytest.raises(UnauthenticatedError):
+        make_namespace(auth_token="nope").list_namespaces(ListNamespacesRequest(id=[catalog]))
+    make_namespace(auth_token="uc-token").list_namespaces(ListNamespacesRequest(id=[catalog]))
+    assert unity.control.requests_to("/schemas", "GET")[-1].authorization == "Bearer uc-token"

@@ -1,0 +1,274 @@
+"""A Unity Catalog protocol fixture: the catalogs/schemas/tables part of `api/all.yaml`.
+
+Request bodies are validated with the official `unitycatalog-client` models, errors have Unity's
+shape (`error_code`, `message`, HTTP status per Unity's ErrorCode), names follow Unity's rule,
+and listings are paged with `max_results`/`page_token`. The tests drive it with the official SDK
+to prove it speaks the protocol. State is kept in memory.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ValidationError
+from unitycatalog.client.models import (
+    CatalogInfo,
+    CreateCatalog,
+    CreateSchema,
+    CreateTable,
+    SchemaInfo,
+    TableInfo,
+)
+
+from tests.rest_catalog_fixture_support import FixtureControl, install_control, serve
+
+API = "/api/2.1/unity-catalog"
+NAME = re.compile(r"[A-Za-z0-9_@-]{1,255}")
+
+
+class UnityError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def error_body(status: int, code: str, message: str) -> dict[str, Any]:
+    return {"error_code": code, "message": message, "details": []}
+
+
+def not_found(message: str) -> UnityError:
+    return UnityError(404, "NOT_FOUND", message)
+
+
+@dataclass
+class UnityState:
+    catalogs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    schemas: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    tables: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    page_cap: int = 3  # the server never returns more per page, whatever max_results says
+    legacy_already_exists: bool = False  # 409 ALREADY_EXISTS instead of 400 <KIND>_ALREADY_EXISTS
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def already_exists(self, kind: str, message: str) -> UnityError:
+        if self.legacy_already_exists:
+            return UnityError(409, "ALREADY_EXISTS", message)
+        return UnityError(400, f"{kind}_ALREADY_EXISTS", message)
+
+
+@dataclass
+class UnityFixture:
+    url: str
+    control: FixtureControl
+    state: UnityState
+
+
+def _check_name(name: str) -> None:
+    if not NAME.fullmatch(name):
+        raise UnityError(
+            400,
+            "INVALID_ARGUMENT",
+            "Name cannot contain a period, space, forward-slash, or control characters",
+        )
+
+
+def _parse(model: type[BaseModel], body: Any) -> Any:
+    try:
+        return model.model_validate(body)
+    except ValidationError as error:
+        raise UnityError(400, "INVALID_ARGUMENT", str(error)) from error
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json", exclude_none=True)
+
+
+def _page(items: list[dict[str, Any]], request: Request, cap: int) -> tuple[list[Any], Any]:
+    """Sorted by name; the token is the last name returned."""
+    ordered = sorted(items, key=lambda item: item["name"])
+    token = request.query_params.get("page_token")
+    if token:
+        ordered = [item for item in ordered if item["name"] > token]
+    requested = int(request.query_params.get("max_results") or cap)
+    size = min(requested, cap) if requested > 0 else cap
+    page = ordered[:size]
+    return page, (page[-1]["name"] if len(ordered) > size else None)
+
+
+def _audit() -> dict[str, Any]:
+    now = int(time.time() * 1000)
+    return {"created_at": now, "updated_at": now, "owner": "fixture", "created_by": "fixture"}
+
+
+def build_app(state: UnityState, control: FixtureControl) -> FastAPI:
+    app = FastAPI()
+    install_control(app, control, error_body, open_paths=())
+
+    @app.exception_handler(UnityError)
+    async def unity_error(_: Request, error: UnityError) -> JSONResponse:
+        return JSONResponse(error_body(error.status, error.code, error.message), error.status)
+
+    def require_catalog(name: str) -> dict[str, Any]:
+        if name not in state.catalogs:
+            raise not_found(f"Catalog not found: {name}")
+        return state.catalogs[name]
+
+    def require_schema(catalog: str, schema: str) -> dict[str, Any]:
+        require_catalog(catalog)
+        if (catalog, schema) not in state.schemas:
+            raise not_found(f"Schema not found: {catalog}.{schema}")
+        return state.schemas[(catalog, schema)]
+
+    def split(full_name: str, levels: int) -> list[str]:
+        parts = full_name.split(".")
+        if len(parts) != levels:
+            raise UnityError(400, "INVALID_ARGUMENT", f"Invalid full name: {full_name}")
+        return parts
+
+    # Catalogs
+
+    @app.post(f"{API}/catalogs")
+    async def create_catalog(request: Request) -> dict[str, Any]:
+        create = _parse(CreateCatalog, await request.json())
+        _check_name(create.name)
+        with state.lock:
+            if create.name in state.catalogs:
+                raise state.already_exists("CATALOG", f"Catalog already exists: {create.name}")
+            info = CatalogInfo(**create.model_dump(), id=str(uuid.uuid4()), **_audit())
+            state.catalogs[create.name] = _dump(info)
+            return state.catalogs[create.name]
+
+    @app.get(f"{API}/catalogs")
+    def list_catalogs(request: Request) -> dict[str, Any]:
+        with state.lock:
+            page, token = _page(list(state.catalogs.values()), request, state.page_cap)
+        return {"catalogs": page, "next_page_token": token}
+
+    @app.get(f"{API}/catalogs/{{name}}")
+    def get_catalog(name: str) -> dict[str, Any]:
+        with state.lock:
+            return require_catalog(name)
+
+    @app.delete(f"{API}/catalogs/{{name}}")
+    def delete_catalog(name: str, force: bool = False) -> dict[str, Any]:
+        with state.lock:
+            require_catalog(name)
+            children = [key for key in state.schemas if key[0] == name]
+            if children and not force:
+                raise UnityError(400, "FAILED_PRECONDITION", "Cannot delete catalog with schemas")
+            for key in children:
+                del state.schemas[key]
+            for key in [key for key in state.tables if key[0] == name]:
+                del state.tables[key]
+            del state.catalogs[name]
+        return {}
+
+    # Schemas
+
+    @app.post(f"{API}/schemas")
+    async def create_schema(request: Request) -> dict[str, Any]:
+        create = _parse(CreateSchema, await request.json())
+        _check_name(create.name)
+        with state.lock:
+            require_catalog(create.catalog_name)
+            key = (create.catalog_name, create.name)
+            if key in state.schemas:
+                raise state.already_exists("SCHEMA", f"Schema already exists: {create.name}")
+            info = SchemaInfo(
+                **create.model_dump(),
+                full_name=f"{create.catalog_name}.{create.name}",
+                schema_id=str(uuid.uuid4()),
+                **_audit(),
+            )
+            state.schemas[key] = _dump(info)
+            return state.schemas[key]
+
+    @app.get(f"{API}/schemas")
+    def list_schemas(request: Request, catalog_name: str) -> dict[str, Any]:
+        with state.lock:
+            require_catalog(catalog_name)
+            schemas = [info for key, info in state.schemas.items() if key[0] == catalog_name]
+            page, token = _page(schemas, request, state.page_cap)
+        return {"schemas": page, "next_page_token": token}
+
+    @app.get(f"{API}/schemas/{{full_name}}")
+    def get_schema(full_name: str) -> dict[str, Any]:
+        catalog, schema = split(full_name, 2)
+        with state.lock:
+            return require_schema(catalog, schema)
+
+    @app.delete(f"{API}/schemas/{{full_name}}")
+    def delete_schema(full_name: str, force: bool = False) -> dict[str, Any]:
+        catalog, schema = split(full_name, 2)
+        with state.lock:
+            require_schema(catalog, schema)
+            tables = [key for key in state.tables if key[:2] == (catalog, schema)]
+            if tables and not force:
+                raise UnityError(400, "FAILED_PRECONDITION", "Cannot delete schema with tables")
+            for key in tables:
+                del state.tables[key]
+            del state.schemas[(catalog, schema)]
+        return {}
+
+    # Tables
+
+    @app.post(f"{API}/tables")
+    async def create_table(request: Request) -> dict[str, Any]:
+        create = _parse(CreateTable, await request.json())
+        _check_name(create.name)
+        if create.table_type.value == "EXTERNAL" and not create.storage_location:
+            raise UnityError(400, "INVALID_ARGUMENT", "External table requires storage_location")
+        with state.lock:
+            require_schema(create.catalog_name, create.schema_name)
+            key = (create.catalog_name, create.schema_name, create.name)
+            if key in state.tables:
+                raise state.already_exists("TABLE", f"Table already exists: {'.'.join(key)}")
+            info = TableInfo(**create.model_dump(), table_id=str(uuid.uuid4()), **_audit())
+            state.tables[key] = _dump(info)
+            return state.tables[key]
+
+    @app.get(f"{API}/tables")
+    def list_tables(request: Request, catalog_name: str, schema_name: str) -> dict[str, Any]:
+        with state.lock:
+            require_schema(catalog_name, schema_name)
+            tables = [
+                info for key, info in state.tables.items() if key[:2] == (catalog_name, schema_name)
+            ]
+            page, token = _page(tables, request, state.page_cap)
+        return {"tables": page, "next_page_token": token}
+
+    @app.get(f"{API}/tables/{{full_name}}")
+    def get_table(full_name: str) -> dict[str, Any]:
+        key = tuple(split(full_name, 3))
+        with state.lock:
+            if key not in state.tables:
+                raise not_found(f"Table not found: {full_name}")
+            return state.tables[key]
+
+    @app.delete(f"{API}/tables/{{full_name}}")
+    def delete_table(full_name: str) -> Response:
+        key = tuple(split(full_name, 3))
+        with state.lock:
+            if key not in state.tables:
+                raise not_found(f"Table not found: {full_name}")
+            del state.tables[key]
+        return JSONResponse({})
+
+    return app
+
+
+@contextmanager
+def running_unity_fixture() -> Iterator[UnityFixture]:
+    """Start the fixture on 127.0.0.1 (free port); its URL is the server root (no API path)."""
+    control = FixtureControl()
+    state = UnityState()
+    with serve(build_app(state, control)) as url:
+        yield UnityFixture(url, control, state)
