@@ -378,7 +378,7 @@ class DataOperationsNamespace(LanceNamespace):
         try:
             return self.inner.create_namespace(request)
         except NamespaceAlreadyExistsError:
-            if request.mode != "exist_ok":
+            if (request.mode or "").replace("_", "").lower() != "existok":
                 raise
         described = self.inner.describe_namespace(
             DescribeNamespaceRequest(id=request.id, **_context(request))

@@ -103,6 +103,8 @@ EXTERNAL_TABLE = "EXTERNAL_TABLE"
 MAX_DATABASE_NAME_LENGTH = 128  # DBS.NAME / CTLGS.NAME are VARCHAR(128) in the HMS schema
 MAX_TABLE_NAME_LENGTH = 256  # TBLS.TBL_NAME is VARCHAR(256)
 TABLE_BATCH_SIZE = 100
+# Names of tables by parameter value, answered by the metastore without loading table objects.
+LANCE_PARAMETER_FILTER = f'hive_filter_field_params__table_type = "{LANCE_TABLE_TYPE}"'
 
 DESCRIPTION_KEY = "database.description"
 LOCATION_KEY = "database.location-uri"
@@ -148,6 +150,17 @@ def translate_hms_error(error: Exception, subject: str) -> LanceNamespaceError:
     return InternalError(f"unexpected Hive Metastore failure: {message}")
 
 
+# Exceptions the metastore answers with; after them the connection is still usable.
+HMS_ANSWERS = (
+    NoSuchObjectException,
+    AlreadyExistsException,
+    InvalidObjectException,
+    InvalidOperationException,
+    MetaException,
+    TApplicationException,
+)
+
+
 def _is_transport_failure(error: Exception) -> bool:
     return isinstance(error, TTransportException | OSError | EOFError)
 
@@ -190,9 +203,9 @@ class MetastoreConnection:
         self.address = address
         socket = TSocket.TSocket(address.host, address.port)
         socket.setTimeout(connect_timeout * 1000)
-        self._socket = socket
         self._transport = TTransport.TBufferedTransport(socket)
-        protocol = TBinaryProtocol.TBinaryProtocolAccelerated(self._transport)
+        # The accelerated (C) protocol of thrift 0.13 breaks on Python >= 3.10 (PY_SSIZE_T_CLEAN).
+        protocol = TBinaryProtocol.TBinaryProtocol(self._transport)
         self.client = ThriftHiveMetastore.Client(protocol)
         self._transport.open()
         socket.setTimeout(read_timeout * 1000)
@@ -224,6 +237,7 @@ class MetastoreClientPool:
         self._slots = threading.BoundedSemaphore(size)
         self._idle: queue.LifoQueue[MetastoreConnection] = queue.LifoQueue()
         self._wait_timeout = connect_timeout * len(self._addresses) + read_timeout
+        self._preferred = 0  # index of the address that last accepted a connection
 
     def run(self, operation: Callable[[ThriftHiveMetastore.Client], T], subject: str) -> T:
         with self._slot():
@@ -238,25 +252,29 @@ class MetastoreClientPool:
     def _run_with_retry(self, operation: Callable[[ThriftHiveMetastore.Client], T]) -> T:
         connection, reused = self._checkout()
         try:
-            result = operation(connection.client)
+            return self._run_once(connection, operation)
         except Exception as error:
             if not _is_transport_failure(error):
-                self._idle.put(connection)
                 raise
-            connection.close()
-            self._discard_idle()
+            self._discard_idle()  # opened against the same, now gone, metastore process
             # A timed-out metastore is not retried: that would double the caller's wait.
             if not reused or _is_timeout(error):
                 raise
-            connection = self._open()
-            try:
-                result = operation(connection.client)
-            except Exception as retry_error:
-                if _is_transport_failure(retry_error):
-                    connection.close()
-                else:
-                    self._idle.put(connection)
-                raise
+        return self._run_once(self._open(), operation)
+
+    def _run_once(
+        self, connection: MetastoreConnection, operation: Callable[[ThriftHiveMetastore.Client], T]
+    ) -> T:
+        """Run `operation`; the connection goes back to the pool only if it is still in step
+        (a result or an answer from the metastore), otherwise it is closed."""
+        try:
+            result = operation(connection.client)
+        except HMS_ANSWERS:
+            self._idle.put(connection)
+            raise
+        except BaseException:
+            connection.close()
+            raise
         self._idle.put(connection)
         return result
 
@@ -276,12 +294,21 @@ class MetastoreClientPool:
             return self._open(), False
 
     def _open(self) -> MetastoreConnection:
+        """A new connection, to the address that last worked first, then the others in order."""
         failures = []
-        for address in self._addresses:
+        start = self._preferred
+        for offset in range(len(self._addresses)):
+            index = (start + offset) % len(self._addresses)
+            address = self._addresses[index]
             try:
-                return MetastoreConnection(address, self._connect_timeout, self._read_timeout)
+                connection = MetastoreConnection(
+                    address, self._connect_timeout, self._read_timeout
+                )
             except Exception as error:
                 failures.append(f"{address.host}:{address.port} ({error})")
+                continue
+            self._preferred = index
+            return connection
         raise ServiceUnavailableError("cannot reach the Hive Metastore at " + ", ".join(failures))
 
     def _discard_idle(self) -> None:
@@ -328,6 +355,14 @@ def normalized_mode(value: str | None, default: str, allowed: Sequence[str], fie
 
 def join_location(base: str, *names: str) -> str:
     return "/".join([base.rstrip("/"), *names])
+
+
+def absolute_location(location: str | None) -> str | None:
+    """`location` if it is a URI or an absolute path: the metastore would resolve a relative
+    path against its own working directory, not the adapter's."""
+    if location and "://" not in location and not location.startswith(("/", "file:")):
+        raise InvalidInputError(f"table location must be absolute or a URI, got {location!r}")
+    return location
 
 
 def plain_location(location: str | None) -> str | None:
@@ -383,10 +418,6 @@ class DatabaseRef:
         # HMS 3 addresses a database of a given catalog as "@catalog#database".
         return f"@{self.catalog}#{self.name}" if self.catalog else self.name
 
-    def identifier(self, show_catalog: str | None) -> str:
-        parts = [show_catalog, self.name] if show_catalog else [self.name]
-        return IDENTIFIER_DELIMITER.join(parts)
-
 
 # ---------------------------------------------------------------------------------------------
 # The namespaces
@@ -437,7 +468,9 @@ class _HiveNamespace(LanceNamespace):
         return ListNamespacesResponse(namespaces=page, page_token=token)
 
     def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
-        path = self._namespace_path(request.id)
+        path = self._namespace_path(request.id, allow_root=True)
+        if not path:  # the root namespace (the metastore) always exists and has no properties
+            return DescribeNamespaceResponse(properties={})
         if self._is_catalog_path(path):
             return DescribeNamespaceResponse(properties=self._catalog_properties(path[0]))
         database = self._get_database(self._database_ref(path))
@@ -489,9 +522,8 @@ class _HiveNamespace(LanceNamespace):
             raise InvalidInputError("tables live in databases: name a catalog and a database")
         ref = self._database_ref(path)
         self._get_database(ref)
-        candidates, _ = paginate(self._table_names(ref), request.page_token, None)
-        found = self._lance_table_names(ref, candidates, request.limit)
-        page, token = paginate(found, None, request.limit)
+        names = self._lance_table_names(ref, request.page_token)
+        page, token = paginate(names, request.page_token, request.limit)
         return ListTablesResponse(tables=page, page_token=token)
 
     def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
@@ -512,7 +544,7 @@ class _HiveNamespace(LanceNamespace):
 
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
         ref, name = self._table_path(request.id)
-        location = request.location or self._default_table_location(ref, name)
+        location = absolute_location(request.location) or self._default_table_location(ref, name)
         table = self._lance_table(ref, name, location, request.properties)
         self._get_database(ref)
         self._call(lambda client: client.create_table(table), "table")
@@ -527,6 +559,7 @@ class _HiveNamespace(LanceNamespace):
         mode = normalized_mode(request.mode, "create", ("create", "overwrite"), "mode")
         if not request.location:
             raise InvalidInputError("RegisterTable needs the location of an existing Lance table")
+        absolute_location(request.location)
         self._require_lance_dataset(request.location)
         table = self._lance_table(ref, name, request.location, request.properties)
         self._get_database(ref)
@@ -659,23 +692,51 @@ class _HiveNamespace(LanceNamespace):
     def _table_names(self, ref: DatabaseRef) -> list[str]:
         return self._call(lambda client: client.get_all_tables(ref.thrift_name), "namespace")
 
-    def _lance_table_names(
-        self, ref: DatabaseRef, candidates: list[str], limit: int | None
-    ) -> list[str]:
-        """The Lance tables among the sorted `candidates`, fetched in batches; stops once one
-        more than `limit` is known, which is enough to tell whether another page follows."""
+    def _lance_table_names(self, ref: DatabaseRef, after: str | None) -> list[str]:
+        """The Lance tables of the database that sort after `after`.
+
+        The metastore takes ~5 ms per table object, so only names are asked for where possible:
+        the external tables (by table type) and the tables whose parameters say exactly
+        `table_type=lance`. Both together are Lance tables; only the other external tables are
+        fetched, to catch other spellings such as `table_type=LANCE`.
+        """
+        external = self._external_table_names(ref)
+        marked = self._marked_lance_table_names(ref) & external
+        unsure, _ = paginate(external - marked, after, None)
+        return sorted(marked | set(self._lance_tables_among(ref, unsure)))
+
+    def _external_table_names(self, ref: DatabaseRef) -> set[str]:
+        try:
+            return set(self._call(
+                lambda client: client.get_tables_by_type(ref.thrift_name, "*", EXTERNAL_TABLE),
+                "namespace",
+            ))
+        except (UnsupportedOperationError, InternalError):  # a metastore without table types
+            return set(self._table_names(ref))
+
+    def _marked_lance_table_names(self, ref: DatabaseRef) -> set[str]:
+        try:
+            return set(self._names_by_filter(ref, LANCE_PARAMETER_FILTER))
+        except (UnsupportedOperationError, InternalError):  # no filtering on parameters
+            return set()
+
+    def _names_by_filter(self, ref: DatabaseRef, filter_text: str) -> list[str]:
+        return self._call(
+            lambda client: client.get_table_names_by_filter(ref.thrift_name, filter_text, -1),
+            "namespace",
+        )
+
+    def _lance_tables_among(self, ref: DatabaseRef, names: list[str]) -> list[str]:
         found: list[str] = []
-        for start in range(0, len(candidates), TABLE_BATCH_SIZE):
-            batch = candidates[start : start + TABLE_BATCH_SIZE]
+        for start in range(0, len(names), TABLE_BATCH_SIZE):
+            batch = names[start : start + TABLE_BATCH_SIZE]
             tables = self._call(
                 lambda client, batch=batch: client.get_table_objects_by_name(
                     ref.thrift_name, batch
                 ),
                 "namespace",
             )
-            found.extend(sorted(table.tableName for table in tables if is_lance_table(table)))
-            if limit and len(found) > limit:
-                break
+            found.extend(table.tableName for table in tables if is_lance_table(table))
         return found
 
     def _table_or_none(self, ref: DatabaseRef, name: str) -> Table | None:
@@ -688,7 +749,7 @@ class _HiveNamespace(LanceNamespace):
         table = self._table_or_none(ref, name)
         if table is None:
             self._get_database(ref)  # a missing database is reported as such
-            raise TableNotFoundError(f"table {ref.identifier(None)}.{name} not found")
+            raise TableNotFoundError(f"table {ref.name}.{name} not found")
         if not is_lance_table(table):
             raise InvalidInputError(
                 f"{ref.name}.{name} is a Hive table but not a Lance table"
@@ -754,6 +815,8 @@ class _HiveNamespace(LanceNamespace):
 
     def _create_database(self, ref: DatabaseRef, mode: str, properties: dict[str, str]) -> None:
         database = self._database_object(ref, properties)
+        if ref.catalog is not None:
+            self._require_catalog(ref.catalog)
         existing = self._database_or_none(ref)
         if existing is not None:
             if mode == "existok":
@@ -761,7 +824,11 @@ class _HiveNamespace(LanceNamespace):
             if mode == "create":
                 raise NamespaceAlreadyExistsError(f"namespace {ref.name!r} already exists")
             self._drop_database(ref, cascade=False)
-        self._call(lambda client: client.create_database(database), "namespace")
+        try:
+            self._call(lambda client: client.create_database(database), "namespace")
+        except NamespaceAlreadyExistsError:
+            if mode != "existok":  # created by a concurrent request since the check
+                raise
 
     def _database_object(self, ref: DatabaseRef, properties: dict[str, str]) -> Database:
         location = properties.pop(LOCATION_KEY, None) or join_location(
@@ -807,7 +874,11 @@ class _HiveNamespace(LanceNamespace):
                 raise NamespaceAlreadyExistsError(f"catalog {name!r} already exists")
             self._drop_catalog(name, cascade=False)
         request = CreateCatalogRequest(catalog=catalog)
-        self._call(lambda client: client.create_catalog(request), "namespace")
+        try:
+            self._call(lambda client: client.create_catalog(request), "namespace")
+        except NamespaceAlreadyExistsError:
+            if mode != "existok":  # created by a concurrent request since the check
+                raise
 
     def _create_catalog_without_catalogs(self, name: str, mode: str) -> None:
         if name != DEFAULT_CATALOG:
@@ -827,6 +898,8 @@ class _HiveNamespace(LanceNamespace):
 
     def _drop_catalog(self, name: str, cascade: bool) -> None:
         self._require_catalog(name)
+        if self._has_catalogs() and name == DEFAULT_CATALOG:
+            raise InvalidInputError(f"the default catalog {DEFAULT_CATALOG!r} is never dropped")
         if not self._has_catalogs():
             raise UnsupportedOperationError(
                 f"the catalog {DEFAULT_CATALOG!r} of a metastore without catalogs cannot be dropped"

@@ -21,3 +21,6 @@ def dir_server(data_root: Path) -> Iterator[str]:
     with running_server("dir", {"root": str(data_root)}) as url:
         yield url
 
+
+# Session fixtures of the real Hive Metastore, shared by every Hive test module.
+pytest_plugins = ("tests.hive_support",)

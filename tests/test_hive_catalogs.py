@@ -1,0 +1,239 @@
+"""The hive3 catalog level, against the in-process Thrift catalog protocol fixture.
+
+HMS 2.3 has no catalogs, so the catalog calls (get_catalogs, get_catalog, create_catalog,
+drop_catalog and "@catalog#database" addressing) are served by `CatalogMetastoreServer`, which
+runs the generated HMS Thrift processor over an in-memory catalog. Everything below the
+catalog level is covered against the real metastore in test_hive_backend.py.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import lance
+import lance_namespace as ln
+import pyarrow as pa
+import pytest
+from hive_metastore.ttypes import (
+    GetCatalogRequest,
+    MetaException,
+    NoSuchObjectException,
+    StorageDescriptor,
+    Table,
+)
+
+from backends.hive import LANCE_PARAMETER_FILTER, Hive3Namespace
+from tests.hive_support import CatalogMetastoreServer, metastore_client
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "lake"
+
+
+@pytest.fixture
+def hive3(catalog_metastore: CatalogMetastoreServer, root: Path) -> Iterator[Hive3Namespace]:
+    namespace = Hive3Namespace(
+        uri=catalog_metastore.uri, root=str(root), **{"storage.endpoint": "http://minio"}
+    )
+    yield namespace
+    namespace.close()
+
+
+@pytest.fixture
+def catalog(hive3: Hive3Namespace) -> str:
+    name = unique("cat")
+    hive3.create_namespace(ln.CreateNamespaceRequest(id=[name]))
+    return name
+
+
+def test_root_lists_the_catalogs(hive3: Hive3Namespace, catalog: str) -> None:
+    catalogs = hive3.list_namespaces(ln.ListNamespacesRequest()).namespaces
+    assert "hive" in catalogs and catalog in catalogs
+    assert catalogs == sorted(catalogs)
+    first = hive3.list_namespaces(ln.ListNamespacesRequest(limit=1))
+    assert first.namespaces == catalogs[:1] and first.page_token == catalogs[0]
+
+
+def test_catalog_properties_live_in_the_catalog_object(
+    hive3: Hive3Namespace, catalog_metastore: CatalogMetastoreServer, tmp_path: Path
+) -> None:
+    name = unique("Props")
+    properties = {"description": "research", "catalog.location.uri": str(tmp_path / "research")}
+    hive3.create_namespace(ln.CreateNamespaceRequest(id=[name], properties=properties))
+
+    with metastore_client(catalog_metastore.port) as client:
+        stored = client.get_catalog(GetCatalogRequest(name=name.lower())).catalog
+    assert (stored.name, stored.description) == (name.lower(), "research")
+    assert stored.locationUri == str(tmp_path / "research")
+    described = hive3.describe_namespace(ln.DescribeNamespaceRequest(id=[name.upper()]))
+    assert described.properties == properties
+
+
+def test_catalog_default_location_is_under_root(hive3: Hive3Namespace, catalog: str,
+                                                root: Path) -> None:
+    described = hive3.describe_namespace(ln.DescribeNamespaceRequest(id=[catalog]))
+    assert described.properties["catalog.location.uri"] == f"{root}/{catalog}"
+
+
+def test_catalog_create_modes(hive3: Hive3Namespace, catalog: str,
+                              catalog_metastore: CatalogMetastoreServer) -> None:
+    with pytest.raises(ln.NamespaceAlreadyExistsError):
+        hive3.create_namespace(ln.CreateNamespaceRequest(id=[catalog]))
+    hive3.create_namespace(ln.CreateNamespaceRequest(
+        id=[catalog], mode="exist_ok", properties={"description": "ignored"}
+    ))
+    hive3.create_namespace(ln.CreateNamespaceRequest(
+        id=[catalog], mode="overwrite", properties={"description": "replaced"}
+    ))
+    with metastore_client(catalog_metastore.port) as client:
+        stored = client.get_catalog(GetCatalogRequest(name=catalog)).catalog
+    assert stored.description == "replaced"
+
+
+def test_databases_live_in_their_catalog(
+    hive3: Hive3Namespace, catalog: str, catalog_metastore: CatalogMetastoreServer
+) -> None:
+    hive3.create_namespace(ln.CreateNamespaceRequest(
+        id=[catalog, "sales"], properties={"database.description": "in a catalog", "k": "v"}
+    ))
+    hive3.create_namespace(ln.CreateNamespaceRequest(id=[f"{catalog}$marketing"]))
+    assert hive3.list_namespaces(ln.ListNamespacesRequest(id=[catalog])).namespaces == [
+        "marketing", "sales"
+    ]
+    with metastore_client(catalog_metastore.port) as client:
+        stored = client.get_database(f"@{catalog}#sales")
+        default_catalog_databases = client.get_all_databases()
+    assert (stored.catalogName, stored.description, stored.parameters) == (
+        catalog, "in a catalog", {"k": "v"}
+    )
+    assert "sales" not in default_catalog_databases
+    described = hive3.describe_namespace(ln.DescribeNamespaceRequest(id=[catalog, "sales"]))
+    assert described.properties["database.description"] == "in a catalog"
+    assert hive3.list_namespaces(ln.ListNamespacesRequest(id=[catalog, "sales"])).namespaces == []
+
+
+def test_missing_catalog(hive3: Hive3Namespace) -> None:
+    missing = unique("nocat")
+    for request in (
+        lambda: hive3.namespace_exists(ln.NamespaceExistsRequest(id=[missing])),
+        lambda: hive3.describe_namespace(ln.DescribeNamespaceRequest(id=[missing])),
+        lambda: hive3.list_namespaces(ln.ListNamespacesRequest(id=[missing])),
+        lambda: hive3.create_namespace(ln.CreateNamespaceRequest(id=[missing, "db"])),
+        lambda: hive3.drop_namespace(ln.DropNamespaceRequest(id=[missing])),
+    ):
+        with pytest.raises(ln.NamespaceNotFoundError):
+            request()
+    hive3.drop_namespace(ln.DropNamespaceRequest(id=[missing], mode="skip"))
+
+
+def test_tables_in_a_catalog_database(
+    hive3: Hive3Namespace, catalog: str, root: Path, catalog_metastore: CatalogMetastoreServer
+) -> None:
+    hive3.create_namespace(ln.CreateNamespaceRequest(id=[catalog, "db"]))
+    declared = hive3.declare_table(
+        ln.DeclareTableRequest(id=[catalog, "db", "Events"], properties={"p": "1"})
+    )
+    assert declared.location == f"{root}/{catalog}/db.db/events"
+    assert declared.storage_options == {"endpoint": "http://minio"}
+
+    with metastore_client(catalog_metastore.port) as client:
+        stored = client.get_table(f"@{catalog}#db", "events")
+    assert (stored.catName, stored.dbName, stored.tableType) == (catalog, "db", "EXTERNAL_TABLE")
+    assert stored.parameters["table_type"] == "lance" and stored.parameters["p"] == "1"
+    assert stored.sd.location == declared.location
+
+    assert hive3.list_tables(ln.ListTablesRequest(id=[catalog, "db"])).tables == ["events"]
+    described = hive3.describe_table(ln.DescribeTableRequest(id=[f"{catalog}$db$events"]))
+    assert described.location == declared.location
+    hive3.table_exists(ln.TableExistsRequest(id=[catalog, "db", "events"]))
+    with pytest.raises(ln.TableNotFoundError):
+        hive3.table_exists(ln.TableExistsRequest(id=["hive", "default", "events"]))
+
+    hive3.deregister_table(ln.DeregisterTableRequest(id=[catalog, "db", "events"]))
+    with metastore_client(catalog_metastore.port) as client:
+        assert client.get_all_tables(f"@{catalog}#db") == []
+
+
+def test_drop_catalog_restrict_and_cascade(
+    hive3: Hive3Namespace, catalog: str, tmp_path: Path, catalog_metastore: CatalogMetastoreServer
+) -> None:
+    data = tmp_path / "kept.lance"
+    lance.write_dataset(pa.table({"x": [1, 2]}), str(data))
+    hive3.create_namespace(ln.CreateNamespaceRequest(id=[catalog, "db"]))
+    hive3.register_table(ln.RegisterTableRequest(id=[catalog, "db", "kept"], location=str(data)))
+
+    with pytest.raises(ln.NamespaceNotEmptyError):
+        hive3.drop_namespace(ln.DropNamespaceRequest(id=[catalog]))
+    with pytest.raises(ln.NamespaceNotEmptyError):
+        hive3.drop_namespace(ln.DropNamespaceRequest(id=[catalog, "db"]))
+
+    hive3.drop_namespace(ln.DropNamespaceRequest(id=[catalog], behavior="CASCADE"))
+    with metastore_client(catalog_metastore.port) as client:
+        with pytest.raises(NoSuchObjectException):
+            client.get_catalog(GetCatalogRequest(name=catalog))
+        assert catalog not in client.get_catalogs().names
+    assert lance.dataset(str(data)).count_rows() == 2
+
+
+def test_default_catalog_is_never_dropped(hive3: Hive3Namespace) -> None:
+    with pytest.raises(ln.InvalidInputError):
+        hive3.drop_namespace(ln.DropNamespaceRequest(id=["hive"], behavior="cascade"))
+    hive3.namespace_exists(ln.NamespaceExistsRequest(id=["hive", "default"]))
+
+
+@pytest.mark.parametrize(
+    ("operation", "identifier"),
+    [
+        ("list_namespaces", ["a", "b", "c"]),
+        ("create_namespace", ["a", "b", "c"]),
+        ("list_tables", ["a"]),
+        ("describe_table", ["a", "b"]),
+        ("describe_table", ["a", "b", "c", "d"]),
+        ("declare_table", ["bad-catalog", "db", "t"]),
+        ("create_namespace", ["c" * 129]),
+    ],
+)
+def test_hive3_identifier_depth_and_names(
+    hive3: Hive3Namespace, catalog_metastore: CatalogMetastoreServer,
+    operation: str, identifier: list[str]
+) -> None:
+    request_types = {
+        "list_namespaces": ln.ListNamespacesRequest,
+        "create_namespace": ln.CreateNamespaceRequest,
+        "list_tables": ln.ListTablesRequest,
+        "describe_table": ln.DescribeTableRequest,
+        "declare_table": ln.DeclareTableRequest,
+    }
+    with metastore_client(catalog_metastore.port) as client:
+        before = client.get_catalogs().names
+    with pytest.raises(ln.InvalidInputError):
+        getattr(hive3, operation)(request_types[operation](id=identifier))
+    with metastore_client(catalog_metastore.port) as client:
+        assert client.get_catalogs().names == before
+
+
+def test_list_tables_on_a_metastore_without_parameter_filters(tmp_path: Path) -> None:
+    server = CatalogMetastoreServer(str(tmp_path), parameter_filters=False)
+    server.start()
+    try:
+        hive3 = Hive3Namespace(uri=server.uri, root=str(tmp_path))
+        hive3.create_namespace(ln.CreateNamespaceRequest(id=["hive", "db"]))
+        for name in ("c", "a", "b"):
+            hive3.declare_table(ln.DeclareTableRequest(id=["hive", "db", name]))
+        with metastore_client(server.port) as client:
+            client.create_table(Table(tableName="aa", dbName="db", tableType="MANAGED_TABLE",
+                                      parameters={}, sd=StorageDescriptor(location="/x")))
+            with pytest.raises(MetaException):
+                client.get_table_names_by_filter("db", LANCE_PARAMETER_FILTER, -1)
+        assert hive3.list_tables(ln.ListTablesRequest(id=["hive", "db"])).tables == ["a", "b", "c"]
+        page = hive3.list_tables(ln.ListTablesRequest(id=["hive", "db"], page_token="a", limit=1))
+        assert (page.tables, page.page_token) == (["b"], "b")
+    finally:
+        server.stop()
