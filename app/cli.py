@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import errno
 import os
+import shutil
 import socket
 import sys
+import tempfile
 from pathlib import Path
 
 import uvicorn
 
-from app.config import Settings, SettingsError, load_settings
+from app.auth import load_credentials
+from app.config import AUTH_MODES, Settings, SettingsError, load_settings
+from app.observability import MULTIPROC_ENV, log_config
 from app.server import SETTINGS_ENV, create_app
 from backends import ConfigurationError, load_namespace
 
@@ -36,6 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port to bind (default 2333)")
     serve.add_argument("--workers", type=int, help="worker processes (default 1)")
     serve.add_argument("--log-level", help="uvicorn log level (default info)")
+    serve.add_argument("--root-path", help="path prefix behind a gateway, e.g. /lance")
+    serve.add_argument("--trusted-proxies", help="comma-separated addresses or networks "
+                       "whose X-Forwarded-* headers are honoured (default none)")
+    serve.add_argument("--auth-mode", choices=AUTH_MODES, help="caller authentication "
+                       "(default off)")
+    serve.add_argument("--auth-tokens-file", help="file of accepted tokens, one a line")
     return parser
 
 
@@ -57,25 +68,51 @@ def settings_from_arguments(arguments: argparse.Namespace) -> Settings:
         "port": arguments.port,
         "workers": arguments.workers,
         "log_level": arguments.log_level,
+        "root_path": arguments.root_path,
+        "trusted_proxies": arguments.trusted_proxies,
+        "auth_mode": arguments.auth_mode,
+        "auth_tokens_file": arguments.auth_tokens_file,
     }
     if arguments.prop:
         overrides["properties"] = dict(arguments.prop)
     return load_settings(arguments.config, overrides=overrides)
 
 
+def _prepare_multiprocess_metrics() -> None:
+    """Workers share their metrics through files in PROMETHEUS_MULTIPROC_DIR."""
+    directory = os.environ.get(MULTIPROC_ENV)
+    if directory:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        for stale in Path(directory).glob("*.db"):
+            stale.unlink()
+    else:
+        directory = tempfile.mkdtemp(prefix="lance-adapter-metrics-")
+        os.environ[MULTIPROC_ENV] = directory
+        atexit.register(shutil.rmtree, directory, ignore_errors=True)
+
+
 def serve(settings: Settings) -> None:
     namespace = load_namespace(settings.impl, settings.properties)
+    load_credentials(settings)
     _check_port_free(settings.host, settings.port)
     options = {
         "host": settings.host,
         "port": settings.port,
         "log_level": settings.log_level,
+        "log_config": log_config(settings.log_level),
+        "access_log": False,
+        "proxy_headers": False,
+        "server_header": False,
         "timeout_keep_alive": settings.timeout_keep_alive,
+        "timeout_graceful_shutdown": settings.timeout_graceful_shutdown or None,
     }
     if settings.workers > 1:
+        _prepare_multiprocess_metrics()
         os.environ[SETTINGS_ENV] = settings.to_json()
+        # A worker imports the backend libraries before it answers the supervisor's pings:
+        # give it longer than uvicorn's 5 s on a small, busy machine.
         uvicorn.run("app.server:create_app_from_environment", factory=True,
-                    workers=settings.workers, **options)
+                    workers=settings.workers, timeout_worker_healthcheck=30, **options)
     else:
         uvicorn.run(create_app(namespace, settings), **options)
 

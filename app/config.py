@@ -77,11 +77,14 @@ def _typed(name: str, value: Any) -> Any:
     if kind == "bool":
         return _boolean(name, value)
     if kind not in ("int", "float"):
+        if isinstance(value, bool):  # YAML reads an unquoted `off` as false
+            return "on" if value else "off"
         return str(value)
     try:
         return int(value) if kind == "int" else float(value)
     except (TypeError, ValueError):
-        raise SettingsError(f"setting '{name}' must be a number, got {value!r}") from None
+        wanted = "an integer" if kind == "int" else "a number"
+        raise SettingsError(f"setting '{name}' must be {wanted}, got {value!r}") from None
 
 
 def _apply(settings: Settings, values: Mapping[str, Any]) -> None:

@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
-from lance_namespace import LanceNamespace, UnsupportedOperationError
+from lance_namespace import LanceNamespace, LanceNamespaceError, UnsupportedOperationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Route
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
+from app.auth import IDENTITY_KEY, AuthMiddleware, load_credentials
 from app.config import Settings
 from app.dispatch import Dispatcher
 from app.errors import as_namespace_error
+from app.observability import (
+    ERROR_CODE_KEY,
+    MULTIPROC_ENV,
+    OPERATION_ATTRIBUTE,
+    Metrics,
+    ObservabilityMiddleware,
+    register_secrets,
+)
+from app.ops import Readiness, operations_routes
 from app.requests import read_operation_request, read_route_request
 from app.responses import render, render_error, render_model
 from app.spec import SPEC_PATH, Operation, load_operations
@@ -28,53 +42,102 @@ RequestReader = Callable[
 Renderer = Callable[..., Response]
 
 
+def _error(request: Request, error: LanceNamespaceError) -> Response:
+    request.scope[ERROR_CODE_KEY] = int(error.code)
+    return render_error(error, request.url.path)
+
+
 def _endpoint(
     operation: Operation,
-    dispatcher: Dispatcher,
-    settings: Settings,
+    service: _Service,
     read: RequestReader,
     answer: Renderer,
 ) -> Callable[[Request], Awaitable[Response]]:
+    dispatcher, metrics, max_body_bytes = service.dispatcher, service.metrics, service.max_body
+    name, identity_from_auth = operation.operation_id, service.auth_on
+
     async def endpoint(request: Request) -> Response:
         try:
-            fields, data = await read(operation, request, settings.max_body_bytes)
+            fields, data = await read(operation, request, max_body_bytes)
+            if identity_from_auth:
+                fields["identity"] = request.scope.get(IDENTITY_KEY)
+        except Exception as error:
+            return _error(request, as_namespace_error(error))
+        start = time.perf_counter()
+        try:
             response = await dispatcher.call(operation, fields, data)
+        except Exception as error:
+            metrics.observe_backend(name, False, time.perf_counter() - start)
+            return _error(request, as_namespace_error(error))
+        metrics.observe_backend(name, True, time.perf_counter() - start)
+        try:
             return answer(operation.answer, response)
         except Exception as error:
-            return render_error(as_namespace_error(error), request.url.path)
+            return _error(request, as_namespace_error(error))
 
     endpoint.__name__ = operation.backend_method
     return endpoint
 
 
+@dataclass(frozen=True)
+class _Service:
+    dispatcher: Dispatcher
+    metrics: Metrics
+    max_body: int
+    auth_on: bool
+
+
+def _route(path: str, endpoint: Any, methods: list[str], name: str) -> Route:
+    setattr(endpoint, OPERATION_ATTRIBUTE, name)
+    return Route(path, endpoint, methods=methods, name=name)
+
+
 def operation_routes(
-    operations: list[Operation], dispatcher: Dispatcher, settings: Settings
+    operations: list[Operation],
+    dispatcher: Dispatcher,
+    settings: Settings,
+    metrics: Metrics | None = None,
 ) -> list[Route]:
+    service = _Service(
+        dispatcher, metrics or Metrics(), settings.max_body_bytes, settings.auth_mode != "off"
+    )
     routes = []
     for operation in operations:
-        routes.append(
-            Route(
-                operation.route_path,
-                _endpoint(operation, dispatcher, settings, read_route_request, render),
-                methods=[operation.method],
-                name=operation.operation_id,
-            )
-        )
-        routes.append(
-            Route(
-                f"/{operation.operation_id}",
-                _endpoint(operation, dispatcher, settings, read_operation_request, render_model),
-                methods=["POST"],
-                name=f"{operation.operation_id}-by-id",
-            )
-        )
+        routes.append(_route(
+            operation.route_path,
+            _endpoint(operation, service, read_route_request, render),
+            [operation.method],
+            operation.operation_id,
+        ))
+        routes.append(_route(
+            f"/{operation.operation_id}",
+            _endpoint(operation, service, read_operation_request, render_model),
+            ["POST"],
+            f"{operation.operation_id}-by-id",
+        ))
     return routes
 
 
 async def _no_such_route(request: Request, error: Exception) -> Response:
     status = error.status_code if isinstance(error, HTTPException) else 404
     message = f"no operation at {request.method} {request.url.path} (HTTP {status})"
-    return render_error(UnsupportedOperationError(message), request.url.path)
+    return _error(request, UnsupportedOperationError(message))
+
+
+async def _spec(_: Request) -> Response:
+    return FileResponse(SPEC_PATH, media_type="application/yaml")
+
+
+def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
+    """Innermost first: auth, then ids/metrics/logs (incl. root_path), then proxy headers."""
+    if settings.auth_mode != "off":
+        app.add_middleware(AuthMiddleware, mode=settings.auth_mode,
+                           tokens=load_credentials(settings), routes=app.router.routes)
+    app.add_middleware(ObservabilityMiddleware, metrics=metrics,
+                       access_log=settings.access_log, root_path=settings.root_path)
+    trusted = [host.strip() for host in settings.trusted_proxies.split(",") if host.strip()]
+    if trusted:
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=trusted)
 
 
 def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> FastAPI:
@@ -87,13 +150,23 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> F
         exception_handlers={404: _no_such_route, 405: _no_such_route},
     )
     dispatcher = Dispatcher(namespace, settings.max_concurrency)
-    app.router.routes.extend(operation_routes(load_operations(), dispatcher, settings))
-    app.router.routes.append(
-        Route("/rest.yaml", lambda _: FileResponse(SPEC_PATH, media_type="application/yaml"))
-    )
+    metrics = Metrics()
+    register_secrets(secret_property_values(settings.properties))
+    app.router.routes.extend(operation_routes(load_operations(), dispatcher, settings, metrics))
+    app.router.routes.append(_route("/rest.yaml", _spec, ["GET"], "rest.yaml"))
+    readiness = Readiness(namespace, settings.readiness_timeout)
+    app.router.routes.extend(operations_routes(readiness, metrics))
+    _add_middleware(app, settings, metrics)
     app.state.namespace = namespace
     app.state.settings = settings
+    app.state.metrics = metrics
     return app
+
+
+def secret_property_values(properties: dict[str, str]) -> list[str]:
+    """Backend property values that are credentials (kept out of every log line)."""
+    words = ("token", "secret", "password", "credential", "key_id", "api_key")
+    return [value for key, value in properties.items() if any(w in key.lower() for w in words)]
 
 
 def create_app_from_environment() -> FastAPI:
@@ -101,4 +174,8 @@ def create_app_from_environment() -> FastAPI:
     from backends import load_namespace
 
     settings = Settings.from_json(os.environ[SETTINGS_ENV])
+    if os.environ.get(MULTIPROC_ENV):
+        from prometheus_client.multiprocess import mark_process_dead
+
+        atexit.register(mark_process_dead, os.getpid())
     return create_app(load_namespace(settings.impl, settings.properties), settings)

@@ -53,11 +53,13 @@ from lance_namespace import (
 )
 
 from backends.arrow_schema import arrow_schema_to_json
+from backends.conventions import request_mode
 from backends.paging import paginate
 
 logger = logging.getLogger(__name__)
 
 _U64_MAX = 2**64 - 1
+NAMESPACE_CREATE_MODES = ("create", "existok", "overwrite")
 
 
 def _overrides(namespace: LanceNamespace, name: str) -> bool:
@@ -378,7 +380,7 @@ class DataOperationsNamespace(LanceNamespace):
         try:
             return self.inner.create_namespace(request)
         except NamespaceAlreadyExistsError:
-            if (request.mode or "").replace("_", "").lower() != "existok":
+            if request_mode(request.mode, NAMESPACE_CREATE_MODES, "create") != "existok":
                 raise
         described = self.inner.describe_namespace(
             DescribeNamespaceRequest(id=request.id, **_context(request))

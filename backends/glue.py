@@ -16,7 +16,6 @@ the location that `declare_table` / `describe_table` return.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -87,6 +86,15 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
+from backends.conventions import (
+    EXTERNAL_TABLE,
+    LANCE_TABLE_TYPE,
+    TABLE_TYPE_KEY,
+    has_lance_table_type,
+    join_location,
+    request_mode,
+    storage_root,
+)
 from backends.names import require_object_identifier, validate_identifier, validate_name
 from backends.paging import paginate
 from backends.properties import (
@@ -100,9 +108,6 @@ HIERARCHY_CATALOGS = "catalogs"
 HIERARCHY_DATABASES = "databases"
 # Reserved CreateNamespace property choosing what to create in `catalogs` mode; not stored.
 NAMESPACE_TYPE_PROPERTY = "glue.namespace_type"
-TABLE_TYPE_KEY = "table_type"
-LANCE_TABLE_TYPE = "lance"
-EXTERNAL_TABLE = "EXTERNAL_TABLE"
 MAX_GLUE_NAME_LENGTH = 255
 MAX_PARAMETER_KEY_LENGTH = 255
 MAX_MESSAGE_LENGTH = 500  # of Glue's error text in ours (some servers send whole HTML pages)
@@ -262,26 +267,15 @@ def validate_parameters(properties: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def is_lance_table(table: Mapping[str, Any]) -> bool:
-    parameters = table.get("Parameters") or {}
-    return (
-        str(table.get("TableType", "")).upper() == EXTERNAL_TABLE
-        and str(parameters.get(TABLE_TYPE_KEY, "")).lower() == LANCE_TABLE_TYPE
+    return str(table.get("TableType", "")).upper() == EXTERNAL_TABLE and has_lance_table_type(
+        table.get("Parameters")
     )
-
-
-def normalize_mode(mode: str | None, default: str) -> str:
-    """`ExistOk`, `exist_ok` and `EXIST_OK` all become `existok`."""
-    return (mode or default).replace("_", "").lower()
 
 
 def child_catalog_id(parent_id: str, name: str) -> str:
     """Glue child catalog IDs: `<account>:<name>`, nested ones `<account>:<parent>/<name>`."""
     separator = "/" if ":" in parent_id else ":"
     return f"{parent_id}{separator}{name}"
-
-
-def join_location(root: str, *parts: str) -> str:
-    return "/".join([root.rstrip("/"), *parts])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -316,7 +310,7 @@ class GlueSettings:
             sts_endpoint=properties.get("sts_endpoint") or None,
             region=properties.get("region") or None,
             hierarchy=hierarchy,
-            root=default_root(properties.get("root")),
+            root=storage_root(properties.get("root")),
             storage=storage_options(properties),
             connect_timeout=float_property(properties, "client.connect_timeout_sec", 5.0),
             read_timeout=float_property(properties, "client.read_timeout_sec", 30.0),
@@ -340,14 +334,6 @@ class GlueSettings:
             retries={"total_max_attempts": self.max_attempts, "mode": "standard"},
             max_pool_connections=self.max_pool_connections,
         )
-
-
-def default_root(root: str | None) -> str:
-    if not root:
-        return os.getcwd()
-    if "://" in root:
-        return root.rstrip("/")
-    return str(Path(root).expanduser().absolute())
 
 
 class _FixedCredentialProvider(CredentialProvider):
@@ -634,9 +620,7 @@ class GlueNamespace(LanceNamespace):
         namespace_type = parameters.pop(NAMESPACE_TYPE_PROPERTY, "database").strip().lower()
         if namespace_type not in ("database", "catalog"):
             raise InvalidInputError(f"{NAMESPACE_TYPE_PROPERTY} must be 'database' or 'catalog'")
-        mode = normalize_mode(request.mode, "create")
-        if mode not in ("create", "existok", "overwrite"):
-            raise InvalidInputError(f"unknown create mode {request.mode!r}")
+        mode = request_mode(request.mode, ("create", "existok", "overwrite"), "create")
         if namespace_type == "catalog" and not self._catalogs_enabled:
             raise InvalidInputError("catalogs need hierarchy=catalogs")
         if not self._catalogs_enabled and len(namespace) > 1:
@@ -723,14 +707,10 @@ class GlueNamespace(LanceNamespace):
         namespace = glue_identifier(request.id, "namespace")
         if not namespace:
             raise InvalidInputError("the root namespace cannot be dropped")
-        mode = normalize_mode(request.mode, "fail")
-        behavior = normalize_mode(request.behavior, "restrict")
-        if mode not in ("fail", "skip"):
-            raise InvalidInputError(f"unknown drop mode {request.mode!r}")
+        mode = request_mode(request.mode, ("fail", "skip"), "fail")
+        behavior = request_mode(request.behavior, ("restrict", "cascade"), "restrict", "behavior")
         if behavior == "cascade":
             raise UnsupportedOperationError("the Glue backend only drops namespaces in RESTRICT")
-        if behavior != "restrict":
-            raise InvalidInputError(f"unknown drop behavior {request.behavior!r}")
         existing = self._find(namespace)
         if existing is None:
             if mode == "skip":
@@ -823,9 +803,7 @@ class GlueNamespace(LanceNamespace):
         namespace, table, ref = self._split_table_id(request.id)
         if not request.location or not request.location.strip():
             raise InvalidInputError("register_table needs a location")
-        mode = normalize_mode(request.mode, "create")
-        if mode not in ("create", "overwrite"):
-            raise InvalidInputError(f"unknown register mode {request.mode!r}")
+        mode = request_mode(request.mode, ("create", "overwrite"), "create")
         parameters = self._lance_parameters(request.properties)
         self._require_database(ref, namespace)
         self._require_lance_data(request.location)

@@ -15,7 +15,6 @@ than 128 characters) are refused with InvalidInputError before any metastore cal
 from __future__ import annotations
 
 import getpass
-import os
 import queue
 import threading
 import time
@@ -82,6 +81,15 @@ from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
+from backends.conventions import (
+    EXTERNAL_TABLE,
+    LANCE_TABLE_TYPE,
+    TABLE_TYPE_KEY,
+    has_lance_table_type,
+    join_location,
+    request_mode,
+    storage_root,
+)
 from backends.names import validate_identifier
 from backends.paging import paginate
 from backends.properties import (
@@ -97,9 +105,6 @@ DEFAULT_URI = "thrift://localhost:9083"
 DEFAULT_CATALOG = "hive"
 DEFAULT_DATABASE = "default"
 IDENTIFIER_DELIMITER = "$"
-LANCE_TABLE_TYPE = "lance"
-TABLE_TYPE_KEY = "table_type"
-EXTERNAL_TABLE = "EXTERNAL_TABLE"
 MAX_DATABASE_NAME_LENGTH = 128  # DBS.NAME / CTLGS.NAME are VARCHAR(128) in the HMS schema
 MAX_TABLE_NAME_LENGTH = 256  # TBLS.TBL_NAME is VARCHAR(256)
 TABLE_BATCH_SIZE = 100
@@ -343,20 +348,6 @@ def split_identifier(parts: Sequence[str] | None, kind: str) -> list[str]:
     return names
 
 
-def normalized_mode(value: str | None, default: str, allowed: Sequence[str], field: str) -> str:
-    """A mode/behavior value, case-insensitive and in PascalCase or snake_case."""
-    if value is None or value == "":
-        return default
-    mode = value.replace("_", "").replace("-", "").lower()
-    if mode not in allowed:
-        raise InvalidInputError(f"{field} must be one of {', '.join(allowed)}, got {value!r}")
-    return mode
-
-
-def join_location(base: str, *names: str) -> str:
-    return "/".join([base.rstrip("/"), *names])
-
-
 def absolute_location(location: str | None) -> str | None:
     """`location` if it is a URI or an absolute path: the metastore would resolve a relative
     path against its own working directory, not the adapter's."""
@@ -376,13 +367,8 @@ def plain_location(location: str | None) -> str | None:
 
 
 def is_lance_table(table: Table) -> bool:
-    parameters = table.parameters or {}
-    table_type = next(
-        (value for key, value in parameters.items() if key.lower() == TABLE_TYPE_KEY), None
-    )
-    return (
-        (table.tableType or "").upper() == EXTERNAL_TABLE
-        and (table_type or "").lower() == LANCE_TABLE_TYPE
+    return (table.tableType or "").upper() == EXTERNAL_TABLE and has_lance_table_type(
+        table.parameters
     )
 
 
@@ -441,17 +427,11 @@ class _HiveNamespace(LanceNamespace):
             raise ConfigurationError("property 'client.pool-size' must be at least 1")
         if connect_timeout <= 0 or read_timeout <= 0:
             raise ConfigurationError("client timeouts must be positive numbers of seconds")
-        self._root = self._absolute_root(str(properties.get("root") or os.getcwd()))
+        self._root = storage_root(properties.get("root"))
         self._storage_options = storage_options(properties)
         self._owner = str(properties.get("owner") or _current_user())
         self._pool = MetastoreClientPool(addresses, pool_size, connect_timeout, read_timeout)
         self._catalogs_supported: bool | None = None
-
-    @staticmethod
-    def _absolute_root(root: str) -> str:
-        if "://" in root:
-            return root.rstrip("/")
-        return os.path.abspath(root)
 
     def namespace_id(self) -> str:
         return f"{type(self).__name__} {{ uri: '{self._uri}', root: '{self._root}' }}"
@@ -488,7 +468,7 @@ class _HiveNamespace(LanceNamespace):
 
     def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
         path = self._namespace_path(request.id)
-        mode = normalized_mode(request.mode, "create", ("create", "existok", "overwrite"), "mode")
+        mode = request_mode(request.mode, ("create", "existok", "overwrite"), "create", "mode")
         properties = dict(request.properties or {})
         if self._is_catalog_path(path):
             self._create_catalog(path[0], mode, properties)
@@ -499,10 +479,8 @@ class _HiveNamespace(LanceNamespace):
 
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
         path = self._namespace_path(request.id)
-        mode = normalized_mode(request.mode, "fail", ("fail", "skip"), "mode")
-        behavior = normalized_mode(
-            request.behavior, "restrict", ("restrict", "cascade"), "behavior"
-        )
+        mode = request_mode(request.mode, ("fail", "skip"), "fail", "mode")
+        behavior = request_mode(request.behavior, ("restrict", "cascade"), "restrict", "behavior")
         try:
             if self._is_catalog_path(path):
                 self._drop_catalog(path[0], cascade=behavior == "cascade")
@@ -556,7 +534,7 @@ class _HiveNamespace(LanceNamespace):
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         ref, name = self._table_path(request.id)
-        mode = normalized_mode(request.mode, "create", ("create", "overwrite"), "mode")
+        mode = request_mode(request.mode, ("create", "overwrite"), "create", "mode")
         if not request.location:
             raise InvalidInputError("RegisterTable needs the location of an existing Lance table")
         absolute_location(request.location)

@@ -50,19 +50,21 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
+from backends.conventions import (
+    LANCE_TABLE_TYPE,
+    TABLE_TYPE_KEY,
+    has_lance_table_type,
+    request_mode,
+    storage_root,
+)
 from backends.names import require_object_identifier, validate_identifier
 from backends.paging import paginate
 from backends.properties import ConfigurationError, require, storage_options
 from backends.rest_catalog_client import (
-    LANCE_TABLE_TYPE,
-    LANCE_TABLE_TYPE_KEY,
     ClientSettings,
     ErrorRules,
     OAuth2ClientCredentials,
     RestCatalogClient,
-    is_lance_table,
-    request_mode,
-    storage_root,
     string_map,
     validate_location,
 )
@@ -226,7 +228,7 @@ class IcebergNamespace(LanceNamespace):
                 table = self._load_table(warehouse, path, name)
             except TableNotFoundError:
                 return None  # dropped between the listing and the load
-            return name if is_lance_table(_table_properties(table)) else None
+            return name if has_lance_table_type(_table_properties(table)) else None
 
         if not names:
             return []
@@ -321,7 +323,7 @@ class IcebergNamespace(LanceNamespace):
             "location": location,
             "schema": DUMMY_SCHEMA,
             "stage-create": False,
-            "properties": {**(properties or {}), LANCE_TABLE_TYPE_KEY: LANCE_TABLE_TYPE},
+            "properties": {**(properties or {}), TABLE_TYPE_KEY: LANCE_TABLE_TYPE},
         }
         response = self.client.request(
             "POST",
@@ -336,7 +338,7 @@ class IcebergNamespace(LanceNamespace):
 
     def _require_lance_table(self, warehouse: str, path: list[str], name: str) -> dict[str, Any]:
         table = self._load_table(warehouse, path, name)
-        if not is_lance_table(_table_properties(table)):
+        if not has_lance_table_type(_table_properties(table)):
             dotted = ".".join([warehouse, *path, name])
             raise InvalidInputError(f"table {dotted} is not a Lance table")
         return table

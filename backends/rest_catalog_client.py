@@ -10,7 +10,6 @@ status becomes a Lance error code; backends only name what a 404 or 409 means fo
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import threading
 import time
@@ -309,32 +308,6 @@ def _transport_error(base_url: str, error: httpx.TransportError) -> ServiceUnava
 
 
 # Helpers the REST catalog backends share for reading Lance requests.
-
-LANCE_TABLE_TYPE_KEY = "table_type"
-LANCE_TABLE_TYPE = "lance"
-
-
-def is_lance_table(properties: Mapping[str, Any] | None) -> bool:
-    """A catalog table is a Lance table when its `table_type` property is `lance` (any case)."""
-    value = (properties or {}).get(LANCE_TABLE_TYPE_KEY)
-    return isinstance(value, str) and value.lower() == LANCE_TABLE_TYPE
-
-
-def request_mode(value: str | None, allowed: tuple[str, ...], default: str) -> str:
-    """Normalise a request mode ("ExistOk", "exist_ok", ...) to one of `allowed` (lowercase)."""
-    if value is None or value == "":
-        return default
-    normalised = value.replace("_", "").replace("-", "").lower()
-    if normalised not in allowed:
-        raise InvalidInputError(f"unsupported mode {value!r}; use one of {', '.join(allowed)}")
-    return normalised
-
-
-def storage_root(root: str) -> str:
-    """A storage root without a trailing slash; a local path is made absolute."""
-    root = root.rstrip("/") or "/"
-    return root if "://" in root else os.path.abspath(root)
-
 
 def validate_location(location: str | None) -> str:
     """A table location from a request: non-empty, no control characters, no trailing slash."""

@@ -51,18 +51,20 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
+from backends.conventions import (
+    LANCE_TABLE_TYPE,
+    TABLE_TYPE_KEY,
+    has_lance_table_type,
+    request_mode,
+    storage_root,
+)
 from backends.names import require_object_identifier, validate_identifier
 from backends.paging import paginate
 from backends.properties import require, storage_options
 from backends.rest_catalog_client import (
-    LANCE_TABLE_TYPE,
-    LANCE_TABLE_TYPE_KEY,
     ClientSettings,
     ErrorRules,
     RestCatalogClient,
-    is_lance_table,
-    request_mode,
-    storage_root,
     string_map,
     validate_location,
 )
@@ -300,7 +302,7 @@ class UnityNamespace(LanceNamespace):
             "data_source_format": "TEXT",
             "columns": columns,
             "storage_location": location,
-            "properties": {**(properties or {}), LANCE_TABLE_TYPE_KEY: LANCE_TABLE_TYPE},
+            "properties": {**(properties or {}), TABLE_TYPE_KEY: LANCE_TABLE_TYPE},
         }
         response = self.client.request("POST", "/tables", json=body, errors=CREATE_TABLE_ERRORS)
         return RestCatalogClient.json_body(response)
@@ -381,7 +383,7 @@ def _unity_identifier(
 
 
 def _is_lance(table: Mapping[str, Any]) -> bool:
-    return str(table.get("table_type", "")).upper() == "EXTERNAL" and is_lance_table(
+    return str(table.get("table_type", "")).upper() == "EXTERNAL" and has_lance_table_type(
         table.get("properties")
     )
 

@@ -92,7 +92,7 @@ def test_the_app_serves_each_operation_at_both_routes_and_nothing_hand_written(t
     }
     expected = set()
     for operation in load_operations():
-        expected.add((operation.method, operation.path))
+        expected.add((operation.method, operation.route_path))
         expected.add(("POST", f"/{operation.operation_id}"))
     assert expected <= served
     lance_routes = {r for r in served if r[1].startswith("/v1/") or r[1][1:2].isupper()}

@@ -1,0 +1,110 @@
+"""Caller authentication (off by default): static bearer tokens / API keys, or forwarding."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from lance_namespace import UnauthenticatedError
+from starlette._utils import get_route_path
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.config import Settings, SettingsError
+from app.errors import error_body, http_status
+from app.observability import ERROR_CODE_KEY, register_secrets
+
+# The identity the endpoints hand to the backend when auth is on (None: strip it).
+IDENTITY_KEY = "lance_adapter.identity"
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+_AUTHORIZATION = b"authorization"
+_API_KEY = b"x-api-key"
+
+
+def load_credentials(settings: Settings) -> tuple[bytes, ...]:
+    """The accepted tokens: `auth_tokens` (comma-separated) and `auth_tokens_file` lines."""
+    values = [value.strip() for value in settings.auth_tokens.split(",")]
+    if settings.auth_tokens_file:
+        try:
+            text = Path(settings.auth_tokens_file).read_text()
+        except OSError as error:
+            message = f"cannot read auth_tokens_file {settings.auth_tokens_file}: {error.strerror}"
+            raise SettingsError(message) from None
+        values += [line.strip() for line in text.splitlines() if not line.startswith("#")]
+    tokens = tuple(dict.fromkeys(value for value in values if value))
+    if settings.auth_mode == "token" and not tokens:
+        raise SettingsError("auth_mode 'token' needs auth_tokens or auth_tokens_file")
+    register_secrets(tokens)
+    return tuple(token.encode() for token in tokens)
+
+
+def presented_credential(headers: list[tuple[bytes, bytes]]) -> tuple[str, bytes] | None:
+    """("auth_token", token) from `Authorization: Bearer`, else ("api_key", key)."""
+    api_key = None
+    for name, value in headers:
+        if name == _AUTHORIZATION:
+            scheme, _, token = value.partition(b" ")
+            if scheme.lower() == b"bearer" and token.strip():
+                return "auth_token", token.strip()
+        elif name == _API_KEY and value.strip():
+            api_key = value.strip()
+    return None if api_key is None else ("api_key", api_key)
+
+
+class AuthMiddleware:
+    """401 (code 16) for a missing or wrong credential on every route but the health ones."""
+
+    def __init__(
+        self, app: ASGIApp, mode: str, tokens: tuple[bytes, ...], routes: Sequence[BaseRoute] = ()
+    ) -> None:
+        self.app = app
+        self.forward = mode == "forward"
+        self.tokens = tokens
+        self.routes = routes
+
+    def _accepts(self, credential: bytes) -> bool:
+        if not self.tokens:
+            return self.forward
+        matched = False
+        for token in self.tokens:
+            matched |= hmac.compare_digest(credential, token)
+        return matched
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or get_route_path(scope) in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        credential = presented_credential(scope["headers"])
+        if credential is None or not self._accepts(credential[1]):
+            await self._reject(scope, send, credential is None)
+            return
+        kind, value = credential
+        scope[IDENTITY_KEY] = {kind: value.decode("latin-1")} if self.forward else None
+        await self.app(scope, receive, send)
+
+    def _name_operation(self, scope: Scope) -> None:
+        """Give a refused request its route's endpoint, so metrics and logs name it."""
+        for route in self.routes:
+            match, child = route.matches(scope)
+            if match is Match.FULL:
+                scope["endpoint"] = child.get("endpoint")
+                return
+
+    async def _reject(self, scope: Scope, send: Send, missing: bool) -> None:
+        self._name_operation(scope)
+        reason = "missing credential" if missing else "invalid credential"
+        error = UnauthenticatedError(f"{reason}: send Authorization: Bearer <token> or x-api-key")
+        scope[ERROR_CODE_KEY] = int(error.code)
+        body = json.dumps(error_body(error, scope["path"]), separators=(",", ":")).encode()
+        await send({
+            "type": "http.response.start",
+            "status": http_status(error),
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer realm="lance-namespace-adapter"'),
+            ],
+        })
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,265 @@
+"""Request ids, JSON logs without secrets, and Prometheus metrics, as pure ASGI middleware."""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+import json
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.multiprocess import MultiProcessCollector
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+ACCESS_LOGGER = logging.getLogger("lance_adapter.access")
+REQUEST_ID_HEADER = b"x-request-id"
+# Keys the endpoints and the auth middleware set in the ASGI scope for the access log.
+ERROR_CODE_KEY = "lance_adapter.code"
+OPERATION_ATTRIBUTE = "operation_name"
+UNMATCHED = "unmatched"
+NO_CODE = "none"
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "lance_adapter_request_id", default=None
+)
+_VALID_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:/+=@-]{1,128}")
+# Generated ids: a random per-process prefix and a counter (unique, cheaper than uuid4).
+_ID_PREFIX = uuid.uuid4().hex[:16]
+_id_counter = itertools.count(1)
+LATENCY_BUCKETS = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+)
+
+
+# ---------------------------------------------------------------- secrets never reach a log
+
+_SECRET_WORDS = (
+    r"authorization|x-api-key|api[_-]?key|auth[_-]?token|access[_-]?token|session[_-]?token"
+    r"|refresh[_-]?token|token|secret[_-]?access[_-]?key|secret|access[_-]?key[_-]?id"
+    r"|password|passwd|credential|client[_-]?secret"
+)
+_SECRET_PATTERNS = (
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=:-]+"), r"\1 [REDACTED]"),
+    (
+        re.compile(
+            rf"(?i)((?<![A-Za-z0-9])(?:{_SECRET_WORDS})[\"']?\s*[:=]\s*[\"']?)"
+            r"(?!\[REDACTED\])[^\s\"',;&}\]]+"
+        ),
+        r"\1[REDACTED]",
+    ),
+)
+# Cheap first test: the patterns only run on a line holding one of these words.
+_TRIGGERS = ("bearer", "basic", "token", "key", "secret", "passw", "credential", "authoriz")
+_known_secrets: set[str] = set()
+
+
+def register_secrets(values: Iterable[str]) -> None:
+    """Values (tokens, passwords) that are replaced wherever they appear in a log line."""
+    _known_secrets.update(value for value in values if len(value) >= 4)
+
+
+def redact(text: str) -> str:
+    for secret in _known_secrets:
+        if secret in text:
+            text = text.replace(secret, "[REDACTED]")
+    lowered = text.lower()
+    if any(word in lowered for word in _TRIGGERS):
+        for pattern, replacement in _SECRET_PATTERNS:
+            text = pattern.sub(replacement, text)
+    return text
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line; the whole line, traceback included, is redacted."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "pid": record.process,
+            "message": record.getMessage(),
+        }
+        request_id = REQUEST_ID.get()
+        if request_id is not None:
+            entry["request_id"] = request_id
+        access = getattr(record, "access", None)
+        if access:
+            entry.update(access)
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return redact(json.dumps(entry, ensure_ascii=False, default=str))
+
+
+def log_config(level: str) -> dict[str, Any]:
+    """The logging configuration of `lance-adapter serve` (uvicorn applies it in every worker)."""
+    level = level.upper()
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "app.observability.JsonFormatter"}},
+        "handlers": {
+            "stdout": {
+                "class": "logging.StreamHandler",
+                "formatter": "json",
+                "stream": "ext://sys.stdout",
+            }
+        },
+        "loggers": {
+            "uvicorn": {"handlers": ["stdout"], "level": level, "propagate": False},
+            "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
+            "lance_adapter": {"handlers": ["stdout"], "level": level, "propagate": False},
+        },
+        "root": {"handlers": ["stdout"], "level": "WARNING"},
+    }
+
+
+# ---------------------------------------------------------------- metrics
+
+
+class Metrics:
+    """The adapter's Prometheus metrics; one registry per application."""
+
+    def __init__(self) -> None:
+        self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
+        self.registry = CollectorRegistry(auto_describe=True)
+        if not self.multiprocess:
+            ProcessCollector(registry=self.registry)
+            PlatformCollector(registry=self.registry)
+        self.requests = Counter(
+            "lance_adapter_requests", "HTTP requests by operation, HTTP status and Lance "
+            "error code ('none' on success)", ["operation", "status", "code"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "lance_adapter_request_duration_seconds", "Time from request to response, by "
+            "operation", ["operation"], buckets=LATENCY_BUCKETS, registry=self.registry,
+        )
+        self.backend = Histogram(
+            "lance_adapter_backend_call_duration_seconds", "Time of backend calls (including "
+            "the wait for a worker thread), by operation and outcome (ok, error)",
+            ["operation", "outcome"], buckets=LATENCY_BUCKETS, registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "lance_adapter_requests_in_flight", "Requests being served right now",
+            registry=self.registry, multiprocess_mode="livesum",
+        )
+        self._request_children: dict[tuple[str, int, str], tuple[Any, Any]] = {}
+        self._backend_children: dict[tuple[str, bool], Any] = {}
+
+    def observe_request(self, operation: str, status: int, code: str, seconds: float) -> None:
+        key = (operation, status, code)
+        children = self._request_children.get(key)
+        if children is None:
+            children = (
+                self.requests.labels(operation, str(status), code),
+                self.latency.labels(operation),
+            )
+            self._request_children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
+
+    def observe_backend(self, operation: str, ok: bool, seconds: float) -> None:
+        child = self._backend_children.get((operation, ok))
+        if child is None:
+            child = self.backend.labels(operation, "ok" if ok else "error")
+            self._backend_children[(operation, ok)] = child
+        child.observe(seconds)
+
+    def render(self) -> bytes:
+        if not self.multiprocess:
+            return generate_latest(self.registry)
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)
+        return generate_latest(registry)
+
+
+# ---------------------------------------------------------------- the middleware
+
+
+def _request_id(headers: Iterable[tuple[bytes, bytes]]) -> str:
+    for name, value in headers:
+        if name == REQUEST_ID_HEADER:
+            if _VALID_REQUEST_ID.fullmatch(value):
+                return value.decode("ascii")
+            break
+    return f"{_ID_PREFIX}{next(_id_counter) & 0xFFFFFFFFFFFFFFFF:016x}"
+
+
+def operation_of(scope: Scope) -> str:
+    return getattr(scope.get("endpoint"), OPERATION_ATTRIBUTE, None) or UNMATCHED
+
+
+class ObservabilityMiddleware:
+    """Serves under `root_path`, tags every request with an id, measures it and logs it."""
+
+    def __init__(
+        self, app: ASGIApp, metrics: Metrics, access_log: bool = True, root_path: str = ""
+    ) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.access_log = access_log
+        self.root_path = root_path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.root_path:
+            scope["root_path"] = scope.get("root_path", "") + self.root_path
+        request_id = _request_id(scope["headers"])
+        id_header = (REQUEST_ID_HEADER, request_id.encode("ascii"))
+        status = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), id_header]
+            await send(message)
+
+        token = REQUEST_ID.set(request_id)
+        start = time.perf_counter()
+        self.metrics.in_flight.inc()
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            seconds = time.perf_counter() - start
+            self.metrics.in_flight.dec()
+            self._finish(scope, status, seconds)
+            REQUEST_ID.reset(token)
+
+    def _finish(self, scope: Scope, status: int, seconds: float) -> None:
+        operation = operation_of(scope)
+        code = scope.get(ERROR_CODE_KEY)
+        self.metrics.observe_request(operation, status, NO_CODE if code is None else str(code),
+                                     seconds)
+        if self.access_log and ACCESS_LOGGER.isEnabledFor(logging.INFO):
+            client = scope.get("client")
+            ACCESS_LOGGER.info("request", extra={"access": {
+                "method": scope["method"],
+                "path": scope["path"],
+                "operation": operation,
+                "status": status,
+                "code": code,
+                "duration_ms": round(seconds * 1000, 3),
+                "client": client[0] if client else None,
+            }})

@@ -1,0 +1,49 @@
+"""Conventions the catalog backends share: how a catalog marks a Lance table, how request
+modes are spelled, and where table data goes by default."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lance_namespace import InvalidInputError
+
+TABLE_TYPE_KEY = "table_type"
+LANCE_TABLE_TYPE = "lance"
+EXTERNAL_TABLE = "EXTERNAL_TABLE"
+
+
+def has_lance_table_type(parameters: Mapping[str, Any] | None) -> bool:
+    """True when the catalog parameters hold `table_type=lance` (key and value in any case)."""
+    for key, value in (parameters or {}).items():
+        if key.lower() == TABLE_TYPE_KEY:
+            return isinstance(value, str) and value.lower() == LANCE_TABLE_TYPE
+    return False
+
+
+def request_mode(
+    value: str | None, allowed: Sequence[str], default: str, field: str = "mode"
+) -> str:
+    """A mode or behavior in any spelling (ExistOk, exist_ok, EXIST_OK) as one of `allowed`,
+    written lowercase without separators (`existok`); anything else is invalid input."""
+    if value is None or value == "":
+        return default
+    normalised = value.replace("_", "").replace("-", "").lower()
+    if normalised not in allowed:
+        raise InvalidInputError(f"{field} must be one of {', '.join(allowed)}, got {value!r}")
+    return normalised
+
+
+def storage_root(root: str | None) -> str:
+    """A storage root without a trailing slash; unset means the working directory and a
+    local path is made absolute (a catalog must not resolve it against its own directory)."""
+    if not root:
+        return os.getcwd()
+    if "://" in root:
+        return root.rstrip("/")
+    return os.path.abspath(os.path.expanduser(root))
+
+
+def join_location(base: str, *names: str) -> str:
+    return "/".join([base.rstrip("/"), *names])

@@ -1,0 +1,365 @@
+"""The deployment files, checked as far as this machine allows (no Docker engine here):
+the Dockerfiles linted by hadolint, the image's install steps run in a fresh virtual
+environment, docker-compose.yml resolved by the Compose v2 engine, and the Helm chart linted
+and rendered by the Helm SDK (helm-python-sdk) and its values checked against the schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import httpx
+import jsonschema
+import pytest
+import yaml
+
+from tests.server import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+CHART = ROOT / "helm" / "lance-namespace-adapter"
+ADAPTERS = {
+    "adapter-dir": ("dir", {"root": "/data"}),
+    "adapter-hive2": ("hive2", {"uri": "thrift://hive-metastore:9083"}),
+    "adapter-hive3": ("hive3", {"uri": "thrift://hive-metastore:9083"}),
+    "adapter-glue": ("glue", {"endpoint": "http://glue:5000", "region": "us-east-1"}),
+    "adapter-unity": ("unity", {"endpoint": "http://unity:8080"}),
+    "adapter-iceberg": ("iceberg", {"endpoint": "http://iceberg-rest:8181"}),
+}
+
+
+def run(*command: str | Path, **options: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(part) for part in command], capture_output=True, text=True,
+                          timeout=300, **options)
+
+
+# ---------------------------------------------------------------- Dockerfile
+
+
+def dockerfile_stages(path: Path) -> list[list[tuple[str, str]]]:
+    """The instructions of each stage as (INSTRUCTION, arguments), continuations joined."""
+    text = re.sub(r"\\\n", " ", path.read_text())
+    stages: list[list[tuple[str, str]]] = []
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        instruction, _, arguments = line.strip().partition(" ")
+        if instruction.upper() == "FROM":
+            stages.append([])
+        if stages:
+            stages[-1].append((instruction.upper(), arguments.strip()))
+    return stages
+
+
+@pytest.mark.parametrize("dockerfile", ["Dockerfile", "deploy/hive-metastore/Dockerfile"])
+def test_the_dockerfiles_pass_hadolint(dockerfile: str) -> None:
+    result = run(BIN / "hadolint", "--failure-threshold", "info", ROOT / dockerfile)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_image_is_multi_stage_slim_non_root_healthchecked_and_env_configured() -> None:
+    build, runtime = dockerfile_stages(ROOT / "Dockerfile")
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^ARG PYTHON_IMAGE=python:3\.\d+-slim$", text, re.MULTILINE)
+    assert ("RUN", "sh /usr/local/bin/docker-install.sh /src /opt/venv") in build
+    final = dict(runtime)
+    assert final["USER"] == "${UID}:${UID}"
+    assert re.search(r"^ARG UID=10001$", text, re.MULTILINE)
+    assert final["HEALTHCHECK"].endswith('CMD ["python", "-P", "-m", "app.healthcheck"]')
+    assert final["ENTRYPOINT"] == '["lance-adapter"]' and final["CMD"] == '["serve"]'
+    assert final["VOLUME"] == '["/data"]'
+    environment = final["ENV"]
+    for setting in ("LANCE_ADAPTER_HOST=0.0.0.0", "LANCE_ADAPTER_IMPL=dir",
+                    "LANCE_ADAPTER_PROP_ROOT=/data"):
+        assert setting in environment
+    assert not re.search(r"TOKEN|SECRET|PASSWORD|KEY", environment)
+    assert ("COPY", "--from=build /opt/venv /opt/venv") in runtime
+
+
+def test_the_docker_context_leaves_out_local_state_and_keeps_what_the_build_copies() -> None:
+    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    assert {".git", ".venv", "tests", "**/__pycache__", "lance-data"} <= ignored
+    for path in copied_sources():
+        assert path.split("/")[0] not in ignored, path
+
+
+def copied_sources() -> list[str]:
+    """The context paths the build stage COPYs into /src."""
+    sources = []
+    for instruction, arguments in dockerfile_stages(ROOT / "Dockerfile")[0]:
+        if instruction == "COPY" and not arguments.startswith("--"):
+            *paths, destination = arguments.split()
+            if destination.startswith(("./", "app/", "backends/", "pipeline/")):
+                sources += [path.rstrip("/") for path in paths]
+    return sources
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The image's install steps in a fresh environment; returns the environment.
+
+    The source tree is what the build stage COPYs. The environment is created here with
+    --without-pip and sees this interpreter's site-packages (after its own) through a .pth
+    file, so pip and the adapter's dependencies come from there and `--no-deps` installs
+    only the adapter: the build (with build isolation, as in the image), the package data
+    and the entry points are all real, but nothing heavy is downloaded.
+    """
+    tmp = tmp_path_factory.mktemp("install")
+    source = tmp / "src"
+    source.mkdir()
+    for path in copied_sources():
+        origin = ROOT / path
+        if origin.is_dir():
+            shutil.copytree(origin, source / path, symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(origin, source / path, follow_symlinks=False)
+    venv = tmp / "venv"
+    assert run(sys.executable, "-m", "venv", "--without-pip", venv).returncode == 0
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(venv)}))
+    (site / "zz-adapter-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    env = {**os.environ, "PIP_FLAGS": "--no-deps"}
+    result = run("sh", ROOT / "scripts" / "docker-install.sh", source, venv, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "install check: 17 operations from" in result.stdout
+    return venv
+
+
+def test_the_install_script_installs_a_working_non_editable_package(installed: Path) -> None:
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(installed)}))
+    spec = site / "app" / "rest.yaml"
+    assert spec.is_file() and not spec.is_symlink()
+    assert spec.read_bytes() == (ROOT / "rest.yaml").read_bytes()
+    assert (installed / "bin" / "lance-adapter").exists()
+    assert not list(site.glob("__editable__*"))
+
+
+def test_the_installed_server_and_its_healthcheck_work(installed: Path, tmp_path: Path) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANCE_ADAPTER_")}
+    env.update(LANCE_ADAPTER_HOST="127.0.0.1", LANCE_ADAPTER_PORT=str(port),
+               LANCE_ADAPTER_PROP_ROOT=str(tmp_path / "data"))
+    healthcheck = [installed / "bin" / "python", "-P", "-m", "app.healthcheck"]  # as the image
+    assert run(*healthcheck, env=env, cwd=tmp_path).returncode == 1  # nothing listens yet
+    server = subprocess.Popen([installed / "bin" / "lance-adapter", "serve"], env=env,
+                              cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            if run(*healthcheck, env=env, cwd=tmp_path).returncode == 0:
+                break
+            assert server.poll() is None, "the installed server exited"
+        else:
+            pytest.fail("the installed server never became healthy")
+        created = httpx.post(f"http://127.0.0.1:{port}/v1/namespace/ns/create", json={})
+        listed = httpx.get(f"http://127.0.0.1:{port}/v1/namespace/$/list")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert created.status_code == 200, created.text
+    assert listed.json()["namespaces"] == ["ns"]
+    assert (tmp_path / "data").is_dir()
+
+
+# ---------------------------------------------------------------- docker-compose.yml
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    result = run(BIN / "docker-compose", "-f", ROOT / "docker-compose.yml", "config",
+                 "--format", "json", env={**os.environ, "UNITY_TOKEN": "unity-secret"})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_compose_runs_every_real_catalog_service(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    images = {name: service.get("image", "") for name, service in services.items()}
+    assert images["postgres"].startswith("postgres:")
+    assert images["minio"].startswith("minio/minio:")
+    assert images["glue"].startswith("motoserver/moto:")
+    assert images["unity"].startswith("unitycatalog/unitycatalog:")
+    assert images["iceberg-rest"].startswith("apache/iceberg-rest-fixture:")
+    metastore = (ROOT / "deploy/hive-metastore/Dockerfile").read_text()
+    assert re.search(r"^ARG HIVE_IMAGE=apache/hive:\d", metastore, re.MULTILINE)
+    hive = services["hive-metastore"]
+    assert hive["environment"]["DB_DRIVER"] == "postgres"
+    assert "jdbc:postgresql://postgres:5432/metastore" in hive["environment"]["SERVICE_OPTS"]
+    for name in set(services) - {"minio-init"}:
+        assert services[name].get("healthcheck", {}).get("test"), f"{name} has no healthcheck"
+    for name, service in services.items():
+        for dependency in service.get("depends_on") or {}:
+            assert dependency in services, (name, dependency)
+
+
+def test_compose_wires_each_adapter_to_its_backend(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    for name, (impl, properties) in ADAPTERS.items():
+        service = services[name]
+        environment = service["environment"]
+        assert environment["LANCE_ADAPTER_IMPL"] == impl
+        for key, value in properties.items():
+            assert environment[f"LANCE_ADAPTER_PROP_{key.upper()}"] == value, (name, key)
+        healthcheck = service["healthcheck"]["test"]
+        assert healthcheck == ["CMD", "python", "-P", "-m", "app.healthcheck"]
+        assert service["build"]["context"] == str(ROOT)
+        if impl != "dir":
+            assert environment["LANCE_ADAPTER_PROP_ROOT"].startswith("s3://lance/")
+            assert environment["LANCE_ADAPTER_PROP_STORAGE__AWS_ENDPOINT"] == "http://minio:9000"
+            backend = [dep for dep in service["depends_on"] if dep != "minio-init"]
+            assert [service["depends_on"][dep]["condition"] for dep in backend] == [
+                "service_healthy"]
+    assert services["adapter-unity"]["environment"]["LANCE_ADAPTER_PROP_AUTH_TOKEN"] == (
+        "unity-secret")
+    ports = [port["published"] for name in ADAPTERS for port in services[name]["ports"]]
+    assert sorted(ports) == [str(port) for port in range(2333, 2339)]
+
+
+# ---------------------------------------------------------------- the Helm chart
+
+
+def render(values: dict[str, Any] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Rendered manifests by kind (NOTES.txt left out)."""
+    with helm.Chart.load(str(CHART)) as chart:
+        manifests = chart.render(values, name="demo", namespace="lance")
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for path, text in manifests.items():
+        if path.endswith(".txt"):
+            continue
+        for document in yaml.safe_load_all(text):
+            if document:
+                by_kind.setdefault(document["kind"], []).append(document)
+    return by_kind
+
+
+def leaf_paths(value: Any, prefix: str = "") -> Iterator[str]:
+    if isinstance(value, dict) and value:
+        for key, child in value.items():
+            yield from leaf_paths(child, f"{prefix}.{key}" if prefix else key)
+    else:
+        yield prefix
+
+
+def test_the_chart_lints_clean_and_its_values_match_the_schema() -> None:
+    report = helm.lint(str(CHART), strict=True)
+    assert report["errors"] == []
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    jsonschema.validate(values, schema)
+    for bad in ({"auth": {"mode": "maybe"}}, {"adapter": {"workers": 0}},
+                {"replicaCount": "two"}, {"adapter": {"rootPath": "lance/"}},
+                {"unknownSetting": True}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(merge(values, bad), schema)
+
+
+def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merged[key] = merge(base[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def test_every_value_is_documented_and_every_template_reference_exists() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    for path in leaf_paths(values):
+        node = schema
+        for part in path.split("."):
+            node = node["properties"][part] if "properties" in node else None
+            if node is None:
+                break
+            assert node.get("description"), f"{path}: no description in the schema"
+    lines = (CHART / "values.yaml").read_text().splitlines()
+    for number, line in enumerate(lines):
+        if re.match(r"^[A-Za-z]\w*:", line):  # each top-level value has a comment
+            above, below = lines[number - 1], lines[number + 1] if number + 1 < len(lines) else ""
+            assert above.startswith("#") or lines[number + 2].lstrip().startswith("#") or (
+                below.lstrip().startswith("#")), line
+    referenced = set()
+    for template in (CHART / "templates").iterdir():
+        referenced |= set(re.findall(r"\.Values\.([\w.]+)", template.read_text()))
+    for reference in referenced:
+        node: Any = values
+        for part in reference.split("."):
+            assert isinstance(node, dict) and part in node, f".Values.{reference} is not a value"
+            node = node[part]
+
+
+def test_the_default_release_is_a_hardened_deployment_with_probes() -> None:
+    manifests = render()
+    assert set(manifests) == {"ConfigMap", "Deployment", "Service", "ServiceAccount"}
+    deployment = manifests["Deployment"][0]
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert deployment["spec"]["replicas"] == 2
+    assert container["image"] == "lance-namespace-adapter:0.1.0"
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["resources"]["requests"] == {"cpu": "250m", "memory": "512Mi"}
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 10001
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    assert pod["terminationGracePeriodSeconds"] > 30
+    assert {mount["mountPath"] for mount in container["volumeMounts"]} == {"/data", "/tmp"}
+    config = manifests["ConfigMap"][0]["data"]
+    assert config["LANCE_ADAPTER_IMPL"] == "dir"
+    assert json.loads(config["LANCE_ADAPTER_PROPERTIES"]) == {"root": "/data"}
+    assert config["LANCE_ADAPTER_AUTH_MODE"] == "off"
+    assert config["LANCE_ADAPTER_MAX_BODY_BYTES"] == "536870912"
+    assert manifests["Service"][0]["spec"]["ports"][0]["port"] == 2333
+
+
+def test_the_full_release_has_secrets_autoscaling_and_monitoring() -> None:
+    manifests = render({
+        "adapter": {"impl": "unity", "properties": {"endpoint": "http://uc:8080"}},
+        "auth": {"mode": "forward", "tokens": ["tok-a", "tok-b"]},
+        "credentials": {"properties": {"auth_token": "uc-secret",
+                                       "storage.aws_secret_access_key": "s3-secret"}},
+        "autoscaling": {"enabled": True, "minReplicas": 3},
+        "serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
+        "persistence": {"enabled": True},
+    })
+    secrets = {secret["metadata"]["name"]: secret["stringData"] for secret in manifests["Secret"]}
+    assert secrets["demo-lance-namespace-adapter-auth"] == {"tokens": "tok-a\ntok-b\n"}
+    assert secrets["demo-lance-namespace-adapter-credentials"] == {
+        "LANCE_ADAPTER_PROP_AUTH_TOKEN": "uc-secret",
+        "LANCE_ADAPTER_PROP_STORAGE__AWS_SECRET_ACCESS_KEY": "s3-secret",
+    }
+    config = manifests["ConfigMap"][0]["data"]
+    assert "secret" not in json.dumps(config)
+    assert config["LANCE_ADAPTER_AUTH_TOKENS_FILE"] == "/etc/lance-adapter/auth/tokens"
+    deployment = manifests["Deployment"][0]
+    assert "replicas" not in deployment["spec"]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert {"secretRef": {"name": "demo-lance-namespace-adapter-credentials"}} in (
+        container["envFrom"])
+    assert "/etc/lance-adapter/auth" in {m["mountPath"] for m in container["volumeMounts"]}
+    hpa = manifests["HorizontalPodAutoscaler"][0]["spec"]
+    assert (hpa["minReplicas"], hpa["scaleTargetRef"]["kind"]) == (3, "Deployment")
+    monitor = manifests["ServiceMonitor"][0]
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+    assert manifests["PersistentVolumeClaim"][0]["spec"]["resources"]["requests"] == {
+        "storage": "10Gi"}
+
+
+def test_the_chart_refuses_token_auth_without_tokens() -> None:
+    with pytest.raises(helm.HelmError, match=r"needs auth\.tokens or auth\.existingSecret"):
+        render({"auth": {"mode": "token"}})

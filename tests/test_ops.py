@@ -1,0 +1,186 @@
+"""Health, readiness, metrics, request ids and JSON logs on a real adapter."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.observability import JsonFormatter, redact
+from tests.server import running_server
+from tests.test_ops_backends import LEAKY_SECRET, SLOW_SECONDS, RecordingNamespace
+
+IMPL = "tests.test_ops_backends.RecordingNamespace"
+TOKEN = "caller-token-5b1e9c"
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The value of one sample of the Prometheus exposition `text` (0 when absent)."""
+    for line in text.splitlines():
+        if line.startswith("#") or not line.startswith(name):
+            continue
+        sample, _, value = line.rpartition(" ")
+        if sample.partition("{")[0] != name:
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', sample))
+        if all(found.get(key) == wanted for key, wanted in labels.items()):
+            return float(value)
+    return 0.0
+
+
+@pytest.fixture
+def log_lines() -> Iterator[io.StringIO]:
+    """What the adapter logs, formatted as `lance-adapter serve` formats it."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("lance_adapter")
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield stream
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+
+
+def test_healthz_and_readyz_answer_on_a_working_directory_backend(tmp_path: Path) -> None:
+    with running_server("dir", {"root": str(tmp_path)}) as url:
+        health = httpx.get(f"{url}/healthz")
+        ready = httpx.get(f"{url}/readyz")
+    assert (health.status_code, health.json()) == (200, {"status": "ok"})
+    assert (ready.status_code, ready.json()) == (200, {"status": "ready"})
+    assert health.headers["cache-control"] == "no-store"
+
+
+def test_readyz_is_503_while_the_backend_fails_and_recovers_with_it() -> None:
+    with running_server(IMPL, {"name": "ready-down"}) as url:
+        backend = RecordingNamespace.instances["ready-down"]
+        assert httpx.get(f"{url}/readyz").status_code == 200
+        backend.mode = "down"
+        down = httpx.get(f"{url}/readyz")
+        alive = httpx.get(f"{url}/healthz")
+        backend.mode = "ok"
+        again = httpx.get(f"{url}/readyz")
+    assert down.status_code == 503
+    assert down.json() == {"status": "unavailable",
+                           "reason": "backend call failed (ServiceUnavailableError)"}
+    assert alive.status_code == 200
+    assert again.status_code == 200
+
+
+def test_readyz_gives_up_on_a_hanging_backend_within_the_readiness_timeout() -> None:
+    with running_server(IMPL, {"name": "ready-hang"}, readiness_timeout=0.5) as url:
+        RecordingNamespace.instances["ready-hang"].mode = "hang"
+        start = time.monotonic()
+        answer = httpx.get(f"{url}/readyz", timeout=10)
+        elapsed = time.monotonic() - start
+        RecordingNamespace.instances["ready-hang"].mode = "ok"
+    assert answer.status_code == 503
+    assert answer.json()["reason"] == "backend did not answer within 0.5s"
+    assert elapsed < 2.0
+
+
+def test_metrics_count_requests_by_operation_and_code_and_time_them(tmp_path: Path) -> None:
+    with running_server("dir", {"root": str(tmp_path)}) as url:
+        for _ in range(3):
+            assert httpx.get(f"{url}/v1/namespace/$/list").status_code == 200
+        assert httpx.post(f"{url}/v1/table/missing/describe").status_code == 404
+        assert httpx.post(f"{url}/DescribeTable", json={"id": ["missing"]}).status_code == 404
+        assert httpx.get(f"{url}/no/such/route").status_code == 406
+        answer = httpx.get(f"{url}/metrics")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/plain")
+    text = answer.text
+    assert metric(text, "lance_adapter_requests_total", operation="ListNamespaces",
+                  status="200", code="none") == 3
+    assert metric(text, "lance_adapter_requests_total", operation="DescribeTable",
+                  status="404", code="4") == 1
+    assert metric(text, "lance_adapter_requests_total", operation="DescribeTable-by-id",
+                  status="404", code="4") == 1
+    assert metric(text, "lance_adapter_requests_total", operation="unmatched",
+                  status="406", code="0") == 1
+    assert metric(text, "lance_adapter_request_duration_seconds_count",
+                  operation="ListNamespaces") == 3
+    assert metric(text, "lance_adapter_request_duration_seconds_bucket",
+                  operation="ListNamespaces", le="+Inf") == 3
+    assert metric(text, "lance_adapter_backend_call_duration_seconds_count",
+                  operation="DescribeTable", outcome="error") == 2
+    assert metric(text, "lance_adapter_backend_call_duration_seconds_count",
+                  operation="ListNamespaces", outcome="ok") == 3
+    # The scrape itself is in flight while the metrics are rendered.
+    assert metric(text, "lance_adapter_requests_in_flight") == 1
+    assert "process_cpu_seconds_total" in text
+
+
+def test_in_flight_requests_are_counted_while_they_run() -> None:
+    with running_server(IMPL, {"name": "in-flight"}) as url:
+        slow = threading.Thread(target=httpx.post, args=(f"{url}/v1/table/slow/describe",),
+                                kwargs={"timeout": 10})
+        slow.start()
+        time.sleep(SLOW_SECONDS / 2)
+        during = metric(httpx.get(f"{url}/metrics").text, "lance_adapter_requests_in_flight")
+        slow.join()
+        after = metric(httpx.get(f"{url}/metrics").text, "lance_adapter_requests_in_flight")
+    assert (during, after) == (2, 1)
+
+
+def test_the_request_id_is_taken_from_the_caller_or_generated_and_echoed(tmp_path: Path) -> None:
+    with running_server("dir", {"root": str(tmp_path)}) as url:
+        given = httpx.get(f"{url}/v1/namespace/$/list", headers={"x-request-id": "req-42.a"})
+        made = httpx.get(f"{url}/v1/namespace/$/list")
+        bad = httpx.get(f"{url}/healthz", headers={"x-request-id": "no spaces <allowed>"})
+        error = httpx.post(f"{url}/v1/table/missing/describe", headers={"x-request-id": "e-1"})
+    assert given.headers["x-request-id"] == "req-42.a"
+    assert re.fullmatch(r"[0-9a-f]{32}", made.headers["x-request-id"])
+    assert re.fullmatch(r"[0-9a-f]{32}", bad.headers["x-request-id"])
+    assert error.status_code == 404
+    assert error.headers["x-request-id"] == "e-1"
+
+
+def test_one_json_log_line_per_request_and_no_credential_in_any_line(
+    log_lines: io.StringIO,
+) -> None:
+    headers = {"authorization": f"Bearer {TOKEN}", "x-api-key": TOKEN, "x-request-id": "log-1"}
+    with running_server(IMPL, {"name": "logs", "auth_token": "static-secret-for-backend"}) as url:
+        backend = RecordingNamespace.instances["logs"]
+        ok = httpx.post(f"{url}/v1/table/a$b/describe?token={TOKEN}", headers=headers)
+        backend.mode = "broken"
+        failed = httpx.get(f"{url}/v1/namespace/$/table/list", headers=headers)
+        backend.mode = "ok"
+    assert (ok.status_code, failed.status_code) == (200, 500)
+    text = log_lines.getvalue()
+    lines = [json.loads(line) for line in text.splitlines()]
+    access = [line for line in lines if line["logger"] == "lance_adapter.access"]
+    assert [(a["operation"], a["status"], a["code"]) for a in access] == [
+        ("DescribeTable", 200, None), ("ListTables", 500, 18)
+    ]
+    assert access[0]["request_id"] == "log-1"
+    assert access[0]["path"] == "/v1/table/a$b/describe"
+    assert access[0]["method"] == "POST" and access[0]["duration_ms"] > 0
+    assert access[0]["client"] == "127.0.0.1"
+    unexpected = [line for line in lines if line["message"] == "unexpected error"]
+    assert len(unexpected) == 1 and "RuntimeError" in unexpected[0]["exception"]
+    assert unexpected[0]["request_id"] == "log-1"
+    for secret in (TOKEN, LEAKY_SECRET, "static-secret-for-backend"):
+        assert secret not in text
+    # The identity still reached the backend: only the logs are kept clean.
+    assert backend.identities[0] == {"auth_token": TOKEN, "api_key": TOKEN}
+
+
+def test_redaction_covers_the_usual_spellings_of_credentials() -> None:
+    line = ('Authorization: Bearer abc.def-ghi x-api-key=k1 {"auth_token": "t2"} '
+            "password='p3' secret_access_key=s4 ?token=t5&x=1")
+    cleaned = redact(line)
+    for secret in ("abc.def-ghi", "k1", "t2", "p3", "s4", "t5"):
+        assert secret not in cleaned
+    assert "x=1" in cleaned
