@@ -65,6 +65,7 @@ from backends.rest_catalog_client import (
     ErrorRules,
     OAuth2ClientCredentials,
     RestCatalogClient,
+    acts_for_the_caller,
     string_map,
     validate_location,
 )
@@ -102,6 +103,7 @@ CREATE_TABLE_ERRORS: ErrorRules = {**TABLE_ERRORS, 404: NamespaceNotFoundError}
 WAREHOUSE_ERRORS: ErrorRules = {404: NamespaceNotFoundError}
 
 
+@acts_for_the_caller
 class IcebergNamespace(LanceNamespace):
     """Lance tables registered in an Iceberg REST Catalog."""
 

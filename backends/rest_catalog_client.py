@@ -10,10 +10,12 @@ status becomes a Lance error code; backends only name what a 404 or 409 means fo
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +23,7 @@ import httpx
 from lance_namespace import (
     InternalError,
     InvalidInputError,
+    LanceNamespace,
     LanceNamespaceError,
     PermissionDeniedError,
     ServiceUnavailableError,
@@ -28,7 +31,12 @@ from lance_namespace import (
     UnauthenticatedError,
 )
 
-from backends.properties import ConfigurationError, float_property, int_property
+from backends.properties import (
+    ConfigurationError,
+    bool_property,
+    float_property,
+    int_property,
+)
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -65,6 +73,7 @@ class ClientSettings:
     connect_timeout_seconds: float
     read_timeout_seconds: float
     max_retries: int
+    forward_caller_token: bool = False
 
     @classmethod
     def from_properties(
@@ -73,11 +82,12 @@ class ClientSettings:
         connect_ms = float_property(properties, "connect_timeout", 10_000)
         read_ms = float_property(properties, "read_timeout", default_read_timeout_ms)
         max_retries = int_property(properties, "max_retries", 3)
+        forward = bool_property(properties, "forward_caller_token", False)
         if connect_ms <= 0 or read_ms <= 0:
             raise ConfigurationError("connect_timeout and read_timeout must be positive")
         if max_retries < 0:
             raise ConfigurationError(f"max_retries must not be negative, got {max_retries}")
-        return cls(connect_ms / 1000.0, read_ms / 1000.0, max_retries)
+        return cls(connect_ms / 1000.0, read_ms / 1000.0, max_retries, forward)
 
 
 def parse_error_reply(response: httpx.Response) -> ErrorReply:
@@ -171,6 +181,26 @@ class OAuth2ClientCredentials:
             self._refresh_at = float("inf")
 
 
+_CALLER_TOKEN: ContextVar[str | None] = ContextVar("caller_token", default=None)
+
+
+def acts_for_the_caller(namespace_class: type[LanceNamespace]) -> type[LanceNamespace]:
+    """Run every operation of `namespace_class` inside `self.client.acting_for(request)`, so
+    the caller's bearer token reaches the catalog when the backend forwards it."""
+    for name, member in list(vars(namespace_class).items()):
+        request_operation = hasattr(LanceNamespace, name) and name != "namespace_id"
+        if name.startswith("_") or not callable(member) or not request_operation:
+            continue
+
+        def operation(self: Any, request: Any, *arguments: Any, _member: Any = member) -> Any:
+            with self.client.acting_for(request):
+                return _member(self, request, *arguments)
+
+        functools.update_wrapper(operation, member)
+        setattr(namespace_class, name, operation)
+    return namespace_class
+
+
 class RestCatalogClient:
     """A pooled, retrying JSON client for one catalog endpoint."""
 
@@ -257,11 +287,29 @@ class RestCatalogClient:
             raise InternalError("catalog returned JSON that is not an object")
         return body
 
+    @contextlib.contextmanager
+    def acting_for(self, request: Any) -> Iterator[None]:
+        """Within this block, send the caller's bearer token (`request.identity.auth_token`)
+        instead of the configured one, when `forward_caller_token` is on."""
+        identity = getattr(request, "identity", None)
+        token = getattr(identity, "auth_token", None)
+        if not (self.settings.forward_caller_token and token):
+            yield
+            return
+        reset = _CALLER_TOKEN.set(token)
+        try:
+            yield
+        finally:
+            _CALLER_TOKEN.reset(reset)
+
     def _send(
         self, method: str, url: str, params: Mapping[str, Any] | None, body: Any
     ) -> httpx.Response:
         headers = {}
-        if self._oauth is not None:
+        caller_token = _CALLER_TOKEN.get()
+        if caller_token:
+            headers["Authorization"] = f"Bearer {caller_token}"
+        elif self._oauth is not None:
             headers["Authorization"] = f"Bearer {self._oauth.token(self._http)}"
         elif self._auth_token:
             headers["Authorization"] = f"Bearer {self._auth_token}"
@@ -277,7 +325,7 @@ class RestCatalogClient:
 
     def _token_rejected(self, outcome: httpx.Response | httpx.TransportError) -> bool:
         rejected = isinstance(outcome, httpx.Response) and outcome.status_code == 401
-        if rejected and self._oauth is not None:
+        if rejected and self._oauth is not None and not _CALLER_TOKEN.get():
             self._oauth.invalidate()
             return True
         return False

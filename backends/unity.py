@@ -65,6 +65,7 @@ from backends.rest_catalog_client import (
     ClientSettings,
     ErrorRules,
     RestCatalogClient,
+    acts_for_the_caller,
     string_map,
     validate_location,
 )
@@ -99,6 +100,7 @@ CREATE_TABLE_ERRORS: ErrorRules = {
 }
 
 
+@acts_for_the_caller
 class UnityNamespace(LanceNamespace):
     """Lance tables registered in Unity Catalog as EXTERNAL tables."""
 

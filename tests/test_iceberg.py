@@ -40,6 +40,7 @@ from lance_namespace import (
     UnauthenticatedError,
     UnsupportedOperationError,
 )
+from lance_namespace_urllib3_client.models import Identity
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
@@ -650,4 +651,19 @@ def test_oauth2_bad_credential_is_unauthenticated(
     with pytest.raises(UnauthenticatedError):
         make_namespace(credential="client:wrong").describe_namespace(
             DescribeNamespaceRequest(id=db)
+        )
+
+
+def test_forwarding_sends_the_callers_token_instead_of_the_static_one(
+    iceberg: IcebergFixture, make_namespace: Factory, db: list[str]
+) -> None:
+    iceberg.control.required_token = "caller-token"
+    forwarding = make_namespace(auth_token="static-token", forward_caller_token="true")
+    caller = Identity(auth_token="caller-token")
+    forwarding.list_namespaces(ListNamespacesRequest(id=db, identity=caller))
+    with pytest.raises(UnauthenticatedError):
+        forwarding.list_namespaces(ListNamespacesRequest(id=db))
+    with pytest.raises(UnauthenticatedError):
+        make_namespace(auth_token="static-token").list_namespaces(
+            ListNamespacesRequest(id=db, identity=caller)
         )

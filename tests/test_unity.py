@@ -41,6 +41,7 @@ from lance_namespace import (
     UnauthenticatedError,
     UnsupportedOperationError,
 )
+from lance_namespace_urllib3_client.models import Identity
 from unitycatalog.client import (
     ApiClient,
     CatalogsApi,
@@ -675,3 +676,18 @@ def test_bearer_token(unity: UnityFixture, make_namespace: Factory, catalog: str
         make_namespace(auth_token="nope").list_namespaces(ListNamespacesRequest(id=[catalog]))
     make_namespace(auth_token="uc-token").list_namespaces(ListNamespacesRequest(id=[catalog]))
     assert unity.control.requests_to("/schemas", "GET")[-1].authorization == "Bearer uc-token"
+
+
+def test_forwarding_sends_the_callers_token_instead_of_the_static_one(
+    unity: UnityFixture, make_namespace: Factory, catalog: str
+) -> None:
+    unity.control.required_token = "caller-token"
+    forwarding = make_namespace(auth_token="static-token", forward_caller_token="true")
+    caller = Identity(auth_token="caller-token")
+    forwarding.list_namespaces(ListNamespacesRequest(id=[catalog], identity=caller))
+    assert unity.control.requests_to("/schemas", "GET")[-1].authorization == "Bearer caller-token"
+    with pytest.raises(UnauthenticatedError):  # no caller token: the static one is refused
+        forwarding.list_namespaces(ListNamespacesRequest(id=[catalog]))
+    not_forwarding = make_namespace(auth_token="static-token")
+    with pytest.raises(UnauthenticatedError):  # forwarding is off: the caller's token is ignored
+        not_forwarding.list_namespaces(ListNamespacesRequest(id=[catalog], identity=caller))
