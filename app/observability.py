@@ -77,13 +77,15 @@ def register_secrets(values: Iterable[str]) -> None:
 
 
 def redact(text: str) -> str:
-    for secret in _known_secrets:
-        if secret in text:
-            text = text.replace(secret, "[REDACTED]")
+    # Patterns first: a known secret that is also a word of a key name ("secret") must not
+    # break the `key=value` pattern that hides the value.
     lowered = text.lower()
     if any(word in lowered for word in _TRIGGERS):
         for pattern, replacement in _SECRET_PATTERNS:
             text = pattern.sub(replacement, text)
+    for secret in _known_secrets:
+        if secret in text:
+            text = text.replace(secret, "[REDACTED]")
     return text
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.observability import JsonFormatter, redact
+from app.observability import JsonFormatter, redact, register_secrets
 from tests.server import running_server
 from tests.test_ops_backends import LEAKY_SECRET, SLOW_SECONDS, RecordingNamespace
 
@@ -184,3 +184,9 @@ def test_redaction_covers_the_usual_spellings_of_credentials() -> None:
     for secret in ("abc.def-ghi", "k1", "t2", "p3", "s4", "t5"):
         assert secret not in cleaned
     assert "x=1" in cleaned
+
+
+def test_a_registered_secret_that_is_also_part_of_a_key_name_hides_nothing_less() -> None:
+    register_secrets(["secret"])  # e.g. a backend configured with secret_access_key=secret
+    cleaned = redact("secret_access_key=s4-value token=t6")
+    assert "s4-value" not in cleaned and "t6" not in cleaned
