@@ -36,6 +36,9 @@ class Settings:
     timeout_graceful_shutdown: int = 30
     # Seconds /readyz waits for the backend's answer before reporting 503.
     readiness_timeout: float = 5.0
+    # Seconds a read-only backend call (Describe*, List*, *Exists, Count, Query) may take
+    # before the request is answered with 503 / code 17; 0 waits as long as the backend does.
+    backend_timeout: float = 60.0
     # Path prefix the service is reached under behind a gateway, e.g. "/lance".
     root_path: str = ""
     # Comma-separated addresses or networks whose X-Forwarded-* headers are honoured.

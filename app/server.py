@@ -149,7 +149,9 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> F
         redoc_url=None,
         exception_handlers={404: _no_such_route, 405: _no_such_route},
     )
-    dispatcher = Dispatcher(namespace, settings.max_concurrency)
+    dispatcher = Dispatcher(
+        namespace, settings.max_concurrency, settings.backend_timeout
+    )
     metrics = Metrics()
     register_secrets(secret_property_values(settings.properties))
     app.router.routes.extend(operation_routes(load_operations(), dispatcher, settings, metrics))

@@ -56,10 +56,12 @@ def register_tables(uri: str, root: str, database: str, count: int) -> float:
     names = [f"table_{index:04d}" for index in range(count)]
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(
-            lambda name: backend.declare_table(ln.DeclareTableRequest(id=[database, name])),
-            names,
-        ))
+        list(
+            pool.map(
+                lambda name: backend.declare_table(ln.DeclareTableRequest(id=[database, name])),
+                names,
+            )
+        )
     backend.close()
     return time.perf_counter() - started
 
@@ -103,13 +105,14 @@ def main() -> None:
         )
         report(
             f"ListTables ({arguments.tables} tables, one page)",
-            timed(lambda: client.list_tables(ln.ListTablesRequest(id=[database])),
-                  arguments.lists),
+            timed(lambda: client.list_tables(ln.ListTablesRequest(id=[database])), arguments.lists),
         )
         report(
             "ListTables (first page, limit 100)",
-            timed(lambda: client.list_tables(ln.ListTablesRequest(id=[database], limit=100)),
-                  arguments.lists),
+            timed(
+                lambda: client.list_tables(ln.ListTablesRequest(id=[database], limit=100)),
+                arguments.lists,
+            ),
         )
 
 

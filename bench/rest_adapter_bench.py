@@ -109,8 +109,18 @@ def serving(command: list[str], port: int) -> Iterator[str]:
 
 def ours(root: Path, port: int, workers: int) -> list[str]:
     cli = str(Path(sys.executable).parent / "lance-adapter")
-    return [cli, "serve", "--prop", f"root={root}", "--port", str(port),
-            "--workers", str(workers), "--log-level", "warning"]
+    return [
+        cli,
+        "serve",
+        "--prop",
+        f"root={root}",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--log-level",
+        "warning",
+    ]
 
 
 def rest_adapter(root: Path, port: int) -> list[str]:
@@ -127,9 +137,20 @@ def run_wrk(url: str, method: str, paths: list[str], body: str, args: argparse.N
     script = LUA % {"paths": quoted, "method": method, "body": body}
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
         handle.write(script)
+
     def wrk(seconds: int) -> str:
-        command = ["wrk", "-t", str(args.threads), "-c", str(args.connections),
-                   "-d", f"{seconds}s", "-s", handle.name, url]
+        command = [
+            "wrk",
+            "-t",
+            str(args.threads),
+            "-c",
+            str(args.connections),
+            "-d",
+            f"{seconds}s",
+            "-s",
+            handle.name,
+            url,
+        ]
         return subprocess.run(command, capture_output=True, text=True, check=True).stdout
 
     wrk(2)  # warm-up
@@ -137,8 +158,9 @@ def run_wrk(url: str, method: str, paths: list[str], body: str, args: argparse.N
     os.unlink(handle.name)
     match = re.search(r"RESULT (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)", output)
     requests, duration_us, p50, p99, socket_errors, status_errors = map(int, match.groups())
-    return Measurement(requests / (duration_us / 1e6), p50 / 1000, p99 / 1000,
-                       socket_errors + status_errors)
+    return Measurement(
+        requests / (duration_us / 1e6), p50 / 1000, p99 / 1000, socket_errors + status_errors
+    )
 
 
 def workloads(identifiers: list[list[str]]) -> dict[str, tuple[str, list[str], str]]:
@@ -173,16 +195,22 @@ def main() -> None:
             with serving(command(port), port) as url:
                 for operation, (method, paths, body) in workloads(identifiers).items():
                     results[(server, operation)] = run_wrk(url, method, paths, body, args)
-    print(f"{args.tables} tables in {NAMESPACES} namespaces; wrk -t{args.threads} "
-          f"-c{args.connections} -d{args.seconds}s; ours with {args.workers} worker(s)")
+    print(
+        f"{args.tables} tables in {NAMESPACES} namespaces; wrk -t{args.threads} "
+        f"-c{args.connections} -d{args.seconds}s; ours with {args.workers} worker(s)"
+    )
     print(f"{'operation':<14}{'server':<13}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
     for operation in ("DescribeTable", "ListTables"):
         for server in servers:
             m = results[(server, operation)]
-            print(f"{operation:<14}{server:<13}{m.requests_per_second:>10.0f}"
-                  f"{m.p50_ms:>9.2f}{m.p99_ms:>9.2f}{m.errors:>8}")
-        ratio = (results[("ours", operation)].requests_per_second
-                 / results[("RestAdapter", operation)].requests_per_second)
+            print(
+                f"{operation:<14}{server:<13}{m.requests_per_second:>10.0f}"
+                f"{m.p50_ms:>9.2f}{m.p99_ms:>9.2f}{m.errors:>8}"
+            )
+        ratio = (
+            results[("ours", operation)].requests_per_second
+            / results[("RestAdapter", operation)].requests_per_second
+        )
         print(f"{operation:<14}ratio ours/RestAdapter (req/s): {ratio:.2f}")
 
 

@@ -1,12 +1,13 @@
 """PySpark data pipelines over Lance tables served by a Lance namespace (see docs/pipeline.md)."""
 
-from pipeline.api import read_table, register, save_table, source_options
+from pipeline.api import activate, read_table, register, save_table, source_options
 from pipeline.options import LanceSourceError
 from pipeline.source import LanceDataSource
 
 __all__ = [
     "LanceDataSource",
     "LanceSourceError",
+    "activate",
     "read_table",
     "register",
     "save_table",

@@ -27,6 +27,16 @@ def register(spark: SparkSession) -> None:
     spark.dataSource.register(LanceDataSource)
 
 
+def activate(spark: SparkSession) -> None:
+    """Make `spark` the JVM's active session in this thread.
+
+    Spark looks Python data sources up in the thread's active session, which a new
+    thread does not have: without this, `format("lance")` is not found there.
+    """
+    jvm_session_class = spark._jvm.org.apache.spark.sql.SparkSession  # type: ignore[union-attr]
+    jvm_session_class.setActiveSession(spark._jsparkSession)
+
+
 def source_options(
     table: str,
     *,
@@ -65,6 +75,7 @@ def save_table(
         if mode == "append":
             check_append_schema(df.schema, state.schema)
     spark_mode = "overwrite" if mode == "overwrite" else "append"
+    activate(df.sparkSession)
     df.write.format("lance").options(**spark_options).mode(spark_mode).save()
     return True
 
@@ -83,4 +94,5 @@ def read_table(
     schema = read_schema(pinned, columns)
     # Pin the same version Spark will read, and prune by handing Spark the narrower schema.
     spark_options["version"] = str(pinned.version)
+    activate(spark)
     return spark.read.format("lance").options(**spark_options).schema(schema).load()

@@ -10,7 +10,7 @@ from lance_namespace import LanceNamespace
 NAMESPACE_PROPERTY_PREFIX = "ns."
 WRITE_MODES = ("append", "overwrite", "errorifexists", "ignore")
 WRITE_MODE_ALIASES = {"error": "errorifexists", "default": "errorifexists"}
-DEFAULT_ROWS_PER_PARTITION = 1024 * 1024
+DEFAULT_ROWS_PER_PARTITION = 128 * 1024
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
 DEFAULT_BATCH_SIZE = 8192
 
@@ -35,6 +35,7 @@ class LanceOptions:
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE
     batch_size: int = DEFAULT_BATCH_SIZE
     commit_retries: int = 20
+    pushdown: bool = True
 
     @property
     def namespace_description(self) -> str:
@@ -75,6 +76,7 @@ def parse_options(options: Mapping[str, str]) -> LanceOptions:
         max_rows_per_file=_positive_int(lowered, "max_rows_per_file", DEFAULT_MAX_ROWS_PER_FILE),
         batch_size=_positive_int(lowered, "batch_size", DEFAULT_BATCH_SIZE),
         commit_retries=_positive_int(lowered, "commit_retries", 20),
+        pushdown=_boolean(lowered, "pushdown", True),
     )
 
 
@@ -109,6 +111,15 @@ def _positive_int(options: Mapping[str, str], name: str, default: int) -> int:
     if value <= 0:
         raise LanceSourceError(f"option '{name}' must be positive, got {value}")
     return value
+
+
+def _boolean(options: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = options.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() not in ("true", "false"):
+        raise LanceSourceError(f"option '{name}' must be true or false, got '{raw}'")
+    return raw.lower() == "true"
 
 
 def _write_mode(raw: str | None) -> str | None:

@@ -86,8 +86,8 @@ def group_fragments(row_counts: list[tuple[int, int]], rows_per_partition: int) 
     return groups
 
 
-class LanceReader(DataSourceReader):
-    """Scans the pinned table version with the pushed filters and the requested columns."""
+class UnfilteredLanceReader(DataSourceReader):
+    """Scans the pinned table version for the requested columns; Spark does all filtering."""
 
     def __init__(self, pinned: PinnedTable, schema: StructType, options: LanceOptions) -> None:
         check_columns(pinned, schema.fieldNames())
@@ -95,14 +95,6 @@ class LanceReader(DataSourceReader):
         self.schema = schema
         self.options = options
         self.pushed: list[str] = []
-
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        for spark_filter in filters:
-            sql = to_lance_sql(spark_filter, self.schema)
-            if sql is None:
-                yield spark_filter
-            else:
-                self.pushed.append(sql)
 
     def partitions(self) -> list[FragmentGroup]:
         fragments = self.pinned.open().get_fragments()
@@ -124,3 +116,15 @@ class LanceReader(DataSourceReader):
         for batch in scanner.to_batches():
             if batch.num_rows:
                 yield conform_batch(batch, spark_arrow_schema)
+
+
+class LanceReader(UnfilteredLanceReader):
+    """Also evaluates in Lance the filters Spark offers that Lance evaluates exactly alike."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        for spark_filter in filters:
+            sql = to_lance_sql(spark_filter, self.schema)
+            if sql is None:
+                yield spark_filter
+            else:
+                self.pushed.append(sql)

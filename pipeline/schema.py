@@ -54,7 +54,9 @@ def arrow_type_for(column: str, data_type: T.DataType) -> pa.DataType:
     if isinstance(data_type, T.MapType):
         key = arrow_type_for(column, data_type.keyType)
         value = arrow_type_for(column, data_type.valueType)
-        return pa.map_(pa.field("key", key, False), pa.field("value", value, data_type.valueContainsNull))
+        return pa.map_(
+            pa.field("key", key, False), pa.field("value", value, data_type.valueContainsNull)
+        )
     if isinstance(data_type, T.StructType):
         return pa.struct([arrow_field_for(f, f"{column}.{f.name}") for f in data_type.fields])
     raise unsupported_type_error(column, data_type)
@@ -90,7 +92,9 @@ def lance_schema_for(spark_schema: T.StructType, vectors: dict[str, int]) -> pa.
     fields = []
     for spark_field in spark_schema.fields:
         if spark_field.name in vectors:
-            arrow_type = vector_type(spark_field.name, spark_field.dataType, vectors[spark_field.name])
+            arrow_type = vector_type(
+                spark_field.name, spark_field.dataType, vectors[spark_field.name]
+            )
             fields.append(pa.field(spark_field.name, arrow_type, spark_field.nullable))
         else:
             fields.append(arrow_field_for(spark_field))
@@ -139,9 +143,7 @@ def spark_schema_for(arrow_schema: pa.Schema) -> T.StructType:
 
 def vector_dimensions(arrow_schema: pa.Schema) -> dict[str, int]:
     """The fixed-size list columns of a table and their sizes."""
-    return {
-        f.name: f.type.list_size for f in arrow_schema if pa.types.is_fixed_size_list(f.type)
-    }
+    return {f.name: f.type.list_size for f in arrow_schema if pa.types.is_fixed_size_list(f.type)}
 
 
 def check_append_schema(spark_schema: T.StructType, table_schema: pa.Schema) -> None:
@@ -161,11 +163,6 @@ def check_append_schema(spark_schema: T.StructType, table_schema: pa.Schema) -> 
                 f"schema mismatch on append: column '{spark_field.name}' is "
                 f"{spark_field.dataType.simpleString()} in the DataFrame but "
                 f"{expected.simpleString()} in the table"
-            )
-        if spark_field.nullable and not table_field.nullable:
-            raise LanceSourceError(
-                f"schema mismatch on append: column '{spark_field.name}' is nullable in the "
-                "DataFrame but not null in the table"
             )
     missing = [name for name in table_columns if name not in spark_columns]
     if missing:
@@ -194,13 +191,31 @@ def _without_nullability(data_type: T.DataType) -> T.DataType:
     return data_type
 
 
-def conform_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """Cast a batch to `target`, column by column, matching columns by name."""
+def conform_batch(batch: pa.RecordBatch, target: pa.Schema, align: bool = False) -> pa.RecordBatch:
+    """Cast a batch to `target`, column by column, matching columns by name.
+
+    With `align`, decimal columns whose buffers are not 16-byte aligned are copied: Arrow
+    IPC from the JVM aligns to 8 bytes, and Lance refuses decimal128 buffers aligned so.
+    """
     columns = []
     for target_field in target:
-        column = batch.column(target_field.name)
-        columns.append(_cast_column(target_field, column))
+        column = _cast_column(target_field, batch.column(target_field.name))
+        columns.append(_aligned(column) if align else column)
     return pa.RecordBatch.from_arrays(columns, schema=target)
+
+
+def _aligned(column: pa.Array) -> pa.Array:
+    if not _has_decimal(column.type):
+        return column
+    if all(buffer is None or buffer.address % 16 == 0 for buffer in column.buffers()):
+        return column
+    return pa.concat_arrays([column])
+
+
+def _has_decimal(arrow_type: pa.DataType) -> bool:
+    if pa.types.is_decimal(arrow_type):
+        return True
+    return any(_has_decimal(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
 
 
 def _cast_column(target_field: pa.Field, column: pa.Array) -> pa.Array:

@@ -6,7 +6,13 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWrite
 from pyspark.sql.types import StructType
 
 from pipeline.options import LanceOptions, parse_options
-from pipeline.read import LanceReader, PinnedTable, pin_table, read_schema
+from pipeline.read import (
+    LanceReader,
+    PinnedTable,
+    UnfilteredLanceReader,
+    pin_table,
+    read_schema,
+)
 from pipeline.write import LanceWriter, plan_write
 
 
@@ -35,7 +41,9 @@ class LanceDataSource(DataSource):
         return read_schema(self._pin(), columns)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return LanceReader(self._pin(), schema, self.parsed)
+        options = self.parsed
+        reader_class = LanceReader if options.pushdown else UnfilteredLanceReader
+        return reader_class(self._pin(), schema, options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return LanceWriter(plan_write(self.parsed, schema, overwrite))

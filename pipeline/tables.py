@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import lance
@@ -39,7 +40,9 @@ class TableState:
         return self.version is not None
 
 
-def inspect_table(options: LanceOptions, namespace: LanceNamespace | None = None) -> TableState | None:
+def inspect_table(
+    options: LanceOptions, namespace: LanceNamespace | None = None
+) -> TableState | None:
     """The table's state, or None when the namespace does not know the table."""
     namespace = namespace or connect(options)
     try:
@@ -68,7 +71,9 @@ def declare_table(options: LanceOptions, namespace: LanceNamespace) -> tuple[Tab
         # Another writer declared it first; write into the table it declared.
         state = inspect_table(options, namespace)
         if state is None:
-            raise LanceSourceError(f"table '{options.table_name}' vanished while declaring it")
+            raise LanceSourceError(
+                f"table '{options.table_name}' vanished while declaring it"
+            ) from None
         return state, False
     state = TableState(
         location=response.location,
@@ -80,10 +85,9 @@ def declare_table(options: LanceOptions, namespace: LanceNamespace) -> tuple[Tab
 
 def drop_declared_table(options: LanceOptions) -> None:
     """Undo a declaration whose first commit never happened (best effort)."""
-    try:
+    # Cleanup must not mask the error that caused it.
+    with contextlib.suppress(Exception):
         connect(options).drop_table(DropTableRequest(id=options.table_id))
-    except Exception:  # noqa: BLE001 - cleanup must not mask the error that caused it
-        pass
 
 
 def require_table(options: LanceOptions, namespace: LanceNamespace | None = None) -> TableState:
@@ -157,6 +161,14 @@ def referenced_files(state: TableState) -> set[str]:
         for fragment in dataset.get_fragments()
         for data_file in fragment.data_files()
     }
+
+
+def still_as_created(state: TableState) -> bool:
+    """True when nobody has committed to the table since `state` was taken."""
+    try:
+        return open_dataset(state).version == state.version
+    except (ValueError, OSError):
+        return False
 
 
 def delete_data_files(location: str, paths: list[str]) -> int:

@@ -34,6 +34,7 @@ from pipeline.tables import (
     drop_declared_table,
     inspect_table,
     referenced_files,
+    still_as_created,
 )
 
 
@@ -56,10 +57,10 @@ class WritePlan:
 
     options: LanceOptions
     mode: str  # what the user asked: append, overwrite, errorifexists or ignore
-    action: str  # what the write does: append, overwrite, create or skip
+    action: str  # what the write does: append, overwrite or skip
     table: TableState
     schema: pa.Schema
-    declared: bool = False
+    created: bool = False  # this job created the (still empty) table
 
 
 def effective_mode(options: LanceOptions, overwrite: bool) -> str:
@@ -67,16 +68,18 @@ def effective_mode(options: LanceOptions, overwrite: bool) -> str:
 
 
 def plan_write(options: LanceOptions, spark_schema: StructType, overwrite: bool) -> WritePlan:
-    """Decide what the write does to the table, declaring the table when it is new."""
+    """Decide what the write does to the table, creating the table when it is new."""
     mode = effective_mode(options, overwrite)
     namespace = connect(options)
     state = inspect_table(options, namespace)
-    declared = False
     if state is None:
-        state, declared = declare_table(options, namespace)
+        state, _ = declare_table(options, namespace)
+    created = False
     if not state.has_data:
         schema = lance_schema_for(spark_schema, _new_table_vectors(options))
-        return WritePlan(options, mode, "create", state, schema, declared)
+        state, created = create_empty_table(options, state, schema)
+    if created:
+        return WritePlan(options, mode, "append", state, state.schema, created=True)
     if mode == "errorifexists":
         raise LanceSourceError(
             f"table '{options.table_name}' already exists in {options.namespace_description} "
@@ -90,6 +93,33 @@ def plan_write(options: LanceOptions, spark_schema: StructType, overwrite: bool)
         return WritePlan(options, mode, "append", state, schema)
     vectors = _overwrite_vectors(options, spark_schema, state.schema)
     return WritePlan(options, mode, "overwrite", state, lance_schema_for(spark_schema, vectors))
+
+
+def create_empty_table(
+    options: LanceOptions, state: TableState, schema: pa.Schema
+) -> tuple[TableState, bool]:
+    """Make version 1 of a declared table: empty, with the job's schema.
+
+    Lance creates a version only if it does not exist yet, so of several jobs that
+    start writing a new table at once exactly one creates it and all of them append.
+    Returns the table's state and whether this call created it.
+    """
+    failure: Exception | None = None
+    try:
+        lance.write_dataset(
+            schema.empty_table(),
+            state.location,
+            mode="create",
+            storage_options=state.storage_options,
+        )
+    except (OSError, ValueError) as error:
+        failure = error  # fine if another writer created it first; checked below
+    refreshed = inspect_table(options)
+    if refreshed is None or not refreshed.has_data:
+        raise LanceSourceError(
+            f"cannot create table '{options.table_name}' at {state.location}: {failure}"
+        ) from failure
+    return refreshed, failure is None
 
 
 def _append_schema(spark_schema: StructType, table_schema: pa.Schema) -> pa.Schema:
@@ -155,14 +185,14 @@ class LanceWriter(DataSourceArrowWriter):
         if self.plan.action == "skip":
             return FragmentsMessage()
         schema = self.plan.schema
-        batches = (conform_batch(batch, schema) for batch in iterator if batch.num_rows)
+        batches = (conform_batch(b, schema, align=True) for b in iterator if b.num_rows)
         tracker = FileTracker()
         try:
             fragments = write_fragments(
                 pa.RecordBatchReader.from_batches(schema, batches),
                 self.plan.table.location,
                 schema=schema,
-                mode="append" if self.plan.action == "append" else "overwrite",
+                mode=self.plan.action,
                 max_rows_per_file=self.plan.options.max_rows_per_file,
                 storage_options=self.plan.table.storage_options,
                 progress=tracker,
@@ -184,7 +214,8 @@ class LanceWriter(DataSourceArrowWriter):
             if isinstance(message, FragmentsMessage)
             for text in message.fragments
         ]
-        commit_fragments(self.plan, fragments)
+        if fragments or self.plan.action == "overwrite":  # an empty append changes nothing
+            commit_fragments(self.plan, fragments)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         written = [
@@ -196,7 +227,7 @@ class LanceWriter(DataSourceArrowWriter):
         # If the commit went through before the failure, its files are the table's now.
         committed = referenced_files(self.plan.table)
         delete_data_files(self.plan.table.location, [p for p in written if p not in committed])
-        if self.plan.declared and not committed:
+        if self.plan.created and still_as_created(self.plan.table):
             drop_declared_table(self.plan.options)
 
 
@@ -220,19 +251,9 @@ def commit_fragments(plan: WritePlan, fragments: list[FragmentMetadata]) -> lanc
 
 
 def _operation(plan: WritePlan, fragments: list[FragmentMetadata]):
-    if plan.action == "append":
-        return lance.LanceOperation.Append(fragments), plan.table.version
     if plan.action == "overwrite":
         return lance.LanceOperation.Overwrite(plan.schema, fragments), plan.table.version
-    # A new table: if another job created it meanwhile, append rather than replace its rows.
-    current = inspect_table(plan.options)
-    if current is not None and current.has_data and plan.mode != "overwrite":
-        if plan.mode == "errorifexists":
-            raise LanceSourceError(
-                f"table '{plan.options.table_name}' was created by another writer during this job"
-            )
-        return lance.LanceOperation.Append(fragments), current.version
-    return lance.LanceOperation.Overwrite(plan.schema, fragments), None
+    return lance.LanceOperation.Append(fragments), plan.table.version
 
 
 def _namespace_commit_arguments(plan: WritePlan) -> dict[str, object]:
@@ -243,4 +264,3 @@ def _namespace_commit_arguments(plan: WritePlan) -> dict[str, object]:
         "table_id": plan.options.table_id,
         "namespace_client_managed_versioning": True,
     }
-

@@ -87,3 +87,13 @@ def test_the_spec_is_served(probe_url: str) -> None:
     response = httpx.get(f"{probe_url}/rest.yaml")
     assert response.status_code == 200
     assert "operationId: DescribeTable" in response.text
+
+
+def test_a_read_that_outlasts_the_backend_timeout_is_17_at_once() -> None:
+    with running_server(PROBE, {"delay": "3"}, backend_timeout=0.5) as url:
+        started = time.monotonic()
+        response = httpx.post(f"{url}/v1/namespace/slow/describe", json={}, timeout=10)
+        elapsed = time.monotonic() - started
+        assert (response.status_code, response.json()["code"]) == (503, 17)
+        assert elapsed < 2.0
+        assert httpx.get(f"{url}/v1/namespace/$/list").status_code == 200

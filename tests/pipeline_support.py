@@ -1,0 +1,110 @@
+"""Shared pieces of the pipeline tests: one Spark session and one adapter for the whole run.
+
+Both are process-wide singletons (not plain session fixtures) because several test
+modules import the fixtures, and pytest would otherwise build one per module.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+import pipeline
+from tests.server import running_server
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+_resources = contextlib.ExitStack()
+atexit.register(_resources.close)
+_singletons: dict[str, object] = {}
+_table_numbers = itertools.count()
+
+
+def spark_session() -> SparkSession:
+    if "spark" not in _singletons:
+        # Spark's Python workers must run this interpreter and import this checkout.
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])
+        )
+        session = (
+            SparkSession.builder.master("local[2,2]")  # 2 cores; a failed task is retried once
+            .appName("pipeline-tests")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.driver.memory", "2g")
+            .getOrCreate()
+        )
+        session.sparkContext.setLogLevel("ERROR")
+        pipeline.register(session)
+        _resources.callback(session.stop)
+        _singletons["spark"] = session
+    return _singletons["spark"]  # type: ignore[return-value]
+
+
+def adapter() -> tuple[str, Path]:
+    """The base URL of this project's adapter on a dir backend, and that backend's root."""
+    if "adapter" not in _singletons:
+        root = Path(tempfile.mkdtemp(prefix="pipeline-tests-"))
+        _resources.callback(_remove_tree, root)
+        url = _resources.enter_context(running_server("dir", {"root": str(root)}))
+        _singletons["adapter"] = (url, root)
+    return _singletons["adapter"]  # type: ignore[return-value]
+
+
+def _remove_tree(root: Path) -> None:
+    import shutil
+
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def spark() -> SparkSession:
+    return spark_session()
+
+
+@pytest.fixture(scope="session")
+def adapter_url() -> str:
+    return adapter()[0]
+
+
+@pytest.fixture
+def table_name() -> str:
+    """A table name no other test uses."""
+    return f"t{next(_table_numbers)}_{os.getpid()}"
+
+
+def lance_options(url: str, table: str, **options: object) -> dict[str, str]:
+    return pipeline.source_options(table, uri=url, **options)
+
+
+def sorted_arrow(df: DataFrame, key: str = "id") -> pa.Table:
+    return df.toArrow().sort_by(key)
+
+
+def first_difference(expected: pa.Table, actual: pa.Table, key: str = "id") -> str | None:
+    """Where two tables differ, cell by cell, or None when they are equal."""
+    if expected.schema != actual.schema:
+        return f"schemas differ:\n{expected.schema}\n---\n{actual.schema}"
+    if expected.num_rows != actual.num_rows:
+        return f"{expected.num_rows} rows expected, {actual.num_rows} read"
+    keys = expected.column(key).to_pylist()
+    for name in expected.column_names:
+        left, right = expected.column(name), actual.column(name)
+        if left.equals(right):
+            continue
+        for row, (a, b) in enumerate(zip(left.to_pylist(), right.to_pylist(), strict=True)):
+            if a != b:
+                return f"column {name!r}, {key}={keys[row]}: expected {a!r}, read {b!r}"
+        return f"column {name!r} differs in its Arrow layout"
+    return None
