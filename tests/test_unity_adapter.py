@@ -92,7 +92,7 @@ def test_create_table_with_data_lands_at_its_location_and_in_unity(
     table = sdk(unity, lambda api: TablesApi(api).get_table(f"{catalog}.ml.events"))
     assert table.storage_location == location
     assert table.properties["table_type"] == "lance"
-    # Declared before the data was written, so Unity has no columns for it (see docs/unity.md).
+    # Declared before the data was written, so Unity has no columns for it (see the README, "Unity Catalog backend").
     assert table.columns == []
 
     assert client.count_table_rows(CountTableRowsRequest(id=table_id)).count == 30
