@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +21,8 @@ import pyarrow as pa
 from lance_namespace import (
     CreateNamespaceRequest,
     CreateNamespaceResponse,
+    CreateTableRequest,
+    CreateTableResponse,
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
@@ -51,6 +54,7 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
+from backends import data
 from backends.conventions import (
     LANCE_TABLE_TYPE,
     TABLE_TYPE_KEY,
@@ -70,6 +74,7 @@ from backends.rest_catalog_client import (
     validate_location,
 )
 
+logger = logging.getLogger(__name__)
 API_PATH = "/api/2.1/unity-catalog"
 DEFAULT_READ_TIMEOUT_MS = 300_000
 DEFAULT_ROOT = "/tmp/lance"
@@ -221,6 +226,25 @@ class UnityNamespace(LanceNamespace):
             storage_options=dict(self.storage_options),
             properties=string_map(table.get("properties")),
         )
+
+    def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
+        """The generic CreateTable, then the registration again with the columns of the data
+        just written: Unity cannot add columns to a table entry that exists."""
+        created = data.create_table(self, request, request_data)
+        try:
+            self.register_table(
+                RegisterTableRequest(
+                    id=request.id,
+                    location=created.location,
+                    mode="overwrite",
+                    properties=created.properties,
+                    identity=request.identity,
+                    context=request.context,
+                )
+            )
+        except LanceNamespaceError:
+            logger.warning("table %s keeps its registration without columns", request.id)
+        return created
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         catalog, schema, name = self._table_identifier(request.id)

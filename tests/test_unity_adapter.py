@@ -92,8 +92,9 @@ def test_create_table_with_data_lands_at_its_location_and_in_unity(
     table = sdk(unity, lambda api: TablesApi(api).get_table(f"{catalog}.ml.events"))
     assert table.storage_location == location
     assert table.properties["table_type"] == "lance"
-    # Declared before the data was written, so Unity has no columns for it (see the README, "Unity Catalog backend").
-    assert table.columns == []
+    # Declared before the data was written, then registered again with the data's columns.
+    assert [column.name for column in table.columns] == ["id", "name", "vector"]
+    assert [column.type_name for column in table.columns][:2] == ["LONG", "STRING"]
 
     assert client.count_table_rows(CountTableRowsRequest(id=table_id)).count == 30
     detailed = client.describe_table(DescribeTableRequest(id=table_id, load_detailed_metadata=True))
