@@ -35,7 +35,9 @@ class LanceOptions:
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE
     batch_size: int = DEFAULT_BATCH_SIZE
     commit_retries: int = 20
-    pushdown: bool = True
+    # Off by default: Spark 4.3 reuses a filtered Python reader for a later unfiltered query
+    # on the same loaded DataFrame (see the README, Spark pipelines: Known limits).
+    pushdown: bool = False
 
     @property
     def namespace_description(self) -> str:
@@ -76,7 +78,7 @@ def parse_options(options: Mapping[str, str]) -> LanceOptions:
         max_rows_per_file=_positive_int(lowered, "max_rows_per_file", DEFAULT_MAX_ROWS_PER_FILE),
         batch_size=_positive_int(lowered, "batch_size", DEFAULT_BATCH_SIZE),
         commit_retries=_positive_int(lowered, "commit_retries", 20),
-        pushdown=_boolean(lowered, "pushdown", True),
+        pushdown=_boolean(lowered, "pushdown", False),
     )
 
 
