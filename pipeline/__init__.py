@@ -1,4 +1,4 @@
-"""PySpark data pipelines over Lance tables served by a Lance namespace (see the README, "Spark pipelines")."""
+"""PySpark data pipelines over Lance tables in a Lance namespace (README: "Spark pipelines")."""
 
 from pipeline.api import activate, read_table, register, save_table, source_options
 from pipeline.options import LanceSourceError

@@ -17,7 +17,7 @@ from pipeline.write import LanceWriter, plan_write
 
 
 class LanceDataSource(DataSource):
-    """`spark.read.format("lance")` / `df.write.format("lance")`; see the README, "Spark pipelines"."""
+    """`spark.read.format("lance")` / `df.write.format("lance")` (README: "Spark pipelines")."""
 
     @classmethod
     def name(cls) -> str:
