@@ -7,6 +7,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import lance
+from lance import LanceDataset
 from lance_namespace import InvalidInputError
 
 TABLE_TYPE_KEY = "table_type"
@@ -47,3 +49,19 @@ def storage_root(root: str | None) -> str:
 
 def join_location(base: str, *names: str) -> str:
     return "/".join([base.rstrip("/"), *names])
+
+
+def open_lance_table(location: str, options: Mapping[str, str] | None) -> LanceDataset | None:
+    """The Lance table at `location`, or None when there is none (yet)."""
+    try:
+        return lance.dataset(location, storage_options=dict(options or {}) or None)
+    except (OSError, ValueError, RuntimeError):
+        return None
+
+
+def require_lance_table(location: str, options: Mapping[str, str] | None) -> LanceDataset:
+    """The Lance table at `location`; RegisterTable adopts existing data, so none is 13."""
+    dataset = open_lance_table(location, options)
+    if dataset is None:
+        raise InvalidInputError(f"no Lance table at {location}")
+    return dataset

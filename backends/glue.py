@@ -25,7 +25,6 @@ from typing import Any
 
 import boto3
 import botocore.session
-import lance
 from botocore.config import Config
 from botocore.credentials import (
     CredentialProvider,
@@ -93,6 +92,7 @@ from backends.conventions import (
     has_lance_table_type,
     join_location,
     request_mode,
+    require_lance_table,
     storage_root,
 )
 from backends.names import require_object_identifier, validate_identifier, validate_name
@@ -784,7 +784,7 @@ class GlueNamespace(LanceNamespace):
         if not location:
             return False
         try:
-            self._require_lance_data(location)
+            require_lance_table(location, self._storage_options())
         except InvalidInputError:
             return False
         return True
@@ -806,7 +806,7 @@ class GlueNamespace(LanceNamespace):
         mode = request_mode(request.mode, ("create", "overwrite"), "create")
         parameters = self._lance_parameters(request.properties)
         self._require_database(ref, namespace)
-        self._require_lance_data(request.location)
+        require_lance_table(request.location, self._storage_options())
         existing = self._table_if_exists(ref, table) if mode == "overwrite" else None
         if existing is None:
             self._create_table(ref, table, request.location, parameters, namespace)
@@ -820,13 +820,6 @@ class GlueNamespace(LanceNamespace):
                     **ref.params(),
                 )
         return RegisterTableResponse(location=request.location, properties=parameters)
-
-    def _require_lance_data(self, location: str) -> None:
-        """RegisterTable adopts existing data: the location must hold a Lance table."""
-        try:
-            lance.dataset(location, storage_options=self._storage_options() or None)
-        except (ValueError, OSError, RuntimeError) as error:
-            raise InvalidInputError(f"no Lance table at {location}: {error}") from error
 
     def _table_if_exists(self, ref: DatabaseRef, table: str) -> dict[str, Any] | None:
         try:

@@ -88,6 +88,7 @@ from backends.conventions import (
     has_lance_table_type,
     join_location,
     request_mode,
+    require_lance_table,
     storage_root,
 )
 from backends.names import validate_identifier
@@ -538,7 +539,7 @@ class _HiveNamespace(LanceNamespace):
         if not request.location:
             raise InvalidInputError("RegisterTable needs the location of an existing Lance table")
         absolute_location(request.location)
-        self._require_lance_dataset(request.location)
+        require_lance_table(request.location, self._storage_options)
         table = self._lance_table(ref, name, request.location, request.properties)
         self._get_database(ref)
         if mode == "overwrite" and self._table_or_none(ref, name) is not None:
@@ -768,16 +769,6 @@ class _HiveNamespace(LanceNamespace):
             parameters=parameters,
             tableType=EXTERNAL_TABLE,
         )
-
-    def _require_lance_dataset(self, location: str) -> None:
-        import lance
-
-        try:
-            lance.dataset(location, storage_options=self._storage_options or None)
-        except Exception as error:
-            raise InvalidInputError(
-                f"no Lance table at {location!r}; RegisterTable needs an existing one ({error})"
-            ) from error
 
     # -- locations ---------------------------------------------------------------------------
 

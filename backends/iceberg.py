@@ -15,7 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote
 
-import lance
 from lance_namespace import (
     CreateNamespaceRequest,
     CreateNamespaceResponse,
@@ -55,6 +54,7 @@ from backends.conventions import (
     TABLE_TYPE_KEY,
     has_lance_table_type,
     request_mode,
+    require_lance_table,
     storage_root,
 )
 from backends.names import require_object_identifier, validate_identifier
@@ -255,7 +255,7 @@ class IcebergNamespace(LanceNamespace):
         warehouse, path, name = self._table(request.id)
         mode = request_mode(request.mode, ("create", "overwrite"), "create")
         location = validate_location(request.location)
-        verify_lance_table(location, self.storage_options)
+        require_lance_table(location, self.storage_options)
         replaced = (
             self._unregister_for_overwrite(warehouse, path, name) if mode == "overwrite" else None
         )
@@ -408,14 +408,6 @@ class IcebergNamespace(LanceNamespace):
                 "an Iceberg table identifier is [warehouse, namespace..., table]"
             )
         return parts[0], parts[1:-1], parts[-1]
-
-
-def verify_lance_table(location: str, options: dict[str, str]) -> lance.LanceDataset:
-    """Open the Lance table at `location`, or raise InvalidInputError when there is none."""
-    try:
-        return lance.dataset(location, storage_options=options or None)
-    except (OSError, ValueError, RuntimeError) as error:
-        raise InvalidInputError(f"no Lance table at {location}: {error}") from error
 
 
 def _table_location(table: dict[str, Any]) -> str | None:

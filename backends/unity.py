@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-import lance
 import pyarrow as pa
 from lance_namespace import (
     CreateNamespaceRequest,
@@ -59,7 +58,9 @@ from backends.conventions import (
     LANCE_TABLE_TYPE,
     TABLE_TYPE_KEY,
     has_lance_table_type,
+    open_lance_table,
     request_mode,
+    require_lance_table,
     storage_root,
 )
 from backends.names import require_object_identifier, validate_identifier
@@ -218,7 +219,7 @@ class UnityNamespace(LanceNamespace):
             if request.location is not None
             else f"{self.root}/{catalog}/{schema}/{name}"
         )
-        dataset = self._open_dataset(location)
+        dataset = open_lance_table(location, self.storage_options)
         columns = unity_columns(dataset.schema) if dataset is not None else []
         table = self._create_table(catalog, schema, name, location, columns, request.properties)
         return DeclareTableResponse(
@@ -250,9 +251,7 @@ class UnityNamespace(LanceNamespace):
         catalog, schema, name = self._table_identifier(request.id)
         mode = request_mode(request.mode, ("create", "overwrite"), "create")
         location = validate_location(request.location)
-        dataset = self._open_dataset(location)
-        if dataset is None:
-            raise InvalidInputError(f"no Lance table at {location}")
+        dataset = require_lance_table(location, self.storage_options)
         replaced = (
             self._unregister_for_overwrite(catalog, schema, name) if mode == "overwrite" else None
         )
@@ -368,13 +367,6 @@ class UnityNamespace(LanceNamespace):
             for item in self._collect(path, params, field, errors)
             if item.get("name")
         ]
-
-    def _open_dataset(self, location: str) -> lance.LanceDataset | None:
-        """The Lance table at `location`, or None when nothing has been written there yet."""
-        try:
-            return lance.dataset(location, storage_options=self.storage_options or None)
-        except (OSError, ValueError, RuntimeError):
-            return None
 
     # Identifiers
 
