@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +12,7 @@ from starlette.requests import Request
 
 from app.errors import BodyTooLargeError
 from app.spec import BodyKind, Operation, QueryParameter
+from backends.conventions import request_mode
 from backends.names import validate_identifier
 
 DEFAULT_DELIMITER = "$"
@@ -29,14 +29,14 @@ ROOT_OPERATIONS = frozenset(
     {"ListNamespaces", "ListTables", "DescribeNamespace", "NamespaceExists"}
 )
 
-# Accepted values of the mode-like request fields, in their canonical snake_case spelling.
-CHOICE_FIELDS: dict[tuple[str, str], frozenset[str]] = {
-    ("CreateNamespace", "mode"): frozenset({"create", "exist_ok", "overwrite"}),
-    ("DropNamespace", "mode"): frozenset({"skip", "fail"}),
-    ("DropNamespace", "behavior"): frozenset({"restrict", "cascade"}),
-    ("CreateTable", "mode"): frozenset({"create", "exist_ok", "overwrite"}),
-    ("InsertIntoTable", "mode"): frozenset({"append", "overwrite"}),
-    ("RegisterTable", "mode"): frozenset({"create", "overwrite"}),
+# Accepted values of the mode-like request fields, in the snake_case spelling the backends get.
+CHOICE_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("CreateNamespace", "mode"): ("create", "exist_ok", "overwrite"),
+    ("DropNamespace", "mode"): ("skip", "fail"),
+    ("DropNamespace", "behavior"): ("restrict", "cascade"),
+    ("CreateTable", "mode"): ("create", "exist_ok", "overwrite"),
+    ("InsertIntoTable", "mode"): ("append", "overwrite"),
+    ("RegisterTable", "mode"): ("create", "overwrite"),
 }
 
 
@@ -134,20 +134,17 @@ def header_fields(headers: Mapping[str, str]) -> dict[str, Any]:
     return {"identity": identity or None, "context": context or None}
 
 
-def canonical_choice(value: str) -> str:
-    """ExistOk, EXIST_OK, exist_ok -> exist_ok."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", value).lower()
-
-
 def _normalise_choices(operation: Operation, fields: dict[str, Any]) -> None:
+    """Any spelling (ExistOk, EXIST_OK, exist_ok) of a known choice becomes its snake_case."""
     for (operation_id, name), allowed in CHOICE_FIELDS.items():
-        if operation_id != operation.operation_id or fields.get(name) is None:
+        value = fields.get(name)
+        if operation_id != operation.operation_id or value is None:
             continue
-        value = fields[name]
-        if not isinstance(value, str) or canonical_choice(value) not in allowed:
-            choices = ", ".join(sorted(allowed))
-            raise InvalidInputError(f"{name} must be one of {choices}, got {value!r}")
-        fields[name] = canonical_choice(value)
+        if not isinstance(value, str):
+            raise InvalidInputError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+        by_compact_spelling = {choice.replace("_", ""): choice for choice in allowed}
+        compact = request_mode(value, tuple(by_compact_spelling), value, name)
+        fields[name] = by_compact_spelling[compact]
 
 
 def _validate_id(operation: Operation, fields: dict[str, Any]) -> None:
