@@ -134,6 +134,13 @@ def header_fields(headers: Mapping[str, str]) -> dict[str, Any]:
     return {"identity": identity or None, "context": context or None}
 
 
+# request_mode compares spellings without separators: existok -> exist_ok, built once.
+_COMPACT_CHOICES = {
+    key: {choice.replace("_", ""): choice for choice in allowed}
+    for key, allowed in CHOICE_FIELDS.items()
+}
+
+
 def _normalise_choices(operation: Operation, fields: dict[str, Any]) -> None:
     """Any spelling (ExistOk, EXIST_OK, exist_ok) of a known choice becomes its snake_case."""
     for (operation_id, name), allowed in CHOICE_FIELDS.items():
@@ -142,7 +149,7 @@ def _normalise_choices(operation: Operation, fields: dict[str, Any]) -> None:
             continue
         if not isinstance(value, str):
             raise InvalidInputError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
-        by_compact_spelling = {choice.replace("_", ""): choice for choice in allowed}
+        by_compact_spelling = _COMPACT_CHOICES[(operation_id, name)]
         compact = request_mode(value, tuple(by_compact_spelling), value, name)
         fields[name] = by_compact_spelling[compact]
 

@@ -53,7 +53,7 @@ from lance_namespace import (
 )
 
 from backends.arrow_schema import arrow_schema_to_json
-from backends.conventions import request_mode
+from backends.conventions import open_lance_table, request_mode
 from backends.paging import paginate
 
 logger = logging.getLogger(__name__)
@@ -128,11 +128,7 @@ def _write(data: bytes, location: str, mode: str, options: dict[str, str] | None
 
 
 def _has_data(location: str, options: dict[str, str] | None) -> bool:
-    try:
-        _open(location, options)
-    except InvalidTableStateError:
-        return False
-    return True
+    return open_lance_table(location, options) is not None
 
 
 def _remove_data(location: str, options: dict[str, str] | None) -> None:
@@ -197,9 +193,10 @@ def insert_into_table(
         raise InvalidInputError(f"mode must be append or overwrite, got {mode!r}")
     described = _describe(namespace, request)
     options = described.storage_options
-    if not _has_data(described.location, options):
+    existing = open_lance_table(described.location, options)
+    if existing is None:
         mode = "create"
-    before = 0 if mode != "append" else _open(described.location, options).count_rows()
+    before = existing.count_rows() if existing is not None and mode == "append" else 0
     dataset = _write(data, described.location, mode, options)
     return InsertIntoTableResponse(
         version=dataset.version, num_inserted_rows=dataset.count_rows() - before
