@@ -8,19 +8,18 @@ import functools
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from lance_namespace import LanceNamespace, ServiceUnavailableError
-from pydantic import BaseModel
+from lance_namespace import LanceNamespace, ServiceUnavailableError, UnsupportedOperationError
 
-from app.spec import BodyKind, Operation
+from app.spec import Operation
 
 # Operations that change nothing: when one outlasts the backend timeout the caller gets 17 at
 # once and may retry safely. A write is always awaited, so its answer is never a guess.
-READ_ONLY_PREFIXES = ("Describe", "List", "Count", "Query")
+READ_ONLY_PREFIXES = ("Describe", "List", "Count", "Query", "Get", "Explain", "Analyze")
 READ_ONLY_SUFFIXES = ("Exists",)
 
 
 def is_read_only(operation: Operation) -> bool:
-    name = operation.operation_id
+    name = operation.backend_id
     return name.startswith(READ_ONLY_PREFIXES) or name.endswith(READ_ONLY_SUFFIXES)
 
 
@@ -41,10 +40,15 @@ class Dispatcher:
 
     async def call(
         self, operation: Operation, fields: dict[str, Any], data: bytes | None
-    ) -> BaseModel:
+    ) -> Any:
         request = operation.request_model.model_validate(fields)
-        method = getattr(self.namespace, operation.backend_method)
-        arguments = (request, data) if operation.body is BodyKind.ARROW else (request,)
+        method = getattr(self.namespace, operation.backend_method, None)
+        if method is None:
+            raise UnsupportedOperationError(
+                f"{operation.operation_id} is not supported by the "
+                f"{type(self.namespace).__name__} backend"
+            )
+        arguments = (request, data) if operation.takes_data else (request,)
         context = contextvars.copy_context()
         pending = asyncio.get_running_loop().run_in_executor(
             self._pool, functools.partial(context.run, method, *arguments)

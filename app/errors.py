@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import logging
 
-from lance_namespace import ErrorCode, InternalError, InvalidInputError, LanceNamespaceError
+from lance_namespace import (
+    ErrorCode,
+    InternalError,
+    InvalidInputError,
+    LanceNamespaceError,
+    UnsupportedOperationError,
+)
 from pydantic import ValidationError
 
 logger = logging.getLogger("lance_adapter")
@@ -65,6 +71,8 @@ def as_namespace_error(error: BaseException) -> LanceNamespaceError:
         return error
     if isinstance(error, ValidationError):
         return invalid_input_from_validation(error)
+    if isinstance(error, NotImplementedError):
+        return UnsupportedOperationError(f"not supported by this backend: {error}")
     logger.error("unexpected error", exc_info=error)
     return InternalError("internal error; see the server log")
 

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 from lance_namespace import InvalidInputError
+from starlette.datastructures import QueryParams
 from starlette.requests import Request
 
 from app.errors import BodyTooLargeError
+from app.lancedb_remote import adapt_lancedb_request, is_lancedb_remote
 from app.spec import BodyKind, Operation, QueryParameter
-from backends.conventions import request_mode
+from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, WriteMode, parse_mode
 from backends.names import validate_identifier
 
 DEFAULT_DELIMITER = "$"
@@ -29,14 +32,14 @@ ROOT_OPERATIONS = frozenset(
     {"ListNamespaces", "ListTables", "DescribeNamespace", "NamespaceExists"}
 )
 
-# Accepted values of the mode-like request fields, in the snake_case spelling the backends get.
-CHOICE_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("CreateNamespace", "mode"): ("create", "exist_ok", "overwrite"),
-    ("DropNamespace", "mode"): ("skip", "fail"),
-    ("DropNamespace", "behavior"): ("restrict", "cascade"),
-    ("CreateTable", "mode"): ("create", "exist_ok", "overwrite"),
-    ("InsertIntoTable", "mode"): ("append", "overwrite"),
-    ("RegisterTable", "mode"): ("create", "overwrite"),
+# The mode-like request fields and the values they parse to.
+CHOICE_FIELDS: dict[tuple[str, str], type[enum.StrEnum]] = {
+    ("CreateNamespace", "mode"): CreateMode,
+    ("DropNamespace", "mode"): DropMode,
+    ("DropNamespace", "behavior"): DropBehavior,
+    ("CreateTable", "mode"): CreateMode,
+    ("InsertIntoTable", "mode"): WriteMode,
+    ("RegisterTable", "mode"): RegisterMode,
 }
 
 
@@ -109,12 +112,16 @@ def _coerce(parameter: QueryParameter, raw: str) -> Any:
     return raw
 
 
-def query_fields(operation: Operation, query: Mapping[str, str]) -> dict[str, Any]:
-    return {
-        parameter.name: _coerce(parameter, query[parameter.name])
-        for parameter in operation.query_parameters
-        if parameter.name != "delimiter" and parameter.name in query
-    }
+def query_fields(operation: Operation, query: QueryParams) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for parameter in operation.query_parameters:
+        if parameter.name == "delimiter" or parameter.name not in query:
+            continue
+        if parameter.type == "array":
+            fields[parameter.name] = query.getlist(parameter.name)
+        else:
+            fields[parameter.name] = _coerce(parameter, query[parameter.name])
+    return fields
 
 
 def header_fields(headers: Mapping[str, str]) -> dict[str, Any]:
@@ -134,29 +141,19 @@ def header_fields(headers: Mapping[str, str]) -> dict[str, Any]:
     return {"identity": identity or None, "context": context or None}
 
 
-# request_mode compares spellings without separators: existok -> exist_ok, built once.
-_COMPACT_CHOICES = {
-    key: {choice.replace("_", ""): choice for choice in allowed}
-    for key, allowed in CHOICE_FIELDS.items()
-}
-
-
 def _normalise_choices(operation: Operation, fields: dict[str, Any]) -> None:
-    """Any spelling (ExistOk, EXIST_OK, exist_ok) of a known choice becomes its snake_case."""
-    for (operation_id, name), allowed in CHOICE_FIELDS.items():
-        value = fields.get(name)
-        if operation_id != operation.operation_id or value is None:
-            continue
-        if not isinstance(value, str):
-            raise InvalidInputError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
-        by_compact_spelling = _COMPACT_CHOICES[(operation_id, name)]
-        compact = request_mode(value, tuple(by_compact_spelling), value, name)
-        fields[name] = by_compact_spelling[compact]
+    """Any official spelling (ExistOk, EXIST_OK, exist_ok) of a choice becomes its value."""
+    for (operation_id, name), kind in CHOICE_FIELDS.items():
+        if operation_id == operation.backend_id and fields.get(name) is not None:
+            fields[name] = parse_mode(fields[name], kind, next(iter(kind)), name).value
 
 
 def _validate_id(operation: Operation, fields: dict[str, Any]) -> None:
+    if not operation.has_id:
+        return
     identifier = validate_identifier(fields.get("id"))
-    if not identifier and operation.operation_id not in ROOT_OPERATIONS:
+    addresses_one_object = operation.path is None or "{id}" in operation.path
+    if not identifier and addresses_one_object and operation.backend_id not in ROOT_OPERATIONS:
         raise InvalidInputError(f"{operation.operation_id} needs a non-empty identifier")
     fields["id"] = identifier
 
@@ -174,11 +171,16 @@ def finish_fields(
     _validate_id(operation, fields)
     _validate_limit(fields)
     _normalise_choices(operation, fields)
+    if is_lancedb_remote(headers):
+        adapt_lancedb_request(operation.backend_id, fields)
     from_headers = header_fields(headers)
     if fields.get("identity") is None:
         fields["identity"] = from_headers["identity"]
+    context = fields.get("context")
+    if context is not None and not isinstance(context, dict):
+        raise InvalidInputError("context must be an object of strings")
     if from_headers["context"]:
-        fields["context"] = {**from_headers["context"], **(fields.get("context") or {})}
+        fields["context"] = {**from_headers["context"], **(context or {})}
     return fields
 
 
@@ -186,20 +188,26 @@ async def read_route_request(
     operation: Operation, request: Request, max_body_bytes: int
 ) -> tuple[dict[str, Any], bytes | None]:
     """Fields and Arrow data of a request to the operation's /v1/ route."""
-    delimiter = request.query_params.get("delimiter") or DEFAULT_DELIMITER
-    route_id = split_identifier(request.path_params["id"], delimiter)
+    path_params = dict(request.path_params)
     body = await read_body(request, max_body_bytes)
     data = None
     fields: dict[str, Any] = {}
     if operation.body is BodyKind.JSON:
         fields = parse_json_object(body)
+    elif operation.body is BodyKind.FIELD:
+        fields = {operation.body_field: parse_json_object(body)}
     elif operation.body is BodyKind.ARROW:
         data = check_arrow_stream(body)
     fields.update(query_fields(operation, request.query_params))
-    if fields.get("id") is not None and fields["id"] != route_id:
-        message = f"request body names {fields['id']!r}, the route names {route_id!r}"
-        raise InvalidInputError(message)
-    fields["id"] = route_id
+    raw_id = path_params.pop("id", None)
+    fields.update(path_params)
+    if raw_id is not None:
+        delimiter = request.query_params.get("delimiter") or DEFAULT_DELIMITER
+        route_id = split_identifier(raw_id, delimiter)
+        if fields.get("id") is not None and fields["id"] != route_id:
+            message = f"request body names {fields['id']!r}, the route names {route_id!r}"
+            raise InvalidInputError(message)
+        fields["id"] = route_id
     return finish_fields(operation, fields, request.headers), data
 
 
@@ -212,7 +220,7 @@ async def read_operation_request(
     their fields come from the query (`id` joined with `delimiter`) and the body is the data.
     """
     body = await read_body(request, max_body_bytes)
-    if operation.body is not BodyKind.ARROW:
+    if not operation.takes_data:
         return finish_fields(operation, parse_json_object(body), request.headers), None
     query = request.query_params
     fields = query_fields(operation, query)

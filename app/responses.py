@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from typing import Any
 
+import orjson
 from lance_namespace import LanceNamespaceError
-from pydantic import BaseModel
 from starlette.responses import Response
 
 from app.errors import error_body, http_status
-from app.spec import ARROW_FILE, AnswerKind
+from app.lancedb_remote import is_lancedb_remote, lancedb_answer
+from app.spec import ARROW_FILE, AnswerKind, Operation
 
 JSON = "application/json"
 CONTEXT_HEADER_PREFIX = "header."
@@ -35,28 +36,46 @@ def _split_context(payload: dict[str, Any]) -> dict[str, str]:
 
 
 def _json(payload: Any, headers: dict[str, str] | None = None, status: int = 200) -> Response:
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    body = orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS)
     return Response(body, status_code=status, media_type=JSON, headers=headers)
 
 
-def render(answer: AnswerKind, response: BaseModel) -> Response:
+def _payload(response: Any) -> dict[str, Any]:
+    return response.to_dict() if hasattr(response, "to_dict") else response.model_dump()
+
+
+def render(
+    operation: Operation, response: Any, request_headers: Mapping[str, str] | None = None
+) -> Response:
     """The HTTP form of a backend response, as the operation's /v1/ route answers."""
-    payload = response.to_dict() if hasattr(response, "to_dict") else response.model_dump()
+    answer, status = operation.answer, operation.status
+    if answer is AnswerKind.STRING:
+        return _json(response, status=status)
+    payload = _payload(response)
     headers = _split_context(payload)
     if answer is AnswerKind.ARROW_FILE:
-        return Response(response.data, media_type=ARROW_FILE, headers=headers)
+        return Response(response.data, status, headers, media_type=ARROW_FILE)
     if answer is AnswerKind.INTEGER:
-        return _json(payload["count"], headers)
+        return _json(payload["count"], headers, status)
+    if answer is AnswerKind.FIELD:
+        return _json(payload.get(operation.body_field) or {}, headers, status)
     if answer is AnswerKind.STATUS:
-        return Response(status_code=200, headers=headers)
+        return Response(status_code=status, headers=headers)
+    if is_lancedb_remote(request_headers or {}):
+        return _json(lancedb_answer(operation.backend_id, payload), headers, status)
+    return _json(payload, headers, status)
+
+
+def render_model(
+    operation: Operation, response: Any, request_headers: Mapping[str, str] | None = None
+) -> Response:
+    """The HTTP form of a backend response on a POST /<OperationId> route: the model as JSON
+    (Arrow query results and plan strings stay as they are)."""
+    if operation.answer in (AnswerKind.ARROW_FILE, AnswerKind.STRING):
+        return render(operation, response, request_headers)
+    payload = _payload(response)
+    headers = _split_context(payload)
     return _json(payload, headers)
-
-
-def render_model(answer: AnswerKind, response: BaseModel) -> Response:
-    """The HTTP form of a backend response on a POST /<OperationId> route: the model as JSON."""
-    if answer is AnswerKind.ARROW_FILE:
-        return render(answer, response)
-    return render(AnswerKind.JSON, response)
 
 
 def render_error(error: LanceNamespaceError, instance: str) -> Response:

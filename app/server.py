@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.auth import IDENTITY_KEY, AuthMiddleware, load_credentials
@@ -32,6 +33,7 @@ from app.observability import (
 from app.ops import Readiness, operations_routes
 from app.requests import read_operation_request, read_route_request
 from app.responses import render, render_error, render_model
+from app.routing import LanceRoutes, RouteTable
 from app.spec import SPEC_PATH, Operation, load_operations
 
 SETTINGS_ENV = "LANCE_ADAPTER_SETTINGS_JSON"
@@ -39,44 +41,12 @@ SETTINGS_ENV = "LANCE_ADAPTER_SETTINGS_JSON"
 RequestReader = Callable[
     [Operation, Request, int], Awaitable[tuple[dict[str, Any], bytes | None]]
 ]
-Renderer = Callable[..., Response]
+Renderer = Callable[[Operation, Any, Any], Response]
 
 
 def _error(request: Request, error: LanceNamespaceError) -> Response:
     request.scope[ERROR_CODE_KEY] = int(error.code)
     return render_error(error, request.url.path)
-
-
-def _endpoint(
-    operation: Operation,
-    service: _Service,
-    read: RequestReader,
-    answer: Renderer,
-) -> Callable[[Request], Awaitable[Response]]:
-    dispatcher, metrics, max_body_bytes = service.dispatcher, service.metrics, service.max_body
-    name, identity_from_auth = operation.operation_id, service.auth_on
-
-    async def endpoint(request: Request) -> Response:
-        try:
-            fields, data = await read(operation, request, max_body_bytes)
-            if identity_from_auth:
-                fields["identity"] = request.scope.get(IDENTITY_KEY)
-        except Exception as error:
-            return _error(request, as_namespace_error(error))
-        start = time.perf_counter()
-        try:
-            response = await dispatcher.call(operation, fields, data)
-        except Exception as error:
-            metrics.observe_backend(name, False, time.perf_counter() - start)
-            return _error(request, as_namespace_error(error))
-        metrics.observe_backend(name, True, time.perf_counter() - start)
-        try:
-            return answer(operation.answer, response)
-        except Exception as error:
-            return _error(request, as_namespace_error(error))
-
-    endpoint.__name__ = operation.backend_method
-    return endpoint
 
 
 @dataclass(frozen=True)
@@ -85,6 +55,46 @@ class _Service:
     metrics: Metrics
     max_body: int
     auth_on: bool
+
+
+class OperationEndpoint:
+    """One operation at one of its routes: read the request, call the backend, answer."""
+
+    def __init__(
+        self, operation: Operation, service: _Service, read: RequestReader, answer: Renderer,
+        name: str,
+    ) -> None:
+        self.operation = operation
+        self.service = service
+        self.read = read
+        self.answer = answer
+        setattr(self, OPERATION_ATTRIBUTE, name)
+
+    async def asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        response = await self.respond(request)
+        await response(scope, receive, send)
+
+    async def respond(self, request: Request) -> Response:
+        """The one error path: whatever fails becomes the spec's error answer."""
+        try:
+            fields, data = await self.read(self.operation, request, self.service.max_body)
+            if self.service.auth_on:
+                fields["identity"] = request.scope.get(IDENTITY_KEY)
+            response = await self._call_backend(fields, data)
+            return self.answer(self.operation, response, request.headers)
+        except Exception as error:
+            return _error(request, as_namespace_error(error))
+
+    async def _call_backend(self, fields: dict[str, Any], data: bytes | None) -> Any:
+        start, succeeded = time.perf_counter(), False
+        try:
+            response = await self.service.dispatcher.call(self.operation, fields, data)
+            succeeded = True
+            return response
+        finally:
+            seconds = time.perf_counter() - start
+            self.service.metrics.observe_backend(self.operation.operation_id, succeeded, seconds)
 
 
 def _route(path: str, endpoint: Any, methods: list[str], name: str) -> Route:
@@ -97,25 +107,21 @@ def operation_routes(
     dispatcher: Dispatcher,
     settings: Settings,
     metrics: Metrics | None = None,
-) -> list[Route]:
+) -> LanceRoutes:
+    """Every operation at its /v1/ route and at POST /<OperationId>, as one route table."""
     service = _Service(
         dispatcher, metrics or Metrics(), settings.max_body_bytes, settings.auth_mode != "off"
     )
-    routes = []
+    endpoints: dict[tuple[str, bool], Any] = {}
     for operation in operations:
-        routes.append(_route(
-            operation.route_path,
-            _endpoint(operation, service, read_route_request, render),
-            [operation.method],
-            operation.operation_id,
-        ))
-        routes.append(_route(
-            f"/{operation.operation_id}",
-            _endpoint(operation, service, read_operation_request, render_model),
-            ["POST"],
-            f"{operation.operation_id}-by-id",
-        ))
-    return routes
+        name = operation.operation_id
+        endpoints[(name, False)] = OperationEndpoint(
+            operation, service, read_route_request, render, name
+        )
+        endpoints[(name, True)] = OperationEndpoint(
+            operation, service, read_operation_request, render_model, f"{name}-by-id"
+        )
+    return LanceRoutes(RouteTable.build(operations), endpoints)
 
 
 async def _no_such_route(request: Request, error: Exception) -> Response:
@@ -154,7 +160,7 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> F
     )
     metrics = Metrics()
     register_secrets(secret_property_values(settings.properties))
-    app.router.routes.extend(operation_routes(load_operations(), dispatcher, settings, metrics))
+    app.router.routes.append(operation_routes(load_operations(), dispatcher, settings, metrics))
     app.router.routes.append(_route("/rest.yaml", _spec, ["GET"], "rest.yaml"))
     readiness = Readiness(namespace, settings.readiness_timeout)
     app.router.routes.extend(operations_routes(readiness, metrics))

@@ -12,31 +12,29 @@ from typing import Any
 import lance_namespace
 import yaml
 from pydantic import BaseModel
-from starlette.convertors import PathConvertor, register_url_convertor
+
+from backends import extensions
 
 SPEC_PATH = Path(__file__).with_name("rest.yaml")
-
-
-class IdentifierConvertor(PathConvertor):
-    regex = "[\\s\\S]*"
-
-
-register_url_convertor("lance_id", IdentifierConvertor())
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 ARROW_FILE = "application/vnd.apache.arrow.file"
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class BodyKind(enum.Enum):
     JSON = "json"
     ARROW = "arrow"
     NONE = "none"
+    FIELD = "field"  # the JSON body is one field of the request model
 
 
 class AnswerKind(enum.Enum):
     JSON = "json"
     INTEGER = "integer"
+    STRING = "string"
     ARROW_FILE = "arrow-file"
     STATUS = "status"
+    FIELD = "field"  # the answer is one field of the response model
 
 
 @dataclass(frozen=True)
@@ -50,29 +48,52 @@ class QueryParameter:
 class Operation:
     operation_id: str
     method: str
-    path: str
+    # The /v1/ route, or None for an operation served only at POST /<operation_id>.
+    path: str | None
     query_parameters: tuple[QueryParameter, ...]
     body: BodyKind
     answer: AnswerKind
+    status: int = 200
+    # The operation this one is another name of (GetTable -> DescribeTable).
+    target_id: str | None = None
+    request_model_name: str | None = None
+    body_field: str | None = None
 
     @cached_property
-    def route_path(self) -> str:
-        """The Starlette path: `id` may hold any character (even `/` or a newline), so a
-        bad name is rejected as invalid input instead of missing every route."""
-        return self.path.replace("{id}", "{id:lance_id}")
+    def backend_id(self) -> str:
+        """The operation the backend performs (DescribeTable for GetTable)."""
+        return self.target_id or self.operation_id
 
     @cached_property
     def backend_method(self) -> str:
         """The `LanceNamespace` method: CreateNamespace -> create_namespace."""
-        return re.sub(r"(?<!^)(?=[A-Z])", "_", self.operation_id).lower()
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", self.backend_id).lower()
 
     @cached_property
     def request_model(self) -> type[BaseModel]:
-        return getattr(lance_namespace, f"{self.operation_id}Request")
+        return _model(self.request_model_name or f"{self.backend_id}Request")
 
     @cached_property
-    def response_model(self) -> type[BaseModel]:
-        return getattr(lance_namespace, f"{self.operation_id}Response")
+    def response_model(self) -> type[BaseModel] | None:
+        try:
+            return _model(f"{self.backend_id}Response")
+        except AttributeError:
+            return None
+
+    @cached_property
+    def takes_data(self) -> bool:
+        return self.body is BodyKind.ARROW
+
+    @cached_property
+    def has_id(self) -> bool:
+        return "id" in self.request_model.model_fields
+
+
+def _model(name: str) -> type[BaseModel]:
+    found = getattr(lance_namespace, name, None) or getattr(extensions, name, None)
+    if found is None:
+        raise AttributeError(name)
+    return found
 
 
 def _resolve(document: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
@@ -87,18 +108,29 @@ def _resolve(document: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
 def _body_kind(document: dict[str, Any], operation: dict[str, Any]) -> BodyKind:
     if "requestBody" not in operation:
         return BodyKind.NONE
+    if "x-lance-body-field" in operation:
+        return BodyKind.FIELD
     content = _resolve(document, operation["requestBody"])["content"]
     return BodyKind.ARROW if ARROW_STREAM in content else BodyKind.JSON
 
 
+def _success(operation: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    status = min(code for code in operation["responses"] if str(code).isdigit())
+    return int(status), operation["responses"][status]
+
+
 def _answer_kind(document: dict[str, Any], operation: dict[str, Any]) -> AnswerKind:
-    content = _resolve(document, operation["responses"]["200"]).get("content")
+    content = _resolve(document, _success(operation)[1]).get("content")
     if not content:
         return AnswerKind.STATUS
     if ARROW_FILE in content:
         return AnswerKind.ARROW_FILE
-    schema = content["application/json"]["schema"]
-    return AnswerKind.INTEGER if schema.get("type") == "integer" else AnswerKind.JSON
+    if "x-lance-body-field" in operation:
+        return AnswerKind.FIELD
+    schema_type = content["application/json"]["schema"].get("type")
+    return {"integer": AnswerKind.INTEGER, "string": AnswerKind.STRING}.get(
+        schema_type, AnswerKind.JSON
+    )
 
 
 def _query_parameters(
@@ -119,29 +151,37 @@ def _parameter_type(parameter: dict[str, Any]) -> str:
     return parameter["schema"].get("type", "string")
 
 
+def _operation(
+    document: dict[str, Any], route: str, method: str, operation: dict[str, Any],
+    parameters: list[dict[str, Any]],
+) -> Operation:
+    return Operation(
+        operation_id=operation["operationId"],
+        method=method.upper(),
+        path=route if route.startswith("/v1/") else None,
+        query_parameters=_query_parameters(document, parameters),
+        body=_body_kind(document, operation),
+        answer=_answer_kind(document, operation),
+        status=_success(operation)[0],
+        target_id=operation.get("x-lance-operation"),
+        request_model_name=operation.get("x-lance-request-model"),
+        body_field=operation.get("x-lance-body-field"),
+    )
+
+
 def load_operations(path: Path = SPEC_PATH) -> list[Operation]:
-    """Every Lance operation of the spec at `path` (routes under /v1/)."""
-    document = yaml.safe_load(path.read_text())
+    """Every Lance operation of the spec at `path`: its /v1/ routes and the spec's own
+    operations (paths named `/<OperationId>`); the service endpoints are not operations."""
+    document = yaml.load(path.read_text(), Loader=_YAML_LOADER)
     operations = []
     for route, item in document["paths"].items():
-        if not route.startswith("/v1/"):
-            continue
         shared_parameters = item.get("parameters", [])
         for method in ("get", "post"):
-            if method not in item:
+            operation = item.get(method)
+            if operation is None:
                 continue
-            operation = item[method]
+            if not route.startswith("/v1/") and route != f"/{operation['operationId']}":
+                continue
             parameters = shared_parameters + operation.get("parameters", [])
-            operations.append(
-                Operation(
-                    operation_id=operation["operationId"],
-                    method=method.upper(),
-                    path=route,
-                    query_parameters=_query_parameters(document, parameters),
-                    body=_body_kind(document, operation),
-                    answer=_answer_kind(document, operation),
-                )
-            )
-    # With `{id:lance_id}` the route with the longer literal tail must be tried first:
-    # /v1/namespace/a/table/list is ListTables, not ListNamespaces of "a/table".
-    return sorted(operations, key=lambda op: -len(op.path.partition("{id}")[2]))
+            operations.append(_operation(document, route, method, operation, parameters))
+    return operations

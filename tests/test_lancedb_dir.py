@@ -1,0 +1,24 @@
+"""LanceDB as a client of the adapter on the directory backend: the remote client and the
+namespace connection, with and without pushdown, each through a table's whole life."""
+
+from __future__ import annotations
+
+import lancedb
+import pytest
+
+from tests.lancedb_lifecycle import run_lifecycle
+
+
+def test_lancedb_remote_client_runs_a_tables_whole_life(dir_server: str) -> None:
+    db = lancedb.connect("db://lance", api_key="any", host_override=dir_server, region="local")
+    run_lifecycle(db, [])
+
+
+@pytest.mark.parametrize("pushdown", [None, ["QueryTable", "CreateTable"]])
+def test_lancedb_namespace_connection_runs_a_tables_whole_life(
+    dir_server: str, pushdown: list[str] | None
+) -> None:
+    options = {"namespace_client_pushdown_operations": pushdown} if pushdown else {}
+    db = lancedb.connect_namespace("rest", {"uri": dir_server}, **options)
+    db.create_namespace(["shop"])
+    run_lifecycle(db, ["shop"])
