@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 from lance_namespace import (
     ErrorCode,
@@ -77,10 +78,31 @@ def as_namespace_error(error: BaseException) -> LanceNamespaceError:
     return InternalError("internal error; see the server log")
 
 
+# What an error message may carry of the server's machine: source locations of the native
+# libraries, backtraces, and local paths. The answer drops them; the log keeps them.
+_SOURCE_LOCATION = re.compile(r",?\s*(?:/[^\s,:]+)+\.rs:\d+(?::\d+)?")
+_BACKTRACE = re.compile(r",?\s*backtrace:.*", re.IGNORECASE | re.DOTALL)
+_LOCAL_PATH = re.compile(
+    r"(?<![\w.:/])(?:file://)?/(?!v1/)(?:[^\s/'\",:;)]+/)+[^\s'\",:;)]*"
+    r"|(?<=at path )[^\s'\",:;)]+"
+)
+
+
+def public_message(message: str) -> str:
+    """`message` without source locations, backtraces and local paths."""
+    cleaned = _BACKTRACE.sub("", message)
+    cleaned = _SOURCE_LOCATION.sub("", cleaned)
+    return _LOCAL_PATH.sub("<path>", cleaned).strip()
+
+
 def error_body(error: LanceNamespaceError, instance: str) -> dict[str, object]:
     code = ErrorCode(error.code)
+    message = str(error)
+    public = public_message(message)
+    if public != message:
+        logger.info("error detail withheld from the answer: %s", message)
     return {
-        "error": str(error) or _ERROR_TITLES[code],
+        "error": public or _ERROR_TITLES[code],
         "code": int(code),
         "detail": f"{_ERROR_TITLES[code]} (code {int(code)})",
         "instance": instance,

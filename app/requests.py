@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
 import pyarrow as pa
 from lance_namespace import InvalidInputError
 from starlette.datastructures import QueryParams
@@ -70,8 +70,8 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
     if not body.strip():
         return {}
     try:
-        value = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        value = orjson.loads(body)  # refuses nesting deeper than 1024 levels
+    except orjson.JSONDecodeError as error:
         raise InvalidInputError(f"request body is not valid JSON: {error}") from None
     if not isinstance(value, dict):
         raise InvalidInputError("request body must be a JSON object")
@@ -105,8 +105,8 @@ def _coerce(parameter: QueryParameter, raw: str) -> Any:
             raise InvalidInputError(message) from None
     if parameter.type == "json":
         try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
             message = f"query parameter {parameter.name} must be JSON"
             raise InvalidInputError(message) from None
     return raw
@@ -158,10 +158,21 @@ def _validate_id(operation: Operation, fields: dict[str, Any]) -> None:
     fields["id"] = identifier
 
 
-def _validate_limit(fields: dict[str, Any]) -> None:
-    limit = fields.get("limit")
-    if isinstance(limit, int) and limit < 0:
-        raise InvalidInputError(f"limit must not be negative, got {limit}")
+# Counts the backends hold in 32-bit integers; every other integer must fit in 64 bits.
+INT32_FIELDS = frozenset({"limit", "k", "offset", "nprobes", "refine_factor", "ef"})
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
+
+
+def _validate_integers(fields: dict[str, Any]) -> None:
+    for name, value in fields.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        highest = INT32_MAX if name in INT32_FIELDS else INT64_MAX
+        if name in INT32_FIELDS and value < 0:
+            raise InvalidInputError(f"{name} must not be negative, got {value}")
+        if not -INT64_MAX - 1 <= value <= highest:
+            raise InvalidInputError(f"{name} must be at most {highest}, got {value}")
 
 
 def finish_fields(
@@ -169,7 +180,7 @@ def finish_fields(
 ) -> dict[str, Any]:
     """Validate names and choices, and add identity and context from the headers."""
     _validate_id(operation, fields)
-    _validate_limit(fields)
+    _validate_integers(fields)
     _normalise_choices(operation, fields)
     if is_lancedb_remote(headers):
         adapt_lancedb_request(operation.backend_id, fields)

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 
 from lance_namespace import InvalidInputError
 
 MAX_NAME_LENGTH = 256
 _FORBIDDEN_CHARACTERS = ("/", "\\")
+# Control, format (zero-width, bidi overrides), line/paragraph separators, unassigned.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cn", "Cs"})
 
 
 def validate_name(name: object, kind: str = "name") -> str:
-    """Return `name` if it can name a namespace or table anywhere, else raise InvalidInputError."""
+    """`name` in Unicode NFC if it can name a namespace or table anywhere, else
+    InvalidInputError: look-alike spellings of one name are one name, and characters that
+    hide or reorder text (zero-width, bidirectional overrides) are refused."""
     if not isinstance(name, str):
         raise InvalidInputError(f"{kind} must be a string, got {type(name).__name__}")
+    name = unicodedata.normalize("NFC", name)
     if name == "" or name.strip() == "":
         raise InvalidInputError(f"{kind} must not be empty")
     if name in (".", ".."):
@@ -23,8 +29,10 @@ def validate_name(name: object, kind: str = "name") -> str:
     for character in name:
         if character in _FORBIDDEN_CHARACTERS:
             raise InvalidInputError(f"{kind} {name!r} must not contain {character!r}")
-        if ord(character) < 32 or ord(character) == 127:
-            raise InvalidInputError(f"{kind} {name!r} must not contain control characters")
+        if unicodedata.category(character) in _INVISIBLE_CATEGORIES:
+            raise InvalidInputError(
+                f"{kind} {name!r} must not contain control or format characters"
+            )
     return name
 
 

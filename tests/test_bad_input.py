@@ -55,6 +55,19 @@ BAD_REQUESTS: dict[str, tuple[str, str, dict, object]] = {
     "op route traversal": ("POST", "/DeclareTable", JSON, {"id": ["a", ".."]}),
     "op route k not an integer": ("POST", "/QueryTable", JSON, {"id": ["a", "t"], "k": "ten"}),
     "op route arrow garbage": ("POST", "/CreateTable?id=a$u", ARROW, b"nope"),
+    "context a list": ("POST", "/v1/table/a$t/describe", {**JSON, "x-extra": "1"},
+                       {"context": [1]}),
+    "empty mode in body": ("POST", "/v1/namespace/b/create", JSON, {"mode": ""}),
+    "empty mode in query": ("POST", "/v1/table/a$u/create?mode=", ARROW, GOOD_ROWS),
+    "limit past 2^31": ("GET", "/v1/namespace/a/table/list?limit=2147483648", {}, None),
+    "limit past 2^63": ("GET", "/v1/namespace/a/table/list?limit=9223372036854775808", {}, None),
+    "k past 2^31": ("POST", "/v1/table/a$t/query", JSON, {"k": 2**31, "vector": {}}),
+    "version past 2^63": ("POST", "/v1/table/a$t/describe", JSON, {"version": 2**63}),
+    "json nested deeply": ("POST", "/v1/namespace/b/create", JSON,
+                           b'{"properties":' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+    "zero-width character in name": ("POST", "/v1/namespace/a$x%E2%80%8By/create", JSON, {}),
+    "bidi override in name": ("POST", "/v1/namespace/a$x%E2%80%AEy/create", JSON, {}),
+    "tags route with a slashed id": ("POST", "/v1/table/a/t/tags/create", JSON, {"tag": "x"}),
 }
 
 
@@ -93,3 +106,31 @@ def test_bad_input_is_invalid_input_and_writes_nothing(
         assert client.post("/v1/table/a$t/count_rows", json={}).json() == 3
         assert client.get("/v1/namespace/$/list").json()["namespaces"] == ["a"]
         assert client.get("/v1/namespace/a/table/list").json()["tables"] == ["t"]
+
+
+def test_lookalike_names_are_one_name(populated: str) -> None:
+    """NFC and NFD spellings of a name address the same namespace."""
+    with httpx.Client(base_url=populated) as client:
+        composed, decomposed = "caf\u00e9", "cafe\u0301"
+        assert client.post(f"/v1/namespace/{composed}/create", json={}).status_code == 200
+        answer = client.post(f"/v1/namespace/{decomposed}/create", json={})
+        assert answer.status_code == 409, answer.text
+        assert client.post(f"/v1/namespace/{decomposed}/exists", json={}).status_code == 200
+        client.post(f"/v1/namespace/{composed}/drop", json={}).raise_for_status()
+
+
+def test_error_answers_carry_no_server_paths_or_native_source_locations(
+    populated: str, data_root: Path
+) -> None:
+    (data_root / "a" / "not-lance.lance").mkdir(parents=True, exist_ok=True)
+    with httpx.Client(base_url=populated) as client:
+        answers = [
+            client.post("/v1/table/a$missing/count_rows", json={}),
+            client.post("/v1/table/a$t/query", json={"k": 1, "filter": "nonsense ((("}),
+            client.post("/RenameTable", json={"id": ["a", "t"], "new_table_name": ""}),
+        ]
+    for answer in answers:
+        assert 400 <= answer.status_code < 500, answer.text
+        text = answer.text
+        assert str(data_root) not in text and str(data_root).lstrip("/") not in text
+        assert ".rs:" not in text and "backtrace" not in text.lower(), text
