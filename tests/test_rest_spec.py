@@ -151,3 +151,11 @@ def test_the_app_serves_the_operations_through_one_route_table(tmp_path) -> None
     assert len(tables[0].endpoints) == 2 * len(OPERATIONS)
     other = {getattr(route, "path", None) for route in app.routes} - {None}
     assert not {path for path in other if path.startswith("/v1/")}
+
+
+def test_the_readme_tables_are_generated_from_the_current_code() -> None:
+    import scripts.readme_tables as readme
+
+    text = readme.README.read_text()
+    assert readme.rendered(text) == text, "run scripts/readme_tables.py"
+    assert text.count("| ") > len(OPERATIONS)

@@ -1,0 +1,91 @@
+"""The README's generated tables, written between their markers; a test checks they are current.
+
+    .venv/bin/python scripts/readme_tables.py          # rewrite README.md
+    .venv/bin/python scripts/readme_tables.py --check  # exit 1 when README.md is stale
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app.spec import AnswerKind, BodyKind, Operation, load_operations  # noqa: E402
+
+README = ROOT / "README.md"
+
+_BODY = {
+    BodyKind.JSON: "JSON",
+    BodyKind.ARROW: "Arrow IPC stream",
+    BodyKind.NONE: "none",
+    BodyKind.FIELD: "JSON object",
+}
+_ANSWER = {
+    AnswerKind.JSON: "JSON",
+    AnswerKind.INTEGER: "bare integer",
+    AnswerKind.STRING: "JSON string",
+    AnswerKind.ARROW_FILE: "Arrow IPC file",
+    AnswerKind.STATUS: "status only",
+    AnswerKind.FIELD: "JSON object",
+}
+
+
+def _query(operation: Operation) -> str:
+    names = [p.name for p in operation.query_parameters if p.name != "delimiter"]
+    return ", ".join(f"`{name}`" for name in names)
+
+
+def _request(operation: Operation) -> str:
+    body = _BODY[operation.body]
+    query = _query(operation)
+    return f"{body}; query {query}" if query else body
+
+
+def route_table() -> str:
+    lines = [
+        "| operation | `/v1/` route | request | answer |",
+        "|---|---|---|---|",
+    ]
+    for operation in sorted(load_operations(), key=lambda op: op.operation_id):
+        if operation.path is None:
+            route = f"— (`POST /{operation.operation_id}` only)"
+        else:
+            route = f"`{operation.method} {operation.path}`"
+        name = operation.operation_id
+        if operation.target_id:
+            name += f" (= {operation.target_id})"
+        status = "" if operation.status == 200 else f" ({operation.status})"
+        lines.append(
+            f"| {name} | {route} | {_request(operation)} | {_ANSWER[operation.answer]}{status} |"
+        )
+    return "\n".join(lines)
+
+
+TABLES: dict[str, Callable[[], str]] = {"routes": route_table}
+
+
+def rendered(text: str) -> str:
+    for name, build in TABLES.items():
+        pattern = re.compile(
+            rf"(<!-- {name}:begin -->\n)(?:.*?\n)?(<!-- {name}:end -->)", re.DOTALL
+        )
+        text = pattern.sub(
+            lambda match, b=build: match.group(1) + b() + "\n" + match.group(2), text
+        )
+    return text
+
+
+def main() -> None:
+    current = README.read_text()
+    fresh = rendered(current)
+    if "--check" in sys.argv[1:]:
+        sys.exit(0 if fresh == current else 1)
+    README.write_text(fresh)
+
+
+if __name__ == "__main__":
+    main()
