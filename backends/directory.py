@@ -19,27 +19,75 @@ from typing import Any
 
 from lance.namespace import DirectoryNamespace
 from lance_namespace import (
+    AlterTableAddColumnsRequest,
+    AlterTableAddColumnsResponse,
+    AlterTableDropColumnsRequest,
+    AlterTableDropColumnsResponse,
+    AnalyzeTableQueryPlanRequest,
+    CountTableRowsRequest,
+    CountTableRowsResponse,
     CreateNamespaceRequest,
     CreateNamespaceResponse,
+    CreateTableBranchRequest,
+    CreateTableBranchResponse,
+    CreateTableIndexRequest,
     CreateTableRequest,
     CreateTableResponse,
+    CreateTableScalarIndexResponse,
+    CreateTableTagRequest,
+    CreateTableTagResponse,
     CreateTableVersionRequest,
     CreateTableVersionResponse,
+    DeleteFromTableRequest,
+    DeleteFromTableResponse,
+    DeleteTableBranchRequest,
+    DeleteTableBranchResponse,
+    DeleteTableTagRequest,
+    DeleteTableTagResponse,
     DeregisterTableRequest,
     DescribeNamespaceRequest,
+    DescribeTableIndexStatsRequest,
+    DescribeTableIndexStatsResponse,
     DescribeTableRequest,
     DescribeTableResponse,
     DropNamespaceRequest,
+    DropTableIndexRequest,
+    DropTableIndexResponse,
+    ExplainTableQueryPlanRequest,
+    GetTableStatsRequest,
+    GetTableStatsResponse,
+    GetTableTagVersionRequest,
+    GetTableTagVersionResponse,
     InsertIntoTableRequest,
     InsertIntoTableResponse,
+    LanceNamespaceError,
+    ListTableBranchesRequest,
+    ListTableBranchesResponse,
+    ListTableIndicesRequest,
+    ListTableIndicesResponse,
+    ListTableTagsRequest,
+    ListTableTagsResponse,
+    MergeInsertIntoTableRequest,
+    MergeInsertIntoTableResponse,
     NamespaceAlreadyExistsError,
+    QueryTableRequest,
+    QueryTableResponse,
     RegisterTableRequest,
     RegisterTableResponse,
+    RestoreTableRequest,
+    RestoreTableResponse,
+    UpdateTableRequest,
+    UpdateTableResponse,
+    UpdateTableSchemaMetadataRequest,
+    UpdateTableSchemaMetadataResponse,
+    UpdateTableTagRequest,
+    UpdateTableTagResponse,
 )
 
 from backends.base import MetadataNamespace
 from backends.modes import CreateMode, RegisterMode, WriteMode, parse_mode
 from backends.tables.access import TableLocation
+from backends.tables.errors import translate_native
 from backends.tables.lifecycle import caller
 
 # The spellings the native operations accept.
@@ -57,6 +105,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
     def __init__(self, **properties: str) -> None:
         super().__init__(**properties)
         self._root = properties.get("root", "")
+        self._root_path = self._root.removeprefix("file://").lstrip("/")
 
     def backend_name(self) -> str:
         return "DirectoryNamespace"
@@ -100,14 +149,14 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
     def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
         mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
         native = request.model_copy(update={"mode": _NATIVE_CREATE_MODES[mode]})
-        return DirectoryNamespace.create_table(self, native, request_data)
+        return self._native("create_table", native, request_data)
 
     def insert_into_table(
         self, request: InsertIntoTableRequest, request_data: bytes
     ) -> InsertIntoTableResponse:
         mode = parse_mode(request.mode, WriteMode, WriteMode.APPEND)
         native = request.model_copy(update={"mode": mode.value})
-        return DirectoryNamespace.insert_into_table(self, native, request_data)
+        return self._native("insert_into_table", native, request_data)
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         mode = parse_mode(request.mode, RegisterMode, RegisterMode.CREATE)
@@ -125,6 +174,103 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
             restored = native.model_copy(update={"location": self.registered_location(previous)})
             DirectoryNamespace.register_table(self, restored)
             raise
+
+    # -- native operations, with their errors given the spec's precise codes ----------------
+
+    def _native(self, name: str, *arguments: Any) -> Any:
+        try:
+            return getattr(DirectoryNamespace, name)(self, *arguments)
+        except (LanceNamespaceError, ValueError, OSError, RuntimeError) as error:
+            translated = translate_native(error, self._root_path)
+            if translated is error:
+                raise
+            raise translated from error
+
+    def merge_insert_into_table(
+        self, request: MergeInsertIntoTableRequest, request_data: bytes
+    ) -> MergeInsertIntoTableResponse:
+        return self._native("merge_insert_into_table", request, request_data)
+
+    def update_table(self, request: UpdateTableRequest) -> UpdateTableResponse:
+        return self._native("update_table", request)
+
+    def delete_from_table(self, request: DeleteFromTableRequest) -> DeleteFromTableResponse:
+        return self._native("delete_from_table", request)
+
+    def count_table_rows(self, request: CountTableRowsRequest) -> CountTableRowsResponse:
+        return self._native("count_table_rows", request)
+
+    def query_table(self, request: QueryTableRequest) -> QueryTableResponse:
+        return self._native("query_table", request)
+
+    def create_table_scalar_index(
+        self, request: CreateTableIndexRequest
+    ) -> CreateTableScalarIndexResponse:
+        return self._native("create_table_scalar_index", request)
+
+    def list_table_indices(self, request: ListTableIndicesRequest) -> ListTableIndicesResponse:
+        return self._native("list_table_indices", request)
+
+    def describe_table_index_stats(
+        self, request: DescribeTableIndexStatsRequest
+    ) -> DescribeTableIndexStatsResponse:
+        return self._native("describe_table_index_stats", request)
+
+    def drop_table_index(self, request: DropTableIndexRequest) -> DropTableIndexResponse:
+        return self._native("drop_table_index", request)
+
+    def restore_table(self, request: RestoreTableRequest) -> RestoreTableResponse:
+        return self._native("restore_table", request)
+
+    def update_table_schema_metadata(
+        self, request: UpdateTableSchemaMetadataRequest
+    ) -> UpdateTableSchemaMetadataResponse:
+        return self._native("update_table_schema_metadata", request)
+
+    def get_table_stats(self, request: GetTableStatsRequest) -> GetTableStatsResponse:
+        return self._native("get_table_stats", request)
+
+    def explain_table_query_plan(self, request: ExplainTableQueryPlanRequest) -> str:
+        return self._native("explain_table_query_plan", request)
+
+    def analyze_table_query_plan(self, request: AnalyzeTableQueryPlanRequest) -> str:
+        return self._native("analyze_table_query_plan", request)
+
+    def alter_table_add_columns(
+        self, request: AlterTableAddColumnsRequest
+    ) -> AlterTableAddColumnsResponse:
+        return self._native("alter_table_add_columns", request)
+
+    def alter_table_drop_columns(
+        self, request: AlterTableDropColumnsRequest
+    ) -> AlterTableDropColumnsResponse:
+        return self._native("alter_table_drop_columns", request)
+
+    def list_table_tags(self, request: ListTableTagsRequest) -> ListTableTagsResponse:
+        return self._native("list_table_tags", request)
+
+    def get_table_tag_version(
+        self, request: GetTableTagVersionRequest
+    ) -> GetTableTagVersionResponse:
+        return self._native("get_table_tag_version", request)
+
+    def create_table_tag(self, request: CreateTableTagRequest) -> CreateTableTagResponse:
+        return self._native("create_table_tag", request)
+
+    def update_table_tag(self, request: UpdateTableTagRequest) -> UpdateTableTagResponse:
+        return self._native("update_table_tag", request)
+
+    def delete_table_tag(self, request: DeleteTableTagRequest) -> DeleteTableTagResponse:
+        return self._native("delete_table_tag", request)
+
+    def create_table_branch(self, request: CreateTableBranchRequest) -> CreateTableBranchResponse:
+        return self._native("create_table_branch", request)
+
+    def list_table_branches(self, request: ListTableBranchesRequest) -> ListTableBranchesResponse:
+        return self._native("list_table_branches", request)
+
+    def delete_table_branch(self, request: DeleteTableBranchRequest) -> DeleteTableBranchResponse:
+        return self._native("delete_table_branch", request)
 
     # -- native operations that fail or answer wrongly: the generic ones instead ------------
 

@@ -8,12 +8,14 @@ from collections.abc import Iterator
 from lance.commit import CommitConflictError
 from lance_namespace import (
     ConcurrentModificationError,
+    ErrorCode,
     InvalidInputError,
     LanceNamespaceError,
     TableBranchAlreadyExistsError,
     TableBranchNotFoundError,
     TableColumnNotFoundError,
     TableIndexNotFoundError,
+    TableNotFoundError,
     TableSchemaValidationError,
     TableTagAlreadyExistsError,
     TableTagNotFoundError,
@@ -37,10 +39,25 @@ _MESSAGE_RULES: tuple[tuple[type[LanceNamespaceError], tuple[str, ...]], ...] = 
     (TableSchemaValidationError, ("different schema",)),
     (TableSchemaValidationError, ("schema", "not match")),
     (InvalidInputError, ("invalid user input",)),
+    (InvalidInputError, ("invalidinput",)),
     (ConcurrentModificationError, ("conflict",)),
     (ConcurrentModificationError, ("retryable",)),
 )
 _INPUT_ERRORS = (ValueError, TypeError, KeyError, NotImplementedError)
+
+
+def _by_message(message: str) -> LanceNamespaceError | None:
+    lowered = message.lower()
+    for error_class, words in _MESSAGE_RULES:
+        if all(word in lowered for word in words):
+            return error_class(message)
+    return None
+
+
+def _hidden(message: str, location: str) -> str:
+    """`message` without the server path of `location` (pylance writes it without file://)."""
+    path = location.removeprefix("file://").lstrip("/")
+    return message.replace(path, "<table>") if path else message
 
 
 def translate(error: BaseException, location: str) -> LanceNamespaceError | None:
@@ -50,14 +67,32 @@ def translate(error: BaseException, location: str) -> LanceNamespaceError | None
     if isinstance(error, CommitConflictError):
         return ConcurrentModificationError(f"concurrent commit on the table: {error}")
     message = str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)
-    message = message.replace(location.removeprefix("file://").lstrip("/"), "<table>")
-    lowered = message.lower()
-    for error_class, words in _MESSAGE_RULES:
-        if all(word in lowered for word in words):
-            return error_class(message)
-    if isinstance(error, _INPUT_ERRORS):
+    message = _hidden(message, location)
+    found = _by_message(message)
+    if found is None and isinstance(error, _INPUT_ERRORS):
         return InvalidInputError(message)
-    return None
+    return found
+
+
+# Codes pylance's native namespace gives failures that have a more precise one.
+_IMPRECISE_CODES = (ErrorCode.INTERNAL, ErrorCode.TABLE_NOT_FOUND)
+
+
+def translate_native(error: BaseException, root: str) -> BaseException:
+    """The spec error for a failure of a native `DirectoryNamespace` operation under `root`:
+    its internal errors, "table not found" for a missing branch and raw Python errors get
+    the precise code their message names."""
+    if isinstance(error, LanceNamespaceError) and error.code not in _IMPRECISE_CODES:
+        return error
+    message = _hidden(str(error), root)
+    if isinstance(error, TableNotFoundError) and "branch" not in message.lower():
+        return error  # a table name may hold any word: only a missing branch is re-coded
+    precise = _by_message(message)
+    if precise is not None:
+        return precise
+    if isinstance(error, LanceNamespaceError):
+        return error
+    return translate(error, root) or error
 
 
 @contextlib.contextmanager
