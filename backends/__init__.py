@@ -2,8 +2,9 @@
 
 Every backend implements `lance_namespace.LanceNamespace`, so it works directly in
 Python as well as behind the REST adapter. `load_namespace` picks one by alias or by
-`module.Class` path and, when the backend only keeps metadata, adds the generic data
-operations of `backends.data` on top.
+`module.Class` path. `dir` is `backends.directory.DirectoryBackend`; the catalog backends
+are `backends.base.MetadataNamespace` subclasses, used as they are; a plug-in that is a plain
+`LanceNamespace` gets the generic table operations through `backends.plugin.PluginNamespace`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from lance_namespace import LanceNamespace, LanceNamespaceError
 from backends.properties import ConfigurationError
 
 IMPLS: dict[str, str] = {
-    "dir": "lance.namespace.DirectoryNamespace",
+    "dir": "backends.directory.DirectoryBackend",
     "hive2": "backends.hive.Hive2Namespace",
     "hive3": "backends.hive.Hive3Namespace",
     "glue": "backends.glue.GlueNamespace",
@@ -47,8 +48,8 @@ def resolve_impl(impl: str) -> type[LanceNamespace]:
 
 
 def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> LanceNamespace:
-    """Build the backend `impl` with `properties`, completed with the generic data operations."""
-    from backends.data import with_data_operations
+    """Build the backend `impl` with `properties`, with every generic table operation."""
+    from backends.plugin import with_table_operations
 
     merged = {**DEFAULT_PROPERTIES.get(impl, {}), **(properties or {})}
     namespace_class = resolve_impl(impl)
@@ -58,7 +59,7 @@ def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> La
         raise
     except (TypeError, ValueError, LanceNamespaceError) as error:
         raise ConfigurationError(f"cannot configure impl '{impl}': {error}") from error
-    return with_data_operations(namespace)
+    return with_table_operations(namespace)
 
 
 __all__ = ["IMPLS", "ConfigurationError", "load_namespace", "resolve_impl"]

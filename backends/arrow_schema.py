@@ -67,3 +67,15 @@ def _json_field(field: pa.Field) -> JsonArrowField:
 def arrow_schema_to_json(schema: pa.Schema) -> JsonArrowSchema:
     metadata = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()} or None
     return JsonArrowSchema(fields=[_json_field(field) for field in schema], metadata=metadata)
+
+
+_TYPES_BY_NAME = {name: data_type for data_type, name in _SIMPLE_TYPE_NAMES.items()}
+
+
+def arrow_type_from_json(json_type: dict[str, object]) -> pa.DataType:
+    """The Arrow type of a `JsonArrowDataType` of a primitive type (what a cast names)."""
+    name = json_type.get("type")
+    if not isinstance(name, str) or name.lower() not in _TYPES_BY_NAME:
+        known = ", ".join(sorted(_TYPES_BY_NAME))
+        raise ValueError(f"data_type must name one of {known}, got {json_type!r}")
+    return _TYPES_BY_NAME[name.lower()]

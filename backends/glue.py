@@ -61,7 +61,6 @@ from lance_namespace import (
     DropNamespaceResponse,
     InternalError,
     InvalidInputError,
-    LanceNamespace,
     LanceNamespaceError,
     ListNamespacesRequest,
     ListNamespacesResponse,
@@ -85,16 +84,17 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
+from backends.base import MetadataNamespace
 from backends.conventions import (
     EXTERNAL_TABLE,
     LANCE_TABLE_TYPE,
     TABLE_TYPE_KEY,
     has_lance_table_type,
     join_location,
-    request_mode,
     require_lance_table,
     storage_root,
 )
+from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import require_object_identifier, validate_identifier, validate_name
 from backends.paging import paginate
 from backends.properties import (
@@ -434,7 +434,7 @@ class DatabaseRef:
         )
 
 
-class GlueNamespace(LanceNamespace):
+class GlueNamespace(MetadataNamespace):
     """Lance namespace on the AWS Glue Data Catalog (metadata only)."""
 
     def __init__(self, **properties: str) -> None:
@@ -620,7 +620,7 @@ class GlueNamespace(LanceNamespace):
         namespace_type = parameters.pop(NAMESPACE_TYPE_PROPERTY, "database").strip().lower()
         if namespace_type not in ("database", "catalog"):
             raise InvalidInputError(f"{NAMESPACE_TYPE_PROPERTY} must be 'database' or 'catalog'")
-        mode = request_mode(request.mode, ("create", "existok", "overwrite"), "create")
+        mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
         if namespace_type == "catalog" and not self._catalogs_enabled:
             raise InvalidInputError("catalogs need hierarchy=catalogs")
         if not self._catalogs_enabled and len(namespace) > 1:
@@ -670,7 +670,7 @@ class GlueNamespace(LanceNamespace):
             raise NamespaceAlreadyExistsError(f"namespace {name} already exists")
         if mode == "overwrite" and kind != namespace_type:
             raise InvalidInputError(f"namespace {name} is a {kind}, not a {namespace_type}")
-        if mode == "existok":
+        if mode == CreateMode.EXIST_OK:
             return CreateNamespaceResponse(properties=dict(found[1].get("Parameters") or {}))
         # Overwrite = drop + create empty; done as one update so nothing is half-written, and
         # refused when there are children because dropping would unregister them.
@@ -707,8 +707,8 @@ class GlueNamespace(LanceNamespace):
         namespace = glue_identifier(request.id, "namespace")
         if not namespace:
             raise InvalidInputError("the root namespace cannot be dropped")
-        mode = request_mode(request.mode, ("fail", "skip"), "fail")
-        behavior = request_mode(request.behavior, ("restrict", "cascade"), "restrict", "behavior")
+        mode = parse_mode(request.mode, DropMode, DropMode.FAIL)
+        behavior = parse_mode(request.behavior, DropBehavior, DropBehavior.RESTRICT, "behavior")
         if behavior == "cascade":
             raise UnsupportedOperationError("the Glue backend only drops namespaces in RESTRICT")
         existing = self._find(namespace)
@@ -803,7 +803,7 @@ class GlueNamespace(LanceNamespace):
         namespace, table, ref = self._split_table_id(request.id)
         if not request.location or not request.location.strip():
             raise InvalidInputError("register_table needs a location")
-        mode = request_mode(request.mode, ("create", "overwrite"), "create")
+        mode = parse_mode(request.mode, RegisterMode, RegisterMode.CREATE)
         parameters = self._lance_parameters(request.properties)
         self._require_database(ref, namespace)
         require_lance_table(request.location, self._storage_options())
@@ -830,7 +830,7 @@ class GlueNamespace(LanceNamespace):
         except TableNotFoundError:
             return None
 
-    def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
+    def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
         namespace, table, ref = self._split_table_id(request.id)
         glue_table = self._get_lance_table(ref, table, namespace)
         location = self._table_location(glue_table, namespace, table)

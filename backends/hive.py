@@ -56,7 +56,6 @@ from lance_namespace import (
     DropNamespaceResponse,
     InternalError,
     InvalidInputError,
-    LanceNamespace,
     LanceNamespaceError,
     ListNamespacesRequest,
     ListNamespacesResponse,
@@ -81,16 +80,17 @@ from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
+from backends.base import MetadataNamespace
 from backends.conventions import (
     EXTERNAL_TABLE,
     LANCE_TABLE_TYPE,
     TABLE_TYPE_KEY,
     has_lance_table_type,
     join_location,
-    request_mode,
     require_lance_table,
     storage_root,
 )
+from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import validate_identifier
 from backends.paging import paginate
 from backends.properties import (
@@ -410,7 +410,7 @@ class DatabaseRef:
 # The namespaces
 
 
-class _HiveNamespace(LanceNamespace):
+class _HiveNamespace(MetadataNamespace):
     """Shared behaviour; subclasses say whether a catalog level sits above the databases."""
 
     catalog_level: bool = False
@@ -469,7 +469,7 @@ class _HiveNamespace(LanceNamespace):
 
     def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
         path = self._namespace_path(request.id)
-        mode = request_mode(request.mode, ("create", "existok", "overwrite"), "create", "mode")
+        mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
         properties = dict(request.properties or {})
         if self._is_catalog_path(path):
             self._create_catalog(path[0], mode, properties)
@@ -480,8 +480,8 @@ class _HiveNamespace(LanceNamespace):
 
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
         path = self._namespace_path(request.id)
-        mode = request_mode(request.mode, ("fail", "skip"), "fail", "mode")
-        behavior = request_mode(request.behavior, ("restrict", "cascade"), "restrict", "behavior")
+        mode = parse_mode(request.mode, DropMode, DropMode.FAIL)
+        behavior = parse_mode(request.behavior, DropBehavior, DropBehavior.RESTRICT, "behavior")
         try:
             if self._is_catalog_path(path):
                 self._drop_catalog(path[0], cascade=behavior == "cascade")
@@ -510,7 +510,7 @@ class _HiveNamespace(LanceNamespace):
         self._get_lance_table(ref, name)
         return TableExistsResponse()
 
-    def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
+    def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
         ref, name = self._table_path(request.id)
         table = self._get_lance_table(ref, name)
         location = plain_location(table.sd.location if table.sd else None)
@@ -535,7 +535,7 @@ class _HiveNamespace(LanceNamespace):
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         ref, name = self._table_path(request.id)
-        mode = request_mode(request.mode, ("create", "overwrite"), "create", "mode")
+        mode = parse_mode(request.mode, RegisterMode, RegisterMode.CREATE)
         if not request.location:
             raise InvalidInputError("RegisterTable needs the location of an existing Lance table")
         absolute_location(request.location)
@@ -788,7 +788,7 @@ class _HiveNamespace(LanceNamespace):
             self._require_catalog(ref.catalog)
         existing = self._database_or_none(ref)
         if existing is not None:
-            if mode == "existok":
+            if mode == CreateMode.EXIST_OK:
                 return
             if mode == "create":
                 raise NamespaceAlreadyExistsError(f"namespace {ref.name!r} already exists")
@@ -796,7 +796,7 @@ class _HiveNamespace(LanceNamespace):
         try:
             self._call(lambda client: client.create_database(database), "namespace")
         except NamespaceAlreadyExistsError:
-            if mode != "existok":  # created by a concurrent request since the check
+            if mode != CreateMode.EXIST_OK:  # created by a concurrent request since the check
                 raise
 
     def _database_object(self, ref: DatabaseRef, properties: dict[str, str]) -> Database:
@@ -837,7 +837,7 @@ class _HiveNamespace(LanceNamespace):
             locationUri=properties.get(CATALOG_LOCATION_KEY) or join_location(self._root, name),
         )
         if self._catalog_or_none(name) is not None:
-            if mode == "existok":
+            if mode == CreateMode.EXIST_OK:
                 return
             if mode == "create":
                 raise NamespaceAlreadyExistsError(f"catalog {name!r} already exists")
@@ -846,7 +846,7 @@ class _HiveNamespace(LanceNamespace):
         try:
             self._call(lambda client: client.create_catalog(request), "namespace")
         except NamespaceAlreadyExistsError:
-            if mode != "existok":  # created by a concurrent request since the check
+            if mode != CreateMode.EXIST_OK:  # created by a concurrent request since the check
                 raise
 
     def _create_catalog_without_catalogs(self, name: str, mode: str) -> None:

@@ -29,7 +29,6 @@ from lance_namespace import (
     DropNamespaceRequest,
     DropNamespaceResponse,
     InvalidInputError,
-    LanceNamespace,
     LanceNamespaceError,
     ListNamespacesRequest,
     ListNamespacesResponse,
@@ -49,14 +48,15 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
+from backends.base import MetadataNamespace
 from backends.conventions import (
     LANCE_TABLE_TYPE,
     TABLE_TYPE_KEY,
     has_lance_table_type,
-    request_mode,
     require_lance_table,
     storage_root,
 )
+from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import require_object_identifier, validate_identifier
 from backends.paging import paginate
 from backends.properties import ConfigurationError, require, storage_options
@@ -104,7 +104,7 @@ WAREHOUSE_ERRORS: ErrorRules = {404: NamespaceNotFoundError}
 
 
 @acts_for_the_caller
-class IcebergNamespace(LanceNamespace):
+class IcebergNamespace(MetadataNamespace):
     """Lance tables registered in an Iceberg REST Catalog."""
 
     def __init__(self, **properties: str) -> None:
@@ -171,7 +171,7 @@ class IcebergNamespace(LanceNamespace):
         warehouse, path = self._namespace(request.id)
         if not path:
             raise UnsupportedOperationError("warehouses are created in the catalog, not here")
-        mode = request_mode(request.mode, ("create", "existok", "overwrite"), "create")
+        mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
         if mode == "overwrite":
             self._drop_namespace(warehouse, path)
         body = {"namespace": path, "properties": dict(request.properties or {})}
@@ -180,7 +180,7 @@ class IcebergNamespace(LanceNamespace):
                 "POST", self._base(warehouse) + "/namespaces", json=body, errors=NAMESPACE_ERRORS
             )
         except NamespaceAlreadyExistsError:
-            if mode != "existok":
+            if mode != CreateMode.EXIST_OK:
                 raise
             return CreateNamespaceResponse(
                 properties=self.describe_namespace(
@@ -195,8 +195,9 @@ class IcebergNamespace(LanceNamespace):
         warehouse, path = self._namespace(request.id)
         if not path:
             raise UnsupportedOperationError("warehouses are dropped in the catalog, not here")
-        request_mode(request.mode, ("fail", "skip"), "fail")
-        if request_mode(request.behavior, ("restrict", "cascade"), "restrict") == "cascade":
+        parse_mode(request.mode, DropMode, DropMode.FAIL)
+        behavior = parse_mode(request.behavior, DropBehavior, DropBehavior.RESTRICT, "behavior")
+        if behavior is DropBehavior.CASCADE:
             raise UnsupportedOperationError("the iceberg backend only drops namespaces RESTRICT")
         self._drop_namespace(warehouse, path)
         return DropNamespaceResponse()
@@ -253,7 +254,7 @@ class IcebergNamespace(LanceNamespace):
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         warehouse, path, name = self._table(request.id)
-        mode = request_mode(request.mode, ("create", "overwrite"), "create")
+        mode = parse_mode(request.mode, RegisterMode, RegisterMode.CREATE)
         location = validate_location(request.location)
         require_lance_table(location, self.storage_options)
         replaced = (
@@ -276,7 +277,7 @@ class IcebergNamespace(LanceNamespace):
             location=_table_location(table) or location, properties=_table_properties(table)
         )
 
-    def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
+    def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
         warehouse, path, name = self._table(request.id)
         table = self._require_lance_table(warehouse, path, name)
         return DescribeTableResponse(

@@ -33,7 +33,6 @@ from lance_namespace import (
     DropNamespaceRequest,
     DropNamespaceResponse,
     InvalidInputError,
-    LanceNamespace,
     LanceNamespaceError,
     ListNamespacesRequest,
     ListNamespacesResponse,
@@ -53,16 +52,16 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
-from backends import data
+from backends.base import MetadataNamespace
 from backends.conventions import (
     LANCE_TABLE_TYPE,
     TABLE_TYPE_KEY,
     has_lance_table_type,
     open_lance_table,
-    request_mode,
     require_lance_table,
     storage_root,
 )
+from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import require_object_identifier, validate_identifier
 from backends.paging import paginate
 from backends.properties import require, storage_options
@@ -107,7 +106,7 @@ CREATE_TABLE_ERRORS: ErrorRules = {
 
 
 @acts_for_the_caller
-class UnityNamespace(LanceNamespace):
+class UnityNamespace(MetadataNamespace):
     """Lance tables registered in Unity Catalog as EXTERNAL tables."""
 
     def __init__(self, **properties: str) -> None:
@@ -157,7 +156,7 @@ class UnityNamespace(LanceNamespace):
 
     def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
         catalog, schema = self._schema_identifier(request.id)
-        mode = request_mode(request.mode, ("create", "existok", "overwrite"), "create")
+        mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
         if mode == "overwrite":
             self._delete_schema(catalog, schema, missing_ok=True)
         body = {
@@ -168,7 +167,7 @@ class UnityNamespace(LanceNamespace):
         try:
             response = self.client.request("POST", "/schemas", json=body, errors=NAMESPACE_ERRORS)
         except NamespaceAlreadyExistsError:
-            if mode != "existok":
+            if mode != CreateMode.EXIST_OK:
                 raise
             existing = self._get_schema(catalog, schema)
             return CreateNamespaceResponse(properties=string_map(existing.get("properties")))
@@ -179,8 +178,9 @@ class UnityNamespace(LanceNamespace):
 
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
         catalog, schema = self._schema_identifier(request.id)
-        skip_missing = request_mode(request.mode, ("fail", "skip"), "fail") == "skip"
-        if request_mode(request.behavior, ("restrict", "cascade"), "restrict") == "cascade":
+        skip_missing = parse_mode(request.mode, DropMode, DropMode.FAIL) == "skip"
+        behavior = parse_mode(request.behavior, DropBehavior, DropBehavior.RESTRICT, "behavior")
+        if behavior is DropBehavior.CASCADE:
             raise UnsupportedOperationError("the unity backend only drops schemas RESTRICT")
         self._delete_schema(catalog, schema, missing_ok=skip_missing)
         return DropNamespaceResponse()
@@ -231,7 +231,7 @@ class UnityNamespace(LanceNamespace):
     def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
         """The generic CreateTable, then the registration again with the columns of the data
         just written: Unity cannot add columns to a table entry that exists."""
-        created = data.create_table(self, request, request_data)
+        created = super().create_table(request, request_data)
         try:
             self.register_table(
                 RegisterTableRequest(
@@ -249,7 +249,7 @@ class UnityNamespace(LanceNamespace):
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         catalog, schema, name = self._table_identifier(request.id)
-        mode = request_mode(request.mode, ("create", "overwrite"), "create")
+        mode = parse_mode(request.mode, RegisterMode, RegisterMode.CREATE)
         location = validate_location(request.location)
         dataset = require_lance_table(location, self.storage_options)
         replaced = (
@@ -275,7 +275,7 @@ class UnityNamespace(LanceNamespace):
             properties=string_map(table.get("properties")),
         )
 
-    def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
+    def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
         table = self._require_lance_table(*self._table_identifier(request.id))
         return DescribeTableResponse(
             location=table.get("storage_location"),

@@ -1,8 +1,9 @@
 """Backends used only by the tests, each named for what it stands in for.
 
-`MetadataOnlyNamespace` stands in for a catalog backend (Hive, Glue, ...): it keeps the
-namespace tree and table registrations of a real DirectoryNamespace but no data operation,
-so the adapter's generic data operations do all reading and writing.
+`MetadataOnlyNamespace` stands in for a catalog plug-in (a plain `LanceNamespace`): it keeps
+the namespace tree and table registrations of a real `dir` backend (which takes locations
+inside its root in full) but no data operation, so the adapter's generic table operations do
+all reading and writing.
 `ProbeNamespace` records what reaches a backend and misbehaves on request.
 """
 
@@ -12,7 +13,6 @@ import threading
 import time
 from typing import Any
 
-from lance.namespace import DirectoryNamespace
 from lance_namespace import (
     DescribeNamespaceRequest,
     DescribeNamespaceResponse,
@@ -21,6 +21,8 @@ from lance_namespace import (
     ListNamespacesResponse,
     NamespaceNotFoundError,
 )
+
+from backends.directory import DirectoryBackend
 
 _METADATA_OPERATIONS = (
     "create_namespace",
@@ -38,7 +40,7 @@ _METADATA_OPERATIONS = (
 
 class MetadataOnlyNamespace(LanceNamespace):
     def __init__(self, **properties: str) -> None:
-        self.catalog = DirectoryNamespace(**properties)
+        self.catalog = DirectoryBackend(**properties)
 
     def namespace_id(self) -> str:
         return f"MetadataOnly({self.catalog.namespace_id()})"

@@ -1,0 +1,424 @@
+"""`MetadataNamespace`: the base class of backends whose catalog keeps only metadata.
+
+A subclass implements its catalog calls: the namespace operations, `list_tables`,
+`declare_table`, `register_table`, `deregister_table`, `table_exists` and
+`describe_table_entry` (the catalog's part of DescribeTable: id -> location, storage options,
+properties). Every table operation is inherited: pylance does it on the dataset at the
+table's location, opened once per request. Operations nobody can do here answer code 0
+naming the operation and the backend (`@unsupported`); `list_operations` tells them apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lance import LanceDataset
+from lance_namespace import (
+    AlterTableAddColumnsRequest,
+    AlterTableAddColumnsResponse,
+    AlterTableAlterColumnsRequest,
+    AlterTableAlterColumnsResponse,
+    AlterTableBackfillColumnsRequest,
+    AlterTableBackfillColumnsResponse,
+    AlterTableDropColumnsRequest,
+    AlterTableDropColumnsResponse,
+    AlterTransactionRequest,
+    AlterTransactionResponse,
+    AnalyzeTableQueryPlanRequest,
+    BatchCommitTablesRequest,
+    BatchCommitTablesResponse,
+    BatchCreateTableVersionsRequest,
+    BatchCreateTableVersionsResponse,
+    BatchDeleteTableVersionsRequest,
+    BatchDeleteTableVersionsResponse,
+    CountTableRowsRequest,
+    CountTableRowsResponse,
+    CreateMaterializedViewRequest,
+    CreateMaterializedViewResponse,
+    CreateTableBranchRequest,
+    CreateTableBranchResponse,
+    CreateTableIndexRequest,
+    CreateTableIndexResponse,
+    CreateTableRequest,
+    CreateTableResponse,
+    CreateTableScalarIndexResponse,
+    CreateTableTagRequest,
+    CreateTableTagResponse,
+    CreateTableVersionRequest,
+    CreateTableVersionResponse,
+    DeleteFromTableRequest,
+    DeleteFromTableResponse,
+    DeleteTableBranchRequest,
+    DeleteTableBranchResponse,
+    DeleteTableTagRequest,
+    DeleteTableTagResponse,
+    DeregisterTableRequest,
+    DescribeTableIndexStatsRequest,
+    DescribeTableIndexStatsResponse,
+    DescribeTableRequest,
+    DescribeTableResponse,
+    DescribeTableVersionRequest,
+    DescribeTableVersionResponse,
+    DescribeTransactionRequest,
+    DescribeTransactionResponse,
+    DropTableIndexRequest,
+    DropTableIndexResponse,
+    DropTableRequest,
+    DropTableResponse,
+    ExplainTableQueryPlanRequest,
+    GetTableStatsRequest,
+    GetTableStatsResponse,
+    GetTableTagVersionRequest,
+    GetTableTagVersionResponse,
+    InsertIntoTableRequest,
+    InsertIntoTableResponse,
+    InvalidTableStateError,
+    LanceNamespace,
+    ListTableBranchesRequest,
+    ListTableBranchesResponse,
+    ListTableIndicesRequest,
+    ListTableIndicesResponse,
+    ListTablesRequest,
+    ListTablesResponse,
+    ListTableTagsRequest,
+    ListTableTagsResponse,
+    ListTableVersionsRequest,
+    ListTableVersionsResponse,
+    MergeInsertIntoTableRequest,
+    MergeInsertIntoTableResponse,
+    QueryTableRequest,
+    QueryTableResponse,
+    RefreshMaterializedViewRequest,
+    RefreshMaterializedViewResponse,
+    RenameTableRequest,
+    RenameTableResponse,
+    RestoreTableRequest,
+    RestoreTableResponse,
+    TableExistsRequest,
+    TableNotFoundError,
+    UpdateFieldMetadataRequest,
+    UpdateFieldMetadataResponse,
+    UpdateTableRequest,
+    UpdateTableResponse,
+    UpdateTableSchemaMetadataRequest,
+    UpdateTableSchemaMetadataResponse,
+    UpdateTableTagRequest,
+    UpdateTableTagResponse,
+)
+
+from backends.arrow_schema import arrow_schema_to_json
+from backends.extensions import (
+    AlterNamespaceRequest,
+    AlterNamespaceResponse,
+    AlterTableRequest,
+    AlterTableResponse,
+    ListOperationsRequest,
+    ListOperationsResponse,
+)
+from backends.modes import CreateMode, WriteMode, parse_mode
+from backends.operations import list_operations, unsupported
+from backends.tables import history, indexes, lifecycle, reads, schema, writes
+from backends.tables.access import (
+    TableLocation,
+    has_data,
+    open_dataset,
+    read_arrow_stream,
+    remove_data,
+)
+from backends.tables.lifecycle import DEFAULT_DELIMITER, caller
+
+NO_TRANSACTIONS = "every operation of this adapter commits at once; there are no open transactions"
+NO_MANIFEST_STORE = "the table's manifests are managed by Lance at its location, not by a store"
+NO_JOBS = "it needs a job service (UDF backfills, materialized views) this adapter does not run"
+
+
+class MetadataNamespace(LanceNamespace):
+    """A catalog backend; every table operation is done with pylance at the table location."""
+
+    # -- hooks for subclasses ----------------------------------------------------------------
+
+    def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
+        """The catalog's entry of the table: location, storage options, properties."""
+        return LanceNamespace.describe_table(self, request)
+
+    def backend_name(self) -> str:
+        """How code-0 messages name this backend (a class name: no addresses or paths)."""
+        return type(self).__name__
+
+    def registered_location(self, table: TableLocation) -> str:
+        """The location RegisterTable takes for `table`'s data (rename re-registers it)."""
+        return table.location
+
+    # -- resolving a table -------------------------------------------------------------------
+
+    def locate(self, request: Any) -> TableLocation:
+        """Where the table of `request` keeps its data, from the catalog."""
+        entry = self.describe_table_entry(DescribeTableRequest(id=request.id, **caller(request)))
+        if not entry.location:
+            raise InvalidTableStateError(f"table {'$'.join(request.id or [])} has no location")
+        return TableLocation(
+            id=list(request.id or []),
+            location=entry.location,
+            storage_options=dict(entry.storage_options or {}),
+            properties=dict(entry.properties or {}),
+        )
+
+    def open(self, request: Any, version: int | None = None) -> LanceDataset:
+        """The table's dataset at `version` of the request's branch: one open per request."""
+        return open_dataset(self.locate(request), version, branch=getattr(request, "branch", None))
+
+    def _exists(self, request: Any) -> bool:
+        try:
+            self.table_exists(TableExistsRequest(id=request.id, **caller(request)))
+        except TableNotFoundError:
+            return False
+        return True
+
+    # -- describe ----------------------------------------------------------------------------
+
+    def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
+        """The catalog entry, completed as the request asks from the dataset itself."""
+        described = self.describe_table_entry(request)
+        if not described.location:
+            return described
+        table = TableLocation(
+            list(request.id or []), described.location, dict(described.storage_options or {})
+        )
+        if request.with_table_uri and not described.table_uri:
+            described.table_uri = described.location
+        if request.check_declared and described.is_only_declared is None:
+            described.is_only_declared = not has_data(table)
+        if request.load_detailed_metadata and described.version is None:
+            dataset = open_dataset(table, request.version, request.tag, request.branch)
+            described.version = dataset.version
+            described.var_schema = arrow_schema_to_json(dataset.schema)
+            described.table = table.id[-1]
+            described.namespace = table.id[:-1]
+        return described
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
+        mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
+        rows = read_arrow_stream(request_data)
+        existing = self.locate(request) if self._exists(request) else None
+        return lifecycle.create_table(self, request, rows, mode, existing)
+
+    def drop_table(self, request: DropTableRequest) -> DropTableResponse:
+        table = self.locate(request)
+        self.deregister_table(DeregisterTableRequest(id=request.id, **caller(request)))
+        remove_data(table)
+        return DropTableResponse(id=request.id, location=table.location)
+
+    def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
+        table = self.locate(request)
+        lifecycle.rename_by_reregistering(self, request, table, self.registered_location(table))
+        return RenameTableResponse()
+
+    def list_all_tables(
+        self, request: ListTablesRequest, delimiter: str = DEFAULT_DELIMITER
+    ) -> ListTablesResponse:
+        def declared_only(table_id: list[str]) -> bool:
+            return not has_data(self.locate(DescribeTableRequest(id=table_id, **caller(request))))
+
+        return lifecycle.list_all_tables(self, request, delimiter, declared_only)
+
+    def list_operations(self, request: ListOperationsRequest) -> ListOperationsResponse:
+        return list_operations(self, request)
+
+    # -- rows --------------------------------------------------------------------------------
+
+    def insert_into_table(
+        self, request: InsertIntoTableRequest, request_data: bytes
+    ) -> InsertIntoTableResponse:
+        mode = parse_mode(request.mode, WriteMode, WriteMode.APPEND)
+        rows = read_arrow_stream(request_data)
+        table = self.locate(request)
+        dataset = open_dataset(table, branch=request.branch) if has_data(table) else None
+        return writes.insert_rows(table, dataset, rows, mode)
+
+    def merge_insert_into_table(
+        self, request: MergeInsertIntoTableRequest, request_data: bytes
+    ) -> MergeInsertIntoTableResponse:
+        rows = read_arrow_stream(request_data)
+        return writes.merge_insert(self.open(request), request, rows)
+
+    def update_table(self, request: UpdateTableRequest) -> UpdateTableResponse:
+        return writes.update_rows(self.open(request), request)
+
+    def delete_from_table(self, request: DeleteFromTableRequest) -> DeleteFromTableResponse:
+        return writes.delete_rows(self.open(request), request)
+
+    def count_table_rows(self, request: CountTableRowsRequest) -> CountTableRowsResponse:
+        return reads.count_rows(self.open(request, request.version), request)
+
+    def query_table(self, request: QueryTableRequest) -> QueryTableResponse:
+        return reads.query(self.open(request, request.version), request)
+
+    def explain_table_query_plan(self, request: ExplainTableQueryPlanRequest) -> str:
+        dataset = self.open(request, request.query.version)
+        return reads.query_plan(dataset, request.query, False, bool(request.verbose))
+
+    def analyze_table_query_plan(self, request: AnalyzeTableQueryPlanRequest) -> str:
+        return reads.query_plan(self.open(request, request.version), request, True, False)
+
+    def get_table_stats(self, request: GetTableStatsRequest) -> GetTableStatsResponse:
+        return reads.table_stats(self.open(request))
+
+    # -- indexes -----------------------------------------------------------------------------
+
+    def create_table_index(self, request: CreateTableIndexRequest) -> CreateTableIndexResponse:
+        indexes.create_index(self.open(request), request, scalar_only=False)
+        return CreateTableIndexResponse()
+
+    def create_table_scalar_index(
+        self, request: CreateTableIndexRequest
+    ) -> CreateTableScalarIndexResponse:
+        indexes.create_index(self.open(request), request, scalar_only=True)
+        return CreateTableScalarIndexResponse()
+
+    def list_table_indices(self, request: ListTableIndicesRequest) -> ListTableIndicesResponse:
+        return indexes.list_indices(self.open(request, request.version), request)
+
+    def describe_table_index_stats(
+        self, request: DescribeTableIndexStatsRequest
+    ) -> DescribeTableIndexStatsResponse:
+        return indexes.index_stats(self.open(request, request.version), request.index_name)
+
+    def drop_table_index(self, request: DropTableIndexRequest) -> DropTableIndexResponse:
+        indexes.drop_index(self.open(request), request)
+        return DropTableIndexResponse()
+
+    # -- versions, tags, branches ------------------------------------------------------------
+
+    def list_table_versions(self, request: ListTableVersionsRequest) -> ListTableVersionsResponse:
+        return history.list_versions(self.open(request), request)
+
+    def describe_table_version(
+        self, request: DescribeTableVersionRequest
+    ) -> DescribeTableVersionResponse:
+        return history.describe_version(self.open(request), request.version)
+
+    def batch_delete_table_versions(
+        self, request: BatchDeleteTableVersionsRequest
+    ) -> BatchDeleteTableVersionsResponse:
+        return history.delete_versions(self.open(request), request)
+
+    def restore_table(self, request: RestoreTableRequest) -> RestoreTableResponse:
+        history.restore(self.open(request, request.version))
+        return RestoreTableResponse()
+
+    @unsupported(NO_MANIFEST_STORE)
+    def create_table_version(
+        self, request: CreateTableVersionRequest
+    ) -> CreateTableVersionResponse:
+        raise NotImplementedError
+
+    @unsupported(NO_MANIFEST_STORE)
+    def batch_create_table_versions(
+        self, request: BatchCreateTableVersionsRequest
+    ) -> BatchCreateTableVersionsResponse:
+        raise NotImplementedError
+
+    def list_table_tags(self, request: ListTableTagsRequest) -> ListTableTagsResponse:
+        return history.list_tags(self.open(request), request)
+
+    def get_table_tag_version(
+        self, request: GetTableTagVersionRequest
+    ) -> GetTableTagVersionResponse:
+        return history.tag_version(self.open(request), request.tag)
+
+    def create_table_tag(self, request: CreateTableTagRequest) -> CreateTableTagResponse:
+        history.create_tag(self.open(request), request)
+        return CreateTableTagResponse()
+
+    def update_table_tag(self, request: UpdateTableTagRequest) -> UpdateTableTagResponse:
+        history.update_tag(self.open(request), request)
+        return UpdateTableTagResponse()
+
+    def delete_table_tag(self, request: DeleteTableTagRequest) -> DeleteTableTagResponse:
+        history.delete_tag(self.open(request), request.tag)
+        return DeleteTableTagResponse()
+
+    def create_table_branch(self, request: CreateTableBranchRequest) -> CreateTableBranchResponse:
+        history.create_branch(self.open(request), request)
+        return CreateTableBranchResponse()
+
+    def list_table_branches(self, request: ListTableBranchesRequest) -> ListTableBranchesResponse:
+        return history.list_branches(self.open(request), request)
+
+    def delete_table_branch(self, request: DeleteTableBranchRequest) -> DeleteTableBranchResponse:
+        history.delete_branch(self.open(request), request.name)
+        return DeleteTableBranchResponse()
+
+    # -- schema ------------------------------------------------------------------------------
+
+    def alter_table_add_columns(
+        self, request: AlterTableAddColumnsRequest
+    ) -> AlterTableAddColumnsResponse:
+        return AlterTableAddColumnsResponse(version=schema.add_columns(self.open(request), request))
+
+    def alter_table_alter_columns(
+        self, request: AlterTableAlterColumnsRequest
+    ) -> AlterTableAlterColumnsResponse:
+        version = schema.alter_columns(self.open(request), request)
+        return AlterTableAlterColumnsResponse(version=version)
+
+    def alter_table_drop_columns(
+        self, request: AlterTableDropColumnsRequest
+    ) -> AlterTableDropColumnsResponse:
+        version = schema.drop_columns(self.open(request), request)
+        return AlterTableDropColumnsResponse(version=version)
+
+    @unsupported(NO_JOBS)
+    def alter_table_backfill_columns(
+        self, request: AlterTableBackfillColumnsRequest
+    ) -> AlterTableBackfillColumnsResponse:
+        raise NotImplementedError
+
+    def update_table_schema_metadata(
+        self, request: UpdateTableSchemaMetadataRequest
+    ) -> UpdateTableSchemaMetadataResponse:
+        metadata = schema.update_schema_metadata(self.open(request), request.metadata)
+        return UpdateTableSchemaMetadataResponse(metadata=metadata)
+
+    def update_field_metadata(
+        self, request: UpdateFieldMetadataRequest
+    ) -> UpdateFieldMetadataResponse:
+        return schema.update_field_metadata(self.open(request), request)
+
+    # -- what the catalog or this adapter cannot do ------------------------------------------
+
+    @unsupported("the catalog offers no way to change a namespace's properties here")
+    def alter_namespace(self, request: AlterNamespaceRequest) -> AlterNamespaceResponse:
+        raise NotImplementedError
+
+    @unsupported("the catalog offers no way to change a table's properties here")
+    def alter_table(self, request: AlterTableRequest) -> AlterTableResponse:
+        raise NotImplementedError
+
+    @unsupported(NO_TRANSACTIONS)
+    def describe_transaction(
+        self, request: DescribeTransactionRequest
+    ) -> DescribeTransactionResponse:
+        raise NotImplementedError
+
+    @unsupported(NO_TRANSACTIONS)
+    def alter_transaction(self, request: AlterTransactionRequest) -> AlterTransactionResponse:
+        raise NotImplementedError
+
+    @unsupported("pylance commits one table at a time; there is no atomic multi-table commit")
+    def batch_commit_tables(self, request: BatchCommitTablesRequest) -> BatchCommitTablesResponse:
+        raise NotImplementedError
+
+    @unsupported(NO_JOBS)
+    def create_materialized_view(
+        self, request: CreateMaterializedViewRequest
+    ) -> CreateMaterializedViewResponse:
+        raise NotImplementedError
+
+    @unsupported(NO_JOBS)
+    def refresh_materialized_view(
+        self, request: RefreshMaterializedViewRequest
+    ) -> RefreshMaterializedViewResponse:
+        raise NotImplementedError

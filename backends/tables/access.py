@@ -1,0 +1,94 @@
+"""Reaching a table's data: where it lives, opening it once at the requested version, tag or
+branch, and the Arrow IPC formats of request and response bodies."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import lance
+import pyarrow as pa
+from lance import LanceDataset
+from lance_namespace import InvalidInputError, InvalidTableStateError, TableBranchNotFoundError
+
+from backends.tables.errors import lance_errors
+
+
+@dataclass(frozen=True)
+class TableLocation:
+    """What a catalog knows of a table: its identifier, where its data is and how to reach it."""
+
+    id: list[str]
+    location: str
+    storage_options: dict[str, str] = field(default_factory=dict)
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def options(self) -> dict[str, str] | None:
+        return dict(self.storage_options) or None
+
+
+def open_dataset(
+    table: TableLocation,
+    version: int | None = None,
+    tag: str | None = None,
+    branch: str | None = None,
+) -> LanceDataset:
+    """The table's dataset checked out at `tag`, or at `version` of `branch` (latest by default)."""
+    try:
+        dataset = lance.dataset(table.location, storage_options=table.options)
+    except (OSError, ValueError, RuntimeError) as error:
+        raise InvalidTableStateError(f"table {'$'.join(table.id)} has no Lance data yet") from error
+    if tag is not None and (version is not None or branch is not None):
+        raise InvalidInputError("name either a tag or a version and branch, not both")
+    with lance_errors(table.location):
+        if tag is not None:
+            return dataset.checkout_version(tag)
+        if branch is not None and branch != "main":
+            return _checkout_branch(dataset, branch, version)
+        if version is not None and version != dataset.version:
+            return dataset.checkout_version(version)
+    return dataset
+
+
+def _checkout_branch(dataset: LanceDataset, branch: str, version: int | None) -> LanceDataset:
+    if branch not in dataset.branches.list():
+        raise TableBranchNotFoundError(f"branch {branch} does not exist")
+    return dataset.checkout_version((branch, version))
+
+
+def has_data(table: TableLocation) -> bool:
+    try:
+        lance.dataset(table.location, storage_options=table.options)
+    except (OSError, ValueError, RuntimeError):
+        return False
+    return True
+
+
+def remove_data(table: TableLocation) -> None:
+    with contextlib.suppress(ValueError, OSError):
+        LanceDataset.drop(table.location, storage_options=table.options, ignore_not_found=True)
+
+
+def read_arrow_stream(data: bytes | None) -> pa.Table:
+    """A request body in the Arrow IPC stream format, read whole (it is in memory already)."""
+    if not data:
+        raise InvalidInputError("the request has no Arrow IPC stream body")
+    try:
+        return pa.ipc.open_stream(data).read_all()
+    except (pa.ArrowInvalid, OSError) as error:
+        raise InvalidInputError(f"data is not an Arrow IPC stream: {error}") from None
+
+
+def arrow_file(table: pa.Table) -> bytes:
+    """A response body in the Arrow IPC file format."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def string_map(values: Mapping[str, Any] | None) -> dict[str, str]:
+    return {str(key): str(value) for key, value in (values or {}).items()}

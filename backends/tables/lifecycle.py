@@ -1,0 +1,211 @@
+"""Operations that involve the catalog as well as the data: CreateTable's declare-then-write,
+DropTable's deregister-then-delete, RenameTable by re-registering, and ListAllTables by
+walking every namespace. They call only `LanceNamespace` methods of the backend."""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+from lance_namespace import (
+    CreateTableRequest,
+    CreateTableResponse,
+    DeclareTableRequest,
+    DeregisterTableRequest,
+    InvalidInputError,
+    InvalidTableStateError,
+    LanceNamespace,
+    ListNamespacesRequest,
+    ListTablesRequest,
+    ListTablesResponse,
+    RegisterTableRequest,
+    RenameTableRequest,
+    TableAlreadyExistsError,
+    UnsupportedOperationError,
+)
+
+from backends.modes import CreateMode
+from backends.names import validate_name
+from backends.paging import paginate
+from backends.tables.access import TableLocation, has_data, open_dataset, remove_data
+from backends.tables.writes import write_rows
+
+logger = logging.getLogger(__name__)
+DEFAULT_DELIMITER = "$"
+
+
+def caller(request: Any) -> dict[str, Any]:
+    """The identity and context of `request`, passed on to the backend calls it makes."""
+    return {"identity": request.identity, "context": request.context}
+
+
+def create_table(
+    namespace: LanceNamespace,
+    request: CreateTableRequest,
+    rows: pa.Table,
+    mode: CreateMode,
+    existing: TableLocation | None,
+) -> CreateTableResponse:
+    """Create (declare + first write), keep (exist_ok) or overwrite the table."""
+    if existing is not None:
+        if mode is CreateMode.CREATE:
+            raise TableAlreadyExistsError(f"table {'$'.join(request.id or [])} already exists")
+        target = _with_request_options(existing, request)
+        if mode is CreateMode.EXIST_OK and has_data(target):
+            version = open_dataset(target).version
+        else:
+            version = write_rows(rows, target, "overwrite", target).version
+        return _created(existing, version)
+    declared = namespace.declare_table(
+        DeclareTableRequest(id=request.id, properties=request.properties, **caller(request))
+    )
+    if not declared.location:
+        raise InvalidTableStateError(f"the backend declared {request.id} without a location")
+    table = TableLocation(
+        id=list(request.id or []),
+        location=declared.location,
+        storage_options=dict(declared.storage_options or {}),
+        properties=dict(declared.properties or {}),
+    )
+    target = _with_request_options(table, request)
+    try:
+        version = write_rows(rows, target, "create", target).version
+    except BaseException:
+        _undeclare(namespace, request, target)
+        raise
+    return _created(table, version)
+
+
+def _with_request_options(table: TableLocation, request: CreateTableRequest) -> TableLocation:
+    options = {**table.storage_options, **(request.storage_options or {})}
+    return TableLocation(table.id, table.location, options, table.properties)
+
+
+def _created(table: TableLocation, version: int) -> CreateTableResponse:
+    return CreateTableResponse(
+        location=table.location,
+        version=version,
+        storage_options=table.storage_options or None,
+        properties=table.properties or None,
+    )
+
+
+def _undeclare(namespace: LanceNamespace, request: Any, table: TableLocation) -> None:
+    """Undo a declaration whose first write failed, so nothing is left half-created."""
+    try:
+        namespace.deregister_table(DeregisterTableRequest(id=request.id, **caller(request)))
+    except Exception:
+        logger.exception("could not deregister %s after a failed write", request.id)
+    remove_data(table)
+
+
+def renamed_id(request: RenameTableRequest) -> list[str]:
+    if not request.id:
+        raise InvalidInputError("RenameTable needs the table's id")
+    parent = request.id[:-1] if request.new_namespace_id is None else request.new_namespace_id
+    return [*parent, validate_name(request.new_table_name, "new_table_name")]
+
+
+def rename_by_reregistering(
+    namespace: LanceNamespace,
+    request: RenameTableRequest,
+    table: TableLocation,
+    registered_location: str,
+) -> None:
+    """Register the table's data under the new id, then deregister the old id; when that
+    fails, the new registration is undone. The data stays where it is."""
+    new_id = renamed_id(request)
+    if new_id == list(request.id or []):
+        raise InvalidInputError("RenameTable to the same id changes nothing")
+    if has_data(table):
+        namespace.register_table(
+            RegisterTableRequest(
+                id=new_id,
+                location=registered_location,
+                properties=table.properties or None,
+                **caller(request),
+            )
+        )
+    else:
+        namespace.declare_table(
+            DeclareTableRequest(
+                id=new_id,
+                location=registered_location,
+                properties=table.properties or None,
+                **caller(request),
+            )
+        )
+    try:
+        namespace.deregister_table(DeregisterTableRequest(id=request.id, **caller(request)))
+    except BaseException:
+        namespace.deregister_table(DeregisterTableRequest(id=new_id, **caller(request)))
+        raise
+
+
+def _children(namespace: LanceNamespace, parent: list[str], request: Any) -> list[str]:
+    return _every_page(
+        lambda token: namespace.list_namespaces(
+            ListNamespacesRequest(id=parent, page_token=token, **caller(request))
+        ),
+        "namespaces",
+    )
+
+
+def _tables(namespace: LanceNamespace, parent: list[str], request: ListTablesRequest) -> list[str]:
+    return _every_page(
+        lambda token: namespace.list_tables(
+            ListTablesRequest(
+                id=parent,
+                page_token=token,
+                include_declared=request.include_declared,
+                **caller(request),
+            )
+        ),
+        "tables",
+    )
+
+
+def _every_page(list_page: Callable[[str | None], Any], field: str) -> list[str]:
+    """Every name of a paged listing; a level that cannot hold any answers nothing."""
+    names: list[str] = []
+    token: str | None = None
+    while True:
+        try:
+            page = list_page(token)
+        except (InvalidInputError, UnsupportedOperationError):
+            return names
+        names.extend(getattr(page, field) or [])
+        token = page.page_token
+        if not token:
+            return names
+
+
+def list_all_tables(
+    namespace: LanceNamespace,
+    request: ListTablesRequest,
+    delimiter: str = DEFAULT_DELIMITER,
+    is_declared_only: Callable[[list[str]], bool] | None = None,
+) -> ListTablesResponse:
+    """Every table under `request.id` (the root by default), as ids joined with `delimiter`,
+    sorted and paged; declared tables without data only when `include_declared` allows."""
+    if not delimiter:
+        raise InvalidInputError("delimiter must not be empty")
+    found: list[str] = []
+    pending = deque([list(request.id or [])])
+    while pending:
+        parent = pending.popleft()
+        for name in _tables(namespace, parent, request):
+            table_id = [*parent, name]
+            if (
+                request.include_declared is False
+                and is_declared_only
+                and is_declared_only(table_id)
+            ):
+                continue
+            found.append(delimiter.join(table_id))
+        pending.extend([*parent, child] for child in _children(namespace, parent, request))
+    page, token = paginate(found, request.page_token, request.limit)
+    return ListTablesResponse(tables=page, page_token=token)

@@ -1,0 +1,94 @@
+"""Writing rows: the first write of CreateTable, InsertIntoTable, MergeInsertIntoTable,
+UpdateTable and DeleteFromTable, done by pylance on the opened dataset."""
+
+from __future__ import annotations
+
+import lance
+import pyarrow as pa
+from lance import LanceDataset
+from lance_namespace import (
+    DeleteFromTableRequest,
+    DeleteFromTableResponse,
+    InsertIntoTableResponse,
+    InvalidInputError,
+    MergeInsertIntoTableRequest,
+    MergeInsertIntoTableResponse,
+    UpdateTableRequest,
+    UpdateTableResponse,
+)
+
+from backends.modes import WriteMode
+from backends.tables.access import TableLocation
+from backends.tables.errors import lance_errors
+
+
+def write_rows(
+    rows: pa.Table, target: TableLocation | LanceDataset, mode: str, table: TableLocation
+) -> LanceDataset:
+    """Write `rows` to a location (mode create / overwrite) or an opened dataset (append)."""
+    uri = target.location if isinstance(target, TableLocation) else target
+    with lance_errors(table.location):
+        return lance.write_dataset(rows, uri, mode=mode, storage_options=table.options)
+
+
+def insert_rows(
+    table: TableLocation, dataset: LanceDataset | None, rows: pa.Table, mode: WriteMode
+) -> InsertIntoTableResponse:
+    """Append or overwrite; a declared table without data gets its first version."""
+    if dataset is None:
+        written = write_rows(rows, table, "create", table)
+    else:
+        written = write_rows(rows, dataset, mode.value, table)
+    return InsertIntoTableResponse(version=written.version, num_inserted_rows=rows.num_rows)
+
+
+def merge_insert(
+    dataset: LanceDataset, request: MergeInsertIntoTableRequest, rows: pa.Table
+) -> MergeInsertIntoTableResponse:
+    if not request.on:
+        raise InvalidInputError("MergeInsertIntoTable needs the key columns in 'on'")
+    actions = (
+        request.when_matched_update_all,
+        request.when_not_matched_insert_all,
+        request.when_not_matched_by_source_delete,
+    )
+    if not any(actions):
+        raise InvalidInputError("MergeInsertIntoTable needs at least one when_* action")
+    with lance_errors(dataset.uri):
+        builder = dataset.merge_insert(list(request.on))
+        if request.when_matched_update_all:
+            builder = builder.when_matched_update_all(request.when_matched_update_all_filt)
+        if request.when_not_matched_insert_all:
+            builder = builder.when_not_matched_insert_all()
+        if request.when_not_matched_by_source_delete:
+            builder = builder.when_not_matched_by_source_delete(
+                request.when_not_matched_by_source_delete_filt
+            )
+        if request.use_index is not None:
+            builder = builder.use_index(request.use_index)
+        counts = builder.execute(rows)
+    return MergeInsertIntoTableResponse(
+        num_updated_rows=counts["num_updated_rows"],
+        num_inserted_rows=counts["num_inserted_rows"],
+        num_deleted_rows=counts["num_deleted_rows"],
+        version=dataset.version,
+    )
+
+
+def update_rows(dataset: LanceDataset, request: UpdateTableRequest) -> UpdateTableResponse:
+    if not request.updates:
+        raise InvalidInputError("UpdateTable needs at least one [column, expression] in updates")
+    assignments = dict(request.updates)
+    if len(assignments) != len(request.updates):
+        raise InvalidInputError("UpdateTable names a column more than once in updates")
+    with lance_errors(dataset.uri):
+        result = dataset.update(assignments, where=request.predicate or None)
+    return UpdateTableResponse(updated_rows=result["num_rows_updated"], version=dataset.version)
+
+
+def delete_rows(dataset: LanceDataset, request: DeleteFromTableRequest) -> DeleteFromTableResponse:
+    if not request.predicate or not request.predicate.strip():
+        raise InvalidInputError("DeleteFromTable needs a predicate ('true' deletes every row)")
+    with lance_errors(dataset.uri):
+        dataset.delete(request.predicate)
+    return DeleteFromTableResponse(version=dataset.version)

@@ -1,0 +1,296 @@
+"""The rules around the table operations: modes in every official spelling, the spec's error
+codes for bad input (and nothing changed), ListOperations computed from the backend, code-0
+answers naming operation and backend, RenameTable undone on failure, ListAllTables paging."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from lance_namespace import (
+    AlterTableBackfillColumnsRequest,
+    AlterTableDropColumnsRequest,
+    BatchCommitTablesRequest,
+    CountTableRowsRequest,
+    CreateNamespaceRequest,
+    CreateTableIndexRequest,
+    CreateTableRequest,
+    CreateTableTagRequest,
+    CreateTableVersionRequest,
+    DeclareTableRequest,
+    DeleteFromTableRequest,
+    DeregisterTableRequest,
+    DescribeTransactionRequest,
+    DropTableIndexRequest,
+    GetTableTagVersionRequest,
+    InsertIntoTableRequest,
+    LanceNamespace,
+    LanceNamespaceError,
+    ListTablesRequest,
+    RenameTableRequest,
+    RestoreTableRequest,
+    ServiceUnavailableError,
+    TableExistsRequest,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
+
+from backends.extensions import AlterNamespaceRequest, AlterTableRequest, ListOperationsRequest
+from backends.operations import list_operations
+from backends.plugin import PluginNamespace
+from tests.lance_data import arrow_stream, sample_table, tree_snapshot
+from tests.stand_in_backends import MetadataOnlyNamespace, ProbeNamespace
+from tests.table_operations_support import BACKENDS, backend, read_back
+
+TABLE = ["cat", "items"]
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def namespace(request: pytest.FixtureRequest, data_root: Path) -> LanceNamespace:
+    return backend(request.param, data_root)
+
+
+def _count(namespace: LanceNamespace, table_id: list[str] = TABLE) -> int:
+    return namespace.count_table_rows(CountTableRowsRequest(id=table_id)).count
+
+
+def test_create_modes_in_every_spelling(namespace: LanceNamespace) -> None:
+    namespace.create_table(CreateTableRequest(id=TABLE), arrow_stream(sample_table(100)))
+    for spelling in ("exist_ok", "ExistOk", "EXIST_OK", "exist-ok", "existok"):
+        namespace.create_table(
+            CreateTableRequest(id=TABLE, mode=spelling), arrow_stream(sample_table(1))
+        )
+        assert read_back(namespace, TABLE).count_rows() == 100, f"{spelling} keeps the data"
+    for spelling in ("create", "Create", "CREATE"):
+        with pytest.raises(LanceNamespaceError) as refused:
+            namespace.create_table(
+                CreateTableRequest(id=TABLE, mode=spelling), arrow_stream(sample_table(1))
+            )
+        assert refused.value.code == 5, spelling
+    for rows, spelling in enumerate(("overwrite", "Overwrite", "OVERWRITE"), start=2):
+        namespace.create_table(
+            CreateTableRequest(id=TABLE, mode=spelling), arrow_stream(sample_table(rows))
+        )
+        assert read_back(namespace, TABLE).count_rows() == rows, spelling
+
+
+def test_unknown_modes_are_invalid_input_and_change_nothing(
+    namespace: LanceNamespace, data_root: Path
+) -> None:
+    namespace.create_table(CreateTableRequest(id=TABLE), arrow_stream(sample_table(100)))
+    before = tree_snapshot(data_root)
+    for spelling in ("ExistsOk", "replace", "", "exist ok"):
+        with pytest.raises(LanceNamespaceError) as refused:
+            namespace.create_table(
+                CreateTableRequest(id=TABLE, mode=spelling), arrow_stream(sample_table(1))
+            )
+        assert refused.value.code == 13, spelling
+        with pytest.raises(LanceNamespaceError) as refused:
+            namespace.insert_into_table(
+                InsertIntoTableRequest(id=TABLE, mode=spelling or "bogus"),
+                arrow_stream(sample_table(1)),
+            )
+        assert refused.value.code == 13, spelling
+    assert tree_snapshot(data_root) == before
+    for spelling in ("Append", "APPEND", "append"):
+        namespace.insert_into_table(
+            InsertIntoTableRequest(id=TABLE, mode=spelling), arrow_stream(sample_table(1))
+        )
+    assert _count(namespace) == 103
+
+
+BAD_REQUESTS: list[tuple[str, int, Any]] = [
+    (
+        "unknown column in a filter",
+        13,
+        lambda n: n.count_table_rows(CountTableRowsRequest(id=TABLE, predicate="nope > 1")),
+    ),
+    (
+        "bad SQL",
+        13,
+        lambda n: n.delete_from_table(DeleteFromTableRequest(id=TABLE, predicate="id >>> 1")),
+    ),
+    (
+        "no predicate",
+        13,
+        lambda n: n.delete_from_table(DeleteFromTableRequest(id=TABLE, predicate=" ")),
+    ),
+    (
+        "not an Arrow stream",
+        13,
+        lambda n: n.insert_into_table(InsertIntoTableRequest(id=TABLE), b"not arrow"),
+    ),
+    (
+        "another schema",
+        20,
+        lambda n: n.insert_into_table(
+            InsertIntoTableRequest(id=TABLE), arrow_stream(pa.table({"other": [1.5]}))
+        ),
+    ),
+    (
+        "unknown index type",
+        13,
+        lambda n: n.create_table_index(
+            CreateTableIndexRequest(id=TABLE, column="id", index_type="NOPE")
+        ),
+    ),
+    (
+        "missing column",
+        12,
+        lambda n: n.alter_table_drop_columns(
+            AlterTableDropColumnsRequest(id=TABLE, columns=["nope"])
+        ),
+    ),
+    (
+        "missing index",
+        6,
+        lambda n: n.drop_table_index(DropTableIndexRequest(id=TABLE, index_name="nope")),
+    ),
+    (
+        "missing tag",
+        8,
+        lambda n: n.get_table_tag_version(GetTableTagVersionRequest(id=TABLE, tag="nope")),
+    ),
+    (
+        "existing tag",
+        9,
+        lambda n: n.create_table_tag(CreateTableTagRequest(id=TABLE, tag="v1", version=1)),
+    ),
+    ("missing version", 11, lambda n: n.restore_table(RestoreTableRequest(id=TABLE, version=99))),
+    (
+        "missing branch",
+        22,
+        lambda n: n.count_table_rows(CountTableRowsRequest(id=TABLE, branch="nope")),
+    ),
+    ("missing table", 4, lambda n: n.count_table_rows(CountTableRowsRequest(id=["cat", "nope"]))),
+]
+
+
+@pytest.mark.parametrize(("case", "code", "call"), BAD_REQUESTS, ids=[c[0] for c in BAD_REQUESTS])
+def test_bad_input_gets_the_spec_error_and_changes_nothing(
+    namespace: LanceNamespace, data_root: Path, case: str, code: int, call: Any
+) -> None:
+    namespace.create_table(CreateTableRequest(id=TABLE), arrow_stream(sample_table(10)))
+    namespace.create_table_tag(CreateTableTagRequest(id=TABLE, tag="v1", version=1))
+    before = tree_snapshot(data_root)
+    with pytest.raises(LanceNamespaceError) as refused:
+        call(namespace)
+    assert refused.value.code == code, f"{case}: {refused.value}"
+    assert tree_snapshot(data_root) == before
+
+
+class _WithoutRegister(MetadataOnlyNamespace):
+    register_table = LanceNamespace.register_table
+
+
+def test_list_operations_is_computed_from_the_backend(data_root: Path) -> None:
+    request = ListOperationsRequest()
+    plugin = PluginNamespace(_WithoutRegister(root=str(data_root)))
+    operations = plugin.list_operations(request).operations
+    assert "RegisterTable" not in operations
+    assert {"CreateTable", "DeregisterTable", "RenameTable", "ListAllTables"} <= set(operations)
+    assert not {"AlterNamespace", "DescribeTransaction", "CreateTableVersion"} & set(operations)
+    full = backend("metadata-only", data_root).list_operations(request).operations
+    assert set(full) - set(operations) == {"RegisterTable"}
+
+    directory = backend("dir", data_root / "dir").list_operations(request).operations
+    assert {"RenameTable", "ListAllTables", "UpdateFieldMetadata", "DescribeTransaction"} <= set(
+        directory
+    )
+    assert not {"AlterTableBackfillColumns", "CreateMaterializedView", "AlterTable"} & set(
+        directory
+    )
+    probe = list_operations(ProbeNamespace(), request).operations
+    assert probe == ["DescribeNamespace", "ListNamespaces", "ListOperations"]
+
+
+CODE_ZERO_CALLS: list[tuple[str, Any]] = [
+    ("AlterNamespace", lambda n: n.alter_namespace(AlterNamespaceRequest(id=["cat"]))),
+    ("AlterTable", lambda n: n.alter_table(AlterTableRequest(id=TABLE))),
+    ("BatchCommitTables", lambda n: n.batch_commit_tables(BatchCommitTablesRequest(operations=[]))),
+    (
+        "AlterTableBackfillColumns",
+        lambda n: n.alter_table_backfill_columns(
+            AlterTableBackfillColumnsRequest(id=TABLE, column="id")
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("operation", "call"), CODE_ZERO_CALLS, ids=[c[0] for c in CODE_ZERO_CALLS]
+)
+def test_code_zero_names_the_operation_and_the_backend(
+    namespace: LanceNamespace, operation: str, call: Any
+) -> None:
+    with pytest.raises(UnsupportedOperationError) as refused:
+        call(namespace)
+    assert refused.value.code == 0
+    name = "MetadataOnlyNamespace" if isinstance(namespace, PluginNamespace) else "Directory"
+    assert operation in str(refused.value) and name in str(refused.value)
+
+
+def test_generic_code_zero_for_transactions_and_manifests(data_root: Path) -> None:
+    plugin = backend("metadata-only", data_root)
+    for operation, call in (
+        (
+            "DescribeTransaction",
+            lambda: plugin.describe_transaction(DescribeTransactionRequest(id=[*TABLE, "t1"])),
+        ),
+        (
+            "CreateTableVersion",
+            lambda: plugin.create_table_version(
+                CreateTableVersionRequest(id=TABLE, version=2, manifest_path="m")
+            ),
+        ),
+    ):
+        with pytest.raises(UnsupportedOperationError, match=operation):
+            call()
+
+
+class _FailingDeregister(MetadataOnlyNamespace):
+    def deregister_table(self, request: DeregisterTableRequest) -> Any:
+        if request.id == TABLE:
+            raise ServiceUnavailableError("the catalog is down")
+        return self.catalog.deregister_table(request)
+
+
+def test_rename_is_undone_when_the_old_id_cannot_be_removed(data_root: Path) -> None:
+    plugin = PluginNamespace(_FailingDeregister(root=str(data_root)))
+    plugin.create_namespace(CreateNamespaceRequest(id=["cat"]))
+    plugin.create_table(CreateTableRequest(id=TABLE), arrow_stream(sample_table(5)))
+    with pytest.raises(ServiceUnavailableError):
+        plugin.rename_table(RenameTableRequest(id=TABLE, new_table_name="renamed"))
+    plugin.table_exists(TableExistsRequest(id=TABLE))
+    with pytest.raises(TableNotFoundError):
+        plugin.table_exists(TableExistsRequest(id=["cat", "renamed"]))
+    assert plugin.list_tables(ListTablesRequest(id=["cat"])).tables == ["items"]
+    assert read_back(plugin, TABLE).count_rows() == 5, "the data stays under the old id"
+
+
+def test_list_all_tables_walks_pages_and_honours_include_declared(
+    namespace: LanceNamespace,
+) -> None:
+    for table_id in (["cat", "a"], ["cat", "sub", "b"], ["cat", "sub", "c"], ["cat", "d"]):
+        namespace.create_table(CreateTableRequest(id=table_id), arrow_stream(sample_table(2)))
+    namespace.declare_table(DeclareTableRequest(id=["cat", "sub", "declared"]))
+    everything = ["cat$a", "cat$d", "cat$sub$b", "cat$sub$c", "cat$sub$declared"]
+    assert namespace.list_all_tables(ListTablesRequest()).tables == everything
+
+    pages, token = [], None
+    while True:
+        page = namespace.list_all_tables(ListTablesRequest(limit=2, page_token=token))
+        pages.append(page.tables)
+        token = page.page_token
+        if not token:
+            break
+    assert pages == [everything[:2], everything[2:4], everything[4:]]
+
+    with_data = namespace.list_all_tables(
+        ListTablesRequest(id=["cat", "sub"], include_declared=False)
+    )
+    assert with_data.tables == ["cat$sub$b", "cat$sub$c"]
+    dotted = namespace.list_all_tables(ListTablesRequest(id=["cat", "sub"]), delimiter=".")
+    assert dotted.tables == ["cat.sub.b", "cat.sub.c", "cat.sub.declared"]
