@@ -975,7 +975,9 @@ class GlueNamespace(LanceNamespace):
             return []  # dropped since it was listed
         return self._lance_table_names(tables, include_declared)
 
-    def _writable(self, read_shape: str, write_shape: str, current: Mapping[str, Any]) -> dict:
+    def _writable(
+        self, read_shape: str, write_shape: str, current: Mapping[str, Any]
+    ) -> dict[str, Any]:
         """The fields of a Glue object as read (`read_shape`) that its update input
         (`write_shape`) takes unchanged: Update* replaces the whole object, so every field
         that is not carried over would be lost."""
