@@ -74,6 +74,8 @@ from lance_namespace import (
     PermissionDeniedError,
     RegisterTableRequest,
     RegisterTableResponse,
+    RenameTableRequest,
+    RenameTableResponse,
     ServiceUnavailableError,
     TableAlreadyExistsError,
     TableExistsRequest,
@@ -85,6 +87,7 @@ from lance_namespace import (
 )
 
 from backends.base import MetadataNamespace
+from backends.catalog_operations import PropertyChanges, page_of_table_ids
 from backends.conventions import (
     EXTERNAL_TABLE,
     LANCE_TABLE_TYPE,
@@ -93,6 +96,12 @@ from backends.conventions import (
     join_location,
     require_lance_table,
     storage_root,
+)
+from backends.extensions import (
+    AlterNamespaceRequest,
+    AlterNamespaceResponse,
+    AlterTableRequest,
+    AlterTableResponse,
 )
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import require_object_identifier, validate_identifier, validate_name
@@ -771,13 +780,18 @@ class GlueNamespace(MetadataNamespace):
             if self._resolve(namespace)[0] == "catalog":
                 return ListTablesResponse(tables=[])  # catalogs hold no tables directly
             raise
-        lance_tables = [table for table in tables if is_lance_table(table)]
-        if request.include_declared is False:
-            # Only tables with data: this opens every table, so it is only done when asked.
-            lance_tables = [table for table in lance_tables if self._has_data(table)]
-        names = [table["Name"] for table in lance_tables]
+        names = self._lance_table_names(tables, request.include_declared)
         page, token = paginate(names, request.page_token, request.limit)
         return ListTablesResponse(tables=page, page_token=token)
+
+    def _lance_table_names(
+        self, tables: list[dict[str, Any]], include_declared: bool | None
+    ) -> list[str]:
+        lance_tables = [table for table in tables if is_lance_table(table)]
+        if include_declared is False:
+            # Only tables with data: this opens every table, so it is only done when asked.
+            lance_tables = [table for table in lance_tables if self._has_data(table)]
+        return [table["Name"] for table in lance_tables]
 
     def _has_data(self, glue_table: Mapping[str, Any]) -> bool:
         location = (glue_table.get("StorageDescriptor") or {}).get("Location")
@@ -794,7 +808,7 @@ class GlueNamespace(MetadataNamespace):
         parameters = self._lance_parameters(request.properties)
         database = self._require_database(ref, namespace)
         location = request.location or self._default_location(database, namespace, table)
-        self._create_table(ref, table, location, parameters, namespace)
+        self._create_table(ref, self._table_input(table, location, parameters), namespace)
         return DeclareTableResponse(
             location=location, storage_options=self._storage_options(), properties=parameters
         )
@@ -809,7 +823,8 @@ class GlueNamespace(MetadataNamespace):
         require_lance_table(request.location, self._storage_options())
         existing = self._table_if_exists(ref, table) if mode == "overwrite" else None
         if existing is None:
-            self._create_table(ref, table, request.location, parameters, namespace)
+            table_input = self._table_input(table, request.location, parameters)
+            self._create_table(ref, table_input, namespace)
         elif not is_lance_table(existing):
             raise InvalidInputError(f"table {'$'.join(request.id or [])} is not a Lance table")
         else:
@@ -860,6 +875,122 @@ class GlueNamespace(MetadataNamespace):
             properties=dict(glue_table.get("Parameters") or {}),
         )
 
+    # -- catalog-level operations -------------------------------------------------------------
+
+    def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
+        """Glue has no rename: create the new entry, then delete the old one (undone if that
+        fails). The data stays at its location."""
+        namespace, table, ref = self._split_table_id(request.id)
+        new_name = validate_glue_name(request.new_table_name, "new table name")
+        target_namespace = namespace
+        if request.new_namespace_id is not None:
+            target_namespace = glue_identifier(request.new_namespace_id, "namespace")
+        target_ref = self._database_ref(target_namespace)
+        glue_table = self._get_lance_table(ref, table, namespace)
+        table_input = {**self._writable("Table", "TableInput", glue_table), "Name": new_name}
+        self._create_table(target_ref, table_input, target_namespace)
+        try:
+            with glue_errors(f"table {'$'.join(request.id or [])}", not_found=TableNotFoundError):
+                self._glue.delete_table(DatabaseName=ref.name, Name=table, **ref.params())
+        except LanceNamespaceError as error:
+            self._undo_create(target_ref, [*target_namespace, new_name], error)
+            raise
+        return RenameTableResponse()
+
+    def _undo_create(self, ref: DatabaseRef, table_id: list[str], cause: Exception) -> None:
+        try:
+            with glue_errors(f"table {'$'.join(table_id)}", not_found=TableNotFoundError):
+                self._glue.delete_table(DatabaseName=ref.name, Name=table_id[-1], **ref.params())
+        except LanceNamespaceError as undo_error:
+            raise InternalError(
+                f"rename failed ({cause}) and its new entry {'$'.join(table_id)} could not be"
+                f" removed ({undo_error}): both entries now name the same data"
+            ) from cause
+
+    def alter_namespace(self, request: AlterNamespaceRequest) -> AlterNamespaceResponse:
+        namespace = glue_identifier(request.id, "namespace")
+        changes = PropertyChanges.of(
+            request.set_properties,
+            request.unset_properties,
+            (NAMESPACE_TYPE_PROPERTY,),
+            "only choose what CreateNamespace creates",
+        )
+        validate_parameters(changes.updates)
+        kind, found = self._resolve(namespace)
+        if kind == "root":
+            raise InvalidInputError("the root namespace has no properties to alter")
+        if kind == "database":
+            ref, database = found
+            database_input = self._writable("Database", "DatabaseInput", database)
+            database_input["Parameters"] = changes.applied_to(database.get("Parameters"))
+            with glue_errors(ref.describe()):
+                self._glue.update_database(
+                    Name=ref.name, DatabaseInput=database_input, **ref.params()
+                )
+        else:
+            catalog_id, catalog = found
+            catalog_input = self._writable("Catalog", "CatalogInput", catalog)
+            catalog_input["Parameters"] = changes.applied_to(catalog.get("Parameters"))
+            with glue_errors(f"catalog {catalog_id}"):
+                self._glue.update_catalog(CatalogId=catalog_id, CatalogInput=catalog_input)
+        described = self.describe_namespace(DescribeNamespaceRequest(id=namespace))
+        return AlterNamespaceResponse(properties=described.properties)
+
+    def alter_table(self, request: AlterTableRequest) -> AlterTableResponse:
+        namespace, table, ref = self._split_table_id(request.id)
+        changes = PropertyChanges.of(
+            request.set_properties, request.unset_properties, (TABLE_TYPE_KEY,)
+        )
+        validate_parameters(changes.updates)
+        glue_table = self._get_lance_table(ref, table, namespace)
+        table_input = self._writable("Table", "TableInput", glue_table)
+        table_input["Parameters"] = changes.applied_to(glue_table.get("Parameters"))
+        with glue_errors(f"table {'$'.join(request.id or [])}", not_found=TableNotFoundError):
+            self._glue.update_table(DatabaseName=ref.name, TableInput=table_input, **ref.params())
+        altered = self._get_lance_table(ref, table, namespace)
+        return AlterTableResponse(properties=dict(altered.get("Parameters") or {}))
+
+    def list_all_tables(self, request: ListTablesRequest) -> ListTablesResponse:
+        page, token = page_of_table_ids(
+            self._database_paths([], self._settings.catalog_id),
+            lambda namespace: self._listed_tables(namespace, request.include_declared),
+            request.page_token,
+            request.limit,
+        )
+        return ListTablesResponse(tables=page, page_token=token)
+
+    def _database_paths(self, path: list[str], catalog_id: str | None) -> list[list[str]]:
+        """Every database at or below the catalog at `path`, as namespace paths."""
+        paths = [[*path, database["Name"]] for database in self._databases(catalog_id)]
+        if self._catalogs_enabled:
+            for catalog in self._child_catalogs(catalog_id):
+                child = [*path, catalog["Name"]]
+                paths += self._database_paths(child, self._nested_catalog_id(child))
+        return paths
+
+    def _listed_tables(self, namespace: list[str], include_declared: bool | None) -> list[str]:
+        try:
+            tables = self._tables(self._database_ref(namespace))
+        except NamespaceNotFoundError:
+            return []  # dropped since it was listed
+        return self._lance_table_names(tables, include_declared)
+
+    def _writable(
+        self, read_shape: str, write_shape: str, current: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The fields of a Glue object as read (`read_shape`) that its update input
+        (`write_shape`) takes unchanged: Update* replaces the whole object, so every field
+        that is not carried over would be lost."""
+        model = self._glue.meta.service_model
+        read = model.shape_for(read_shape).members
+        write = model.shape_for(write_shape).members
+        return {
+            key: value
+            for key, value in current.items()
+            if value is not None and key in write and key in read
+            and read[key].name == write[key].name
+        }
+
     # -- table helpers ------------------------------------------------------------------------
 
     def _lance_parameters(self, properties: Mapping[str, str] | None) -> dict[str, str]:
@@ -879,23 +1010,16 @@ class GlueNamespace(MetadataNamespace):
         }
 
     def _create_table(
-        self,
-        ref: DatabaseRef,
-        table: str,
-        location: str,
-        parameters: dict[str, str],
-        namespace: list[str],
+        self, ref: DatabaseRef, table_input: dict[str, Any], namespace: list[str]
     ) -> None:
         try:
             with glue_errors(
-                f"table {'$'.join([*namespace, table])}",
+                f"table {'$'.join([*namespace, table_input['Name']])}",
                 not_found=NamespaceNotFoundError,
                 already_exists=TableAlreadyExistsError,
             ):
                 self._glue.create_table(
-                    DatabaseName=ref.name,
-                    TableInput=self._table_input(table, location, parameters),
-                    **ref.params(),
+                    DatabaseName=ref.name, TableInput=table_input, **ref.params()
                 )
         except NamespaceNotFoundError:
             raise NamespaceNotFoundError(f"namespace {'$'.join(namespace)} not found") from None

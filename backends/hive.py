@@ -68,6 +68,8 @@ from lance_namespace import (
     NamespaceNotFoundError,
     RegisterTableRequest,
     RegisterTableResponse,
+    RenameTableRequest,
+    RenameTableResponse,
     ServiceUnavailableError,
     TableAlreadyExistsError,
     TableExistsRequest,
@@ -81,14 +83,22 @@ from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
 from backends.base import MetadataNamespace
+from backends.catalog_operations import PropertyChanges, page_of_table_ids
 from backends.conventions import (
     EXTERNAL_TABLE,
     LANCE_TABLE_TYPE,
     TABLE_TYPE_KEY,
     has_lance_table_type,
     join_location,
+    open_lance_table,
     require_lance_table,
     storage_root,
+)
+from backends.extensions import (
+    AlterNamespaceRequest,
+    AlterNamespaceResponse,
+    AlterTableRequest,
+    AlterTableResponse,
 )
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import validate_identifier
@@ -116,6 +126,8 @@ DESCRIPTION_KEY = "database.description"
 LOCATION_KEY = "database.location-uri"
 OWNER_KEY = "database.owner"
 OWNER_TYPE_KEY = "database.owner-type"
+# Namespace properties kept in Database fields, which always have a value.
+DATABASE_FIELD_KEYS = frozenset({DESCRIPTION_KEY, LOCATION_KEY, OWNER_KEY, OWNER_TYPE_KEY})
 CATALOG_DESCRIPTION_KEY = "description"
 CATALOG_LOCATION_KEY = "catalog.location.uri"
 # Table parameters the backend owns; request properties cannot override them.
@@ -558,6 +570,125 @@ class _HiveNamespace(MetadataNamespace):
             location=plain_location(table.sd.location if table.sd else None),
             properties=dict(table.parameters or {}),
         )
+
+    # -- catalog-level operations ------------------------------------------------------------
+
+    def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
+        ref, name = self._table_path(request.id)
+        target_ref = ref
+        if request.new_namespace_id is not None:
+            target_ref = self._database_ref(self._database_path(request.new_namespace_id))
+        if not request.new_table_name:
+            raise InvalidInputError("RenameTable needs new_table_name")
+        target_name = hive_name(request.new_table_name, "table", MAX_TABLE_NAME_LENGTH)
+        if target_ref.catalog != ref.catalog:
+            raise InvalidInputError("Hive cannot move a table to another catalog")
+        table = self._get_lance_table(ref, name)
+        self._get_database(target_ref)
+        if self._table_or_none(target_ref, target_name) is not None:
+            raise TableAlreadyExistsError(f"table {target_ref.name}.{target_name} already exists")
+        table.dbName, table.tableName = target_ref.name, target_name
+        # The table is EXTERNAL (EXTERNAL=TRUE), so the metastore keeps its location as it is.
+        self._call(lambda client: client.alter_table(ref.thrift_name, name, table), "table")
+        return RenameTableResponse()
+
+    def alter_namespace(self, request: AlterNamespaceRequest) -> AlterNamespaceResponse:
+        path = self._namespace_path(request.id, allow_root=True)
+        if not path or self._is_catalog_path(path):
+            raise InvalidInputError("only a database's properties can be altered here")
+        changes = PropertyChanges.of(request.set_properties, request.unset_properties)
+        fixed = sorted(changes.removals & DATABASE_FIELD_KEYS)
+        if fixed:
+            raise InvalidInputError(
+                f"{', '.join(fixed)} are fields of the Hive database and cannot be unset"
+            )
+        ref = self._database_ref(path)
+        before = self._get_database(ref)
+        wanted = changes.applied_to(database_properties(before))
+        altered = self._database_object(ref, dict(wanted))
+        altered.createTime = before.createTime
+        self._call(lambda client: client.alter_database(ref.thrift_name, altered), "namespace")
+        after = database_properties(self._get_database(ref))
+        ignored = self._ignored_changes(changes, database_properties(altered), after)
+        if ignored:
+            self._call(lambda client: client.alter_database(ref.thrift_name, before), "namespace")
+            raise InvalidInputError(
+                f"this metastore cannot change {', '.join(ignored)}; nothing was changed"
+            )
+        return AlterNamespaceResponse(properties=after)
+
+    def alter_table(self, request: AlterTableRequest) -> AlterTableResponse:
+        ref, name = self._table_path(request.id)
+        changes = PropertyChanges.of(
+            request.set_properties, request.unset_properties, RESERVED_TABLE_PARAMETERS
+        )
+        table = self._get_lance_table(ref, name)
+        table.parameters = changes.applied_to(table.parameters)
+        self._call(lambda client: client.alter_table(ref.thrift_name, name, table), "table")
+        return AlterTableResponse(properties=dict(self._get_lance_table(ref, name).parameters))
+
+    def list_all_tables(self, request: ListTablesRequest) -> ListTablesResponse:
+        page, token = page_of_table_ids(
+            self._all_database_paths(),
+            lambda path: self._listed_tables(path, request.include_declared),
+            request.page_token,
+            request.limit,
+        )
+        return ListTablesResponse(tables=page, page_token=token)
+
+    def _database_path(self, parts: Sequence[str] | None) -> list[str]:
+        path = self._namespace_path(parts)
+        if len(path) != self._namespace_depth:
+            raise InvalidInputError(f"{IDENTIFIER_DELIMITER.join(path)!r} does not name a database")
+        return path
+
+    @staticmethod
+    def _ignored_changes(
+        changes: PropertyChanges, sent: Mapping[str, str], after: Mapping[str, str]
+    ) -> list[str]:
+        """The requested changes the metastore did not make (HMS 2.3 ignores a new database
+        description or location)."""
+        ignored = [key for key in changes.updates if after.get(key) != sent.get(key)]
+        return sorted(ignored + [key for key in changes.removals if key in after])
+
+    def _all_database_paths(self) -> list[list[str]]:
+        if not self.catalog_level:
+            return [[name] for name in self._child_namespaces([])]
+        return [
+            [catalog, database]
+            for catalog in self._catalog_names()
+            for database in self._child_namespaces([catalog])
+        ]
+
+    def _listed_tables(self, path: Sequence[str], include_declared: bool | None) -> list[str]:
+        """The Lance tables of a database; with include_declared False, only those with data.
+        A database dropped since it was listed has none."""
+        try:
+            ref = self._database_ref(path)
+            names = self._lance_table_names(ref, None)
+            if include_declared is False:
+                names = self._tables_with_data(ref, names)
+        except NamespaceNotFoundError:
+            return []
+        return names
+
+    def _tables_with_data(self, ref: DatabaseRef, names: list[str]) -> list[str]:
+        with_data: list[str] = []
+        for start in range(0, len(names), TABLE_BATCH_SIZE):
+            batch = names[start : start + TABLE_BATCH_SIZE]
+            tables = self._call(
+                lambda client, batch=batch: client.get_table_objects_by_name(
+                    ref.thrift_name, batch
+                ),
+                "namespace",
+            )
+            with_data.extend(
+                table.tableName
+                for table in tables
+                if table.sd
+                and open_lance_table(plain_location(table.sd.location) or "", self._storage_options)
+            )
+        return with_data
 
     # -- identifiers -------------------------------------------------------------------------
 
