@@ -306,28 +306,34 @@ def test_sdk_updates_schemas_and_catalogs(unity: UnityFixture) -> None:
     assert moved_table.schema_name == "s2"
     assert catalog.properties == {"z": "9"}
 
-    failures = {
-        "missing": lambda client: SchemasApi(client).update_schema(
-            f"{name}.missing", UpdateSchema(properties={"a": "1"})
+    failures: list[tuple[Callable[[ApiClient], Any], type[Exception]]] = [
+        (
+            lambda client: SchemasApi(client).update_schema(
+                f"{name}.missing", UpdateSchema(properties={"a": "1"})
+            ),
+            NotFoundException,
         ),
-        "taken": lambda client: SchemasApi(client).update_schema(
-            f"{name}.s2", UpdateSchema(new_name="taken")
+        (
+            lambda client: SchemasApi(client).update_schema(
+                f"{name}.s2", UpdateSchema(new_name="taken")
+            ),
+            BadRequestException,
         ),
-        "bad name": lambda client: SchemasApi(client).update_schema(
-            f"{name}.s2", UpdateSchema(new_name="a.b")
+        (
+            lambda client: SchemasApi(client).update_schema(
+                f"{name}.s2", UpdateSchema(new_name="a.b")
+            ),
+            BadRequestException,
         ),
-        "missing catalog": lambda client: CatalogsApi(client).update_catalog(
-            f"{name}_missing", UpdateCatalog(comment="x")
+        (
+            lambda client: CatalogsApi(client).update_catalog(
+                f"{name}_missing", UpdateCatalog(comment="x")
+            ),
+            NotFoundException,
         ),
-    }
-    expected = {
-        "missing": NotFoundException,
-        "taken": BadRequestException,
-        "bad name": BadRequestException,
-        "missing catalog": NotFoundException,
-    }
-    for case, action in failures.items():
-        with pytest.raises(expected[case]):
+    ]
+    for action, error in failures:
+        with pytest.raises(error):
             run_sdk(unity, action)
 
 
