@@ -4,7 +4,7 @@ modes are spelled, and where table data goes by default."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import lance
@@ -22,19 +22,6 @@ def has_lance_table_type(parameters: Mapping[str, Any] | None) -> bool:
         if key.lower() == TABLE_TYPE_KEY:
             return isinstance(value, str) and value.lower() == LANCE_TABLE_TYPE
     return False
-
-
-def request_mode(
-    value: str | None, allowed: Sequence[str], default: str, field: str = "mode"
-) -> str:
-    """A mode or behavior in any spelling (ExistOk, exist_ok, EXIST_OK) as one of `allowed`,
-    written lowercase without separators (`existok`); anything else is invalid input."""
-    if value is None or value == "":
-        return default
-    normalised = value.replace("_", "").replace("-", "").lower()
-    if normalised not in allowed:
-        raise InvalidInputError(f"{field} must be one of {', '.join(allowed)}, got {value!r}")
-    return normalised
 
 
 def storage_root(root: str | None) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from lance_namespace import (
+    ConcurrentModificationError,
     CreateNamespaceRequest,
     CreateNamespaceResponse,
     DeclareTableRequest,
@@ -41,6 +42,8 @@ from lance_namespace import (
     NamespaceNotFoundError,
     RegisterTableRequest,
     RegisterTableResponse,
+    RenameTableRequest,
+    RenameTableResponse,
     TableAlreadyExistsError,
     TableExistsRequest,
     TableExistsResponse,
@@ -53,8 +56,15 @@ from backends.conventions import (
     LANCE_TABLE_TYPE,
     TABLE_TYPE_KEY,
     has_lance_table_type,
+    open_lance_table,
     require_lance_table,
     storage_root,
+)
+from backends.extensions import (
+    AlterNamespaceRequest,
+    AlterNamespaceResponse,
+    AlterTableRequest,
+    AlterTableResponse,
 )
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import require_object_identifier, validate_identifier
@@ -66,6 +76,8 @@ from backends.rest_catalog_client import (
     OAuth2ClientCredentials,
     RestCatalogClient,
     acts_for_the_caller,
+    joined_identifier,
+    property_changes,
     string_map,
     validate_location,
 )
@@ -101,6 +113,13 @@ TABLE_ERRORS: ErrorRules = {
 }
 CREATE_TABLE_ERRORS: ErrorRules = {**TABLE_ERRORS, 404: NamespaceNotFoundError}
 WAREHOUSE_ERRORS: ErrorRules = {404: NamespaceNotFoundError}
+# 422: a key both updated and removed.
+NAMESPACE_PROPERTIES_ERRORS: ErrorRules = {**NAMESPACE_ERRORS, 422: InvalidInputError}
+COMMIT_ERRORS: ErrorRules = {
+    **TABLE_ERRORS,
+    409: ConcurrentModificationError,
+    "CommitFailedException": ConcurrentModificationError,
+}
 
 
 @acts_for_the_caller
@@ -122,6 +141,10 @@ class IcebergNamespace(MetadataNamespace):
             )
         settings = ClientSettings.from_properties(properties, DEFAULT_READ_TIMEOUT_MS)
         self.root = storage_root(properties.get("root") or os.getcwd())
+        # The protocol cannot list warehouses; ListAllTables covers the ones named here.
+        self.warehouses = [
+            name.strip() for name in properties.get("warehouses", "").split(",") if name.strip()
+        ]
         self.storage_options = storage_options(properties)
         self.client = RestCatalogClient(self.endpoint, settings, auth_token=auth_token, oauth=oauth)
         self._prefixes: dict[str, str] = {}
@@ -202,6 +225,23 @@ class IcebergNamespace(MetadataNamespace):
         self._drop_namespace(warehouse, path)
         return DropNamespaceResponse()
 
+    def alter_namespace(self, request: AlterNamespaceRequest) -> AlterNamespaceResponse:
+        warehouse, path = self._namespace(request.id)
+        updates, removals = property_changes(request.set_properties, request.unset_properties)
+        if not path:
+            raise UnsupportedOperationError(
+                "alter_namespace on the iceberg backend: a warehouse has no namespace properties"
+            )
+        if updates or removals:
+            self.client.request(
+                "POST",
+                self._namespace_url(warehouse, path) + "/properties",
+                json={"updates": updates, "removals": removals},
+                errors=NAMESPACE_PROPERTIES_ERRORS,
+            )
+        described = self.describe_namespace(DescribeNamespaceRequest(id=request.id))
+        return AlterNamespaceResponse(properties=described.properties)
+
     def _drop_namespace(self, warehouse: str, path: list[str]) -> None:
         """Drop a namespace; one that does not exist counts as dropped."""
         with contextlib.suppress(NamespaceNotFoundError):
@@ -215,28 +255,71 @@ class IcebergNamespace(MetadataNamespace):
         warehouse, path = self._namespace(request.id)
         if not path:
             raise InvalidInputError("tables live in a namespace under the warehouse")
+        with_declared = request.include_declared is not False
+        lance_names = self._lance_tables(warehouse, path, with_declared)
+        page, token = paginate(lance_names, request.page_token, request.limit)
+        return ListTablesResponse(tables=page, page_token=token)
+
+    def list_all_tables(self, request: ListTablesRequest) -> ListTablesResponse:
+        """Every Lance table under `request.id`, `$`-joined; an empty id means every namespace
+        of the configured `warehouses`."""
+        scope = validate_identifier(request.id, "namespace identifier")
+        if not scope and not self.warehouses:
+            raise UnsupportedOperationError(
+                "list_all_tables on the iceberg backend needs the warehouses property: the "
+                "Iceberg REST protocol cannot list warehouses"
+            )
+        starts = [(scope[0], scope[1:])] if scope else [(name, []) for name in self.warehouses]
+        with_declared = request.include_declared is not False
+        identifiers = [
+            joined_identifier([warehouse, *path, name])
+            for warehouse, start in starts
+            for path in self._namespace_tree(warehouse, start)
+            for name in self._lance_tables(warehouse, path, with_declared)
+        ]
+        page, token = paginate(identifiers, request.page_token, request.limit)
+        return ListTablesResponse(tables=page, page_token=token)
+
+    def _namespace_tree(self, warehouse: str, start: list[str]) -> list[list[str]]:
+        """`start` and every namespace nested below it (a warehouse holds no tables itself)."""
+        found = [start] if start else []
+        pending = [start]
+        while pending:
+            parent = pending.pop()
+            params = {"parent": "\x1f".join(parent)} if parent else {}
+            entries = self._collect_pages(
+                self._base(warehouse) + "/namespaces", params, "namespaces", NAMESPACE_ERRORS
+            )
+            children = [[*parent, entry[-1]] for entry in entries if _is_namespace(entry)]
+            found.extend(children)
+            pending.extend(children)
+        return found
+
+    def _lance_tables(self, warehouse: str, path: list[str], with_declared: bool) -> list[str]:
+        """List a namespace's tables, load them concurrently (bounded) and keep the Lance ones;
+        without declared tables, only those with Lance data at their location."""
         identifiers = self._collect_pages(
             self._namespace_url(warehouse, path) + "/tables", {}, "identifiers", NAMESPACE_ERRORS
         )
         names = [entry["name"] for entry in identifiers if isinstance(entry, dict)]
-        lance_names = self._lance_tables(warehouse, path, names)
-        page, token = paginate(lance_names, request.page_token, request.limit)
-        return ListTablesResponse(tables=page, page_token=token)
-
-    def _lance_tables(self, warehouse: str, path: list[str], names: list[str]) -> list[str]:
-        """Load the tables concurrently (bounded) and keep the Lance ones."""
 
         def lance_or_none(name: str) -> str | None:
             try:
                 table = self._load_table(warehouse, path, name)
             except TableNotFoundError:
                 return None  # dropped between the listing and the load
-            return name if has_lance_table_type(_table_properties(table)) else None
+            if not has_lance_table_type(_table_properties(table)):
+                return None
+            return name if with_declared or self._has_data(table) else None
 
         if not names:
             return []
         with ThreadPoolExecutor(max_workers=min(LOAD_CONCURRENCY, len(names))) as pool:
             return [name for name in pool.map(lance_or_none, names) if name is not None]
+
+    def _has_data(self, table: dict[str, Any]) -> bool:
+        location = _table_location(table)
+        return location is not None and open_lance_table(location, self.storage_options) is not None
 
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
         warehouse, path, name = self._table(request.id)
@@ -298,6 +381,61 @@ class IcebergNamespace(MetadataNamespace):
             id=[warehouse, *path, name],
             location=_table_location(table),
             properties=_table_properties(table),
+        )
+
+    def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
+        warehouse, path, name = self._table(request.id)
+        target_namespace = request.new_namespace_id
+        if target_namespace is None:
+            target_namespace = [warehouse, *path]
+        target_warehouse, target_path, new_name = self._table(
+            [*validate_identifier(target_namespace, "new namespace id"), request.new_table_name]
+        )
+        if target_warehouse != warehouse:
+            raise UnsupportedOperationError(
+                "rename_table on the iceberg backend cannot move a table to another warehouse"
+            )
+        self._require_lance_table(warehouse, path, name)
+        if (target_path, new_name) == (path, name):
+            raise TableAlreadyExistsError(f"table {'.'.join([*target_path, new_name])} exists")
+        body = {
+            "source": {"namespace": path, "name": name},
+            "destination": {"namespace": target_path, "name": new_name},
+        }
+        self.client.request(
+            "POST", self._base(warehouse) + "/tables/rename", json=body, errors=TABLE_ERRORS
+        )
+        return RenameTableResponse()
+
+    def alter_table(self, request: AlterTableRequest) -> AlterTableResponse:
+        """One CommitTable of set-properties / remove-properties, asserting it is still the
+        table that was checked to be a Lance table."""
+        warehouse, path, name = self._table(request.id)
+        updates, removals = property_changes(
+            request.set_properties, request.unset_properties, protected=(TABLE_TYPE_KEY,)
+        )
+        table = self._require_lance_table(warehouse, path, name)
+        if not (updates or removals):
+            return AlterTableResponse(properties=_table_properties(table))
+        changes: list[dict[str, Any]] = []
+        if updates:
+            changes.append({"action": "set-properties", "updates": updates})
+        if removals:
+            changes.append({"action": "remove-properties", "removals": removals})
+        table_uuid = (table.get("metadata") or {}).get("table-uuid")
+        requirements = (
+            [{"type": "assert-table-uuid", "uuid": str(table_uuid)}] if table_uuid else []
+        )
+        body = {
+            "identifier": {"namespace": path, "name": name},
+            "requirements": requirements,
+            "updates": changes,
+        }
+        response = self.client.request(
+            "POST", self._table_url(warehouse, path, name), json=body, errors=COMMIT_ERRORS
+        )
+        return AlterTableResponse(
+            properties=_table_properties(RestCatalogClient.json_body(response))
         )
 
     def _unregister_for_overwrite(
@@ -409,6 +547,10 @@ class IcebergNamespace(MetadataNamespace):
                 "an Iceberg table identifier is [warehouse, namespace..., table]"
             )
         return parts[0], parts[1:-1], parts[-1]
+
+
+def _is_namespace(entry: Any) -> bool:
+    return isinstance(entry, list) and bool(entry)
 
 
 def _table_location(table: dict[str, Any]) -> str | None:

@@ -14,7 +14,7 @@ import functools
 import random
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -182,13 +182,16 @@ class OAuth2ClientCredentials:
 
 
 _CALLER_TOKEN: ContextVar[str | None] = ContextVar("caller_token", default=None)
+# Spec operations the official client lacks (backends/extensions.py); they act for the caller too.
+EXTENSION_OPERATIONS = frozenset({"alter_namespace", "alter_table"})
 
 
 def acts_for_the_caller(namespace_class: type[LanceNamespace]) -> type[LanceNamespace]:
     """Run every operation of `namespace_class` inside `self.client.acting_for(request)`, so
     the caller's bearer token reaches the catalog when the backend forwards it."""
     for name, member in list(vars(namespace_class).items()):
-        request_operation = hasattr(LanceNamespace, name) and name != "namespace_id"
+        spec_operation = hasattr(LanceNamespace, name) or name in EXTENSION_OPERATIONS
+        request_operation = spec_operation and name != "namespace_id"
         if name.startswith("_") or not callable(member) or not request_operation:
             continue
 
@@ -371,3 +374,35 @@ def string_map(values: Any) -> dict[str, str]:
     if not isinstance(values, dict):
         return {}
     return {str(key): str(value) for key, value in values.items()}
+
+
+def property_changes(
+    set_properties: Mapping[str, str] | None,
+    unset_properties: Collection[str] | None,
+    protected: Collection[str] = (),
+) -> tuple[dict[str, str], list[str]]:
+    """The validated changes of an Alter request: string keys and values, no key both set and
+    unset, and no key of `protected` (compared case-insensitively) touched at all."""
+    updates = dict(set_properties or {})
+    removals = list(dict.fromkeys(unset_properties or []))
+    for key in [*updates, *removals]:
+        if not isinstance(key, str) or not key.strip():
+            raise InvalidInputError(f"property keys must be non-empty strings, got {key!r}")
+    for key, value in updates.items():
+        if not isinstance(value, str):
+            raise InvalidInputError(f"the value of property {key!r} must be a string")
+    both = sorted(set(updates) & set(removals))
+    if both:
+        raise InvalidInputError(f"properties both set and unset: {', '.join(both)}")
+    guarded = {key.lower() for key in protected}
+    touched = sorted(key for key in [*updates, *removals] if key.lower() in guarded)
+    if touched:
+        raise InvalidInputError(
+            f"properties {', '.join(touched)} mark the entry as a Lance table and cannot change"
+        )
+    return updates, removals
+
+
+def joined_identifier(parts: list[str]) -> str:
+    """A table identifier as a ListAllTables answer spells it: its levels joined with `$`."""
+    return "$".join(parts)

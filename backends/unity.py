@@ -45,6 +45,8 @@ from lance_namespace import (
     NamespaceNotFoundError,
     RegisterTableRequest,
     RegisterTableResponse,
+    RenameTableRequest,
+    RenameTableResponse,
     TableAlreadyExistsError,
     TableExistsRequest,
     TableExistsResponse,
@@ -61,6 +63,12 @@ from backends.conventions import (
     require_lance_table,
     storage_root,
 )
+from backends.extensions import (
+    AlterNamespaceRequest,
+    AlterNamespaceResponse,
+    AlterTableRequest,
+    AlterTableResponse,
+)
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import require_object_identifier, validate_identifier
 from backends.paging import paginate
@@ -70,6 +78,8 @@ from backends.rest_catalog_client import (
     ErrorRules,
     RestCatalogClient,
     acts_for_the_caller,
+    joined_identifier,
+    property_changes,
     string_map,
     validate_location,
 )
@@ -103,6 +113,15 @@ CREATE_TABLE_ERRORS: ErrorRules = {
     "TABLE_ALREADY_EXISTS": TableAlreadyExistsError,
     "RESOURCE_ALREADY_EXISTS": TableAlreadyExistsError,
 }
+# What a renamed table keeps: every CreateTable field but its name, catalog and schema.
+COPIED_TABLE_FIELDS = (
+    "table_type",
+    "data_source_format",
+    "columns",
+    "storage_location",
+    "comment",
+    "properties",
+)
 
 
 @acts_for_the_caller
@@ -185,6 +204,27 @@ class UnityNamespace(MetadataNamespace):
         self._delete_schema(catalog, schema, missing_ok=skip_missing)
         return DropNamespaceResponse()
 
+    def alter_namespace(self, request: AlterNamespaceRequest) -> AlterNamespaceResponse:
+        """UpdateCatalog / UpdateSchema with the whole new properties map: Unity replaces the
+        map it is sent, and ignores an empty one."""
+        parts = _unity_identifier(request.id, "namespace", max_levels=2, min_levels=1)
+        updates, removals = property_changes(request.set_properties, request.unset_properties)
+        path = _securable_path(parts)
+        current = string_map(self.client.get_json(path, errors=NAMESPACE_ERRORS).get("properties"))
+        wanted = {key: value for key, value in current.items() if key not in removals} | updates
+        if wanted == current:
+            return AlterNamespaceResponse(properties=current)
+        if not wanted:
+            raise UnsupportedOperationError(
+                "alter_namespace on the unity backend cannot remove every property of "
+                f"{'.'.join(parts)}: Unity's update ignores an empty properties map"
+            )
+        response = self.client.request(
+            "PATCH", path, json={"properties": wanted}, errors=NAMESPACE_ERRORS
+        )
+        updated = RestCatalogClient.json_body(response)
+        return AlterNamespaceResponse(properties=string_map(updated.get("properties")))
+
     def _get_schema(self, catalog: str, schema: str) -> dict[str, Any]:
         return self.client.get_json(
             f"/schemas/{_quote(catalog)}.{_quote(schema)}", errors=NAMESPACE_ERRORS
@@ -206,11 +246,60 @@ class UnityNamespace(MetadataNamespace):
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         catalog, schema = self._schema_identifier(request.id)
-        params = {"catalog_name": catalog, "schema_name": schema}
-        tables = self._collect("/tables", params, "tables", NAMESPACE_ERRORS)
-        names = [str(table["name"]) for table in tables if _is_lance(table) and table.get("name")]
+        names = self._lance_table_names(catalog, schema, request.include_declared is not False)
         page, token = paginate(names, request.page_token, request.limit)
         return ListTablesResponse(tables=page, page_token=token)
+
+    def list_all_tables(self, request: ListTablesRequest) -> ListTablesResponse:
+        """Every Lance table under `request.id` (the whole server when empty), `$`-joined."""
+        scope = _unity_identifier(request.id, "namespace", max_levels=2)
+        with_declared = request.include_declared is not False
+        identifiers = [
+            joined_identifier([catalog, schema, name])
+            for catalog, schema in self._schemas_under(scope)
+            for name in self._lance_table_names(
+                catalog, schema, with_declared, missing_ok=len(scope) < 2
+            )
+        ]
+        page, token = paginate(identifiers, request.page_token, request.limit)
+        return ListTablesResponse(tables=page, page_token=token)
+
+    def _schemas_under(self, scope: list[str]) -> list[tuple[str, str]]:
+        if len(scope) == 2:
+            return [(scope[0], scope[1])]
+        catalogs = scope or self._collect_names("/catalogs", {}, "catalogs", NAMESPACE_ERRORS)
+        schemas = []
+        for catalog in catalogs:
+            try:
+                names = self._collect_names(
+                    "/schemas", {"catalog_name": catalog}, "schemas", NAMESPACE_ERRORS
+                )
+            except NamespaceNotFoundError:
+                if scope:
+                    raise
+                continue  # dropped since the catalogs were listed
+            schemas.extend((catalog, name) for name in names)
+        return schemas
+
+    def _lance_table_names(
+        self, catalog: str, schema: str, with_declared: bool, missing_ok: bool = False
+    ) -> list[str]:
+        """The Lance tables of a schema; without declared ones, only those with data."""
+        params = {"catalog_name": catalog, "schema_name": schema}
+        try:
+            tables = self._collect("/tables", params, "tables", NAMESPACE_ERRORS)
+        except NamespaceNotFoundError:
+            if not missing_ok:
+                raise
+            return []  # dropped since the schemas were listed
+        lance_tables = [table for table in tables if _is_lance(table) and table.get("name")]
+        if not with_declared:
+            lance_tables = [table for table in lance_tables if self._has_data(table)]
+        return [str(table["name"]) for table in lance_tables]
+
+    def _has_data(self, table: Mapping[str, Any]) -> bool:
+        location = table.get("storage_location")
+        return bool(location) and open_lance_table(str(location), self.storage_options) is not None
 
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
         catalog, schema, name = self._table_identifier(request.id)
@@ -297,6 +386,34 @@ class UnityNamespace(MetadataNamespace):
             properties=string_map(table.get("properties")),
         )
 
+    def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
+        """Unity's API has no rename: register the same entry under the new name, then remove
+        the old one, removing the new one again if that fails. The data is not touched."""
+        catalog, schema, name = self._table_identifier(request.id)
+        target_namespace = (
+            [catalog, schema] if request.new_namespace_id is None else request.new_namespace_id
+        )
+        target_catalog, target_schema = self._schema_identifier(target_namespace)
+        target = self._table_identifier([target_catalog, target_schema, request.new_table_name])
+        table = self._require_lance_table(catalog, schema, name)
+        if target == (catalog, schema, name):
+            raise TableAlreadyExistsError(f"table {'.'.join(target)} already exists")
+        self._copy_table(table, *target)
+        try:
+            self._delete_table(catalog, schema, name)
+        except LanceNamespaceError:
+            with contextlib.suppress(LanceNamespaceError):
+                self._delete_table(*target)
+            raise
+        return RenameTableResponse()
+
+    def alter_table(self, request: AlterTableRequest) -> AlterTableResponse:
+        self._table_identifier(request.id)
+        raise UnsupportedOperationError(
+            "alter_table is not supported by the unity backend: the Unity Catalog API has no "
+            "call that changes a table's properties"
+        )
+
     def _unregister_for_overwrite(
         self, catalog: str, schema: str, name: str
     ) -> dict[str, Any] | None:
@@ -331,6 +448,11 @@ class UnityNamespace(MetadataNamespace):
         }
         response = self.client.request("POST", "/tables", json=body, errors=CREATE_TABLE_ERRORS)
         return RestCatalogClient.json_body(response)
+
+    def _copy_table(self, table: Mapping[str, Any], catalog: str, schema: str, name: str) -> None:
+        body = {"name": name, "catalog_name": catalog, "schema_name": schema}
+        body |= {key: table[key] for key in COPIED_TABLE_FIELDS if table.get(key) is not None}
+        self.client.request("POST", "/tables", json=body, errors=CREATE_TABLE_ERRORS)
 
     def _require_lance_table(self, catalog: str, schema: str, name: str) -> dict[str, Any]:
         full_name = f"{_quote(catalog)}.{_quote(schema)}.{_quote(name)}"
@@ -408,6 +530,13 @@ def _is_lance(table: Mapping[str, Any]) -> bool:
 
 def _quote(name: str) -> str:
     return quote(name, safe="")
+
+
+def _securable_path(parts: list[str]) -> str:
+    """The API path of a catalog ([catalog]) or a schema ([catalog, schema])."""
+    if len(parts) == 1:
+        return f"/catalogs/{_quote(parts[0])}"
+    return f"/schemas/{_quote(parts[0])}.{_quote(parts[1])}"
 
 
 # Arrow schema -> Unity columns. Unity describes a column the way Spark does: a type name

@@ -42,6 +42,12 @@ from lance_namespace import (
 )
 from lance_namespace_urllib3_client.models import Identity
 from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import (
+    CommitFailedException,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+)
+from pyiceberg.exceptions import TableAlreadyExistsError as IcebergTableExistsError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
@@ -178,6 +184,67 @@ def test_backend_sees_what_pyiceberg_created(iceberg: IcebergFixture, ns: Iceber
     with pytest.raises(InvalidInputError):
         ns.deregister_table(DeregisterTableRequest(id=["wh", name, "plain_iceberg"]))
     assert catalog.table_exists((name, "plain_iceberg"))
+
+
+def test_pyiceberg_renames_tables_and_updates_namespace_and_table_properties(
+    iceberg: IcebergFixture,
+) -> None:
+    catalog = RestCatalog("official", uri=iceberg.url, warehouse="wh")
+    source, target = (f"{side}_{uuid.uuid4().hex[:6]}" for side in ("src", "dst"))
+    catalog.create_namespace(source, {"owner": "ml", "tier": "gold"})
+    catalog.create_namespace(target)
+    schema = Schema(NestedField(1, "n", LongType(), required=True))
+    catalog.create_table((source, "t"), schema, properties={"stale": "yes"})
+    catalog.create_table((target, "taken"), schema)
+
+    summary = catalog.update_namespace_properties(
+        source, removals={"owner", "absent"}, updates={"tier": "silver"}
+    )
+    assert (summary.removed, summary.updated, summary.missing) == (["owner"], ["tier"], ["absent"])
+    assert catalog.load_namespace_properties(source) == {"tier": "silver"}
+    catalog.update_namespace_properties(source, removals={"tier"})
+    assert catalog.load_namespace_properties(source) == {}  # the namespace outlives its properties
+    with pytest.raises(NoSuchNamespaceError):
+        catalog.update_namespace_properties("no_such_namespace", updates={"a": "1"})
+
+    renamed = catalog.rename_table((source, "t"), (target, "moved"))
+    assert renamed.name() == (target, "moved")
+    assert not catalog.table_exists((source, "t"))
+    with pytest.raises(NoSuchTableError):
+        catalog.rename_table((source, "t"), (target, "again"))
+    with pytest.raises(IcebergTableExistsError):
+        catalog.rename_table((target, "moved"), (target, "taken"))
+
+    stale_view = catalog.load_table((target, "moved"))
+    with stale_view.transaction() as transaction:
+        transaction.set_properties(owner="ops")
+        transaction.remove_properties("stale")
+    assert {"owner": "ops"}.items() <= catalog.load_table((target, "moved")).properties.items()
+    assert "stale" not in catalog.load_table((target, "moved")).properties
+    catalog.drop_table((target, "moved"))
+    catalog.create_table((target, "moved"), schema)  # same name, another table-uuid
+    with pytest.raises(CommitFailedException):
+        stale_view.transaction().set_properties(owner="late").commit_transaction()
+
+
+def test_fixture_refuses_malformed_updates_as_the_spec_says(
+    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
+) -> None:
+    base = f"{iceberg.url}/v1/p-wh"
+    ns.declare_table(DeclareTableRequest(id=[*db, "t"]))
+    both = {"updates": {"a": "1"}, "removals": ["a"]}
+    reply = httpx.post(f"{base}/namespaces/{db[1]}/properties", json=both)
+    assert reply.status_code == 422
+    assert reply.json()["error"]["type"] == "UnprocessableEntityException"
+    unknown = {"requirements": [], "updates": [{"action": "no-such-update"}]}
+    assert httpx.post(f"{base}/namespaces/{db[1]}/tables/t", json=unknown).status_code == 400
+    missing = {"requirements": [], "updates": []}
+    assert httpx.post(f"{base}/namespaces/{db[1]}/tables/none", json=missing).status_code == 404
+    moved = {"source": {"namespace": [db[1]], "name": "t"}, "destination": {"name": "x"}}
+    assert httpx.post(f"{base}/tables/rename", json=moved).status_code == 400
+    to_nowhere = {**moved, "destination": {"namespace": ["nowhere"], "name": "x"}}
+    reply = httpx.post(f"{base}/tables/rename", json=to_nowhere)
+    assert (reply.status_code, reply.json()["error"]["type"]) == (404, "NoSuchNamespaceException")
 
 
 # Namespaces

@@ -33,6 +33,7 @@ from lance_namespace import (
     NamespaceNotFoundError,
     PermissionDeniedError,
     RegisterTableRequest,
+    RenameTableRequest,
     ServiceUnavailableError,
     TableAlreadyExistsError,
     TableExistsRequest,
@@ -49,7 +50,7 @@ from unitycatalog.client import (
     SchemasApi,
     TablesApi,
 )
-from unitycatalog.client.exceptions import NotFoundException
+from unitycatalog.client.exceptions import BadRequestException, NotFoundException
 from unitycatalog.client.models import (
     ColumnInfo,
     ColumnTypeName,
@@ -58,6 +59,8 @@ from unitycatalog.client.models import (
     CreateTable,
     DataSourceFormat,
     TableType,
+    UpdateCatalog,
+    UpdateSchema,
 )
 
 from backends.properties import ConfigurationError
@@ -263,6 +266,96 @@ def test_sdk_sees_a_registered_lance_table_with_its_columns(
 
     with pytest.raises(NotFoundException):
         run_sdk(unity, get_missing)
+
+
+def test_sdk_updates_schemas_and_catalogs(unity: UnityFixture) -> None:
+    name = f"upd_{uuid.uuid4().hex[:8]}"
+
+    async def update(client: ApiClient) -> tuple[Any, ...]:
+        catalogs, schemas, tables = CatalogsApi(client), SchemasApi(client), TablesApi(client)
+        await catalogs.create_catalog(CreateCatalog(name=name, properties={"a": "1"}))
+        await schemas.create_schema(
+            CreateSchema(name="s", catalog_name=name, properties={"a": "1", "b": "2"})
+        )
+        await schemas.create_schema(CreateSchema(name="taken", catalog_name=name))
+        await tables.create_table(
+            CreateTable(
+                name="t",
+                catalog_name=name,
+                schema_name="s",
+                table_type=TableType.EXTERNAL,
+                data_source_format=DataSourceFormat.TEXT,
+                columns=[],
+                storage_location="/tmp/nowhere",
+            )
+        )
+        replaced = await schemas.update_schema(
+            f"{name}.s", UpdateSchema(properties={"c": "3"}, comment="new comment")
+        )
+        kept = await schemas.update_schema(f"{name}.s", UpdateSchema(properties={}))
+        renamed = await schemas.update_schema(f"{name}.s", UpdateSchema(new_name="s2"))
+        moved_table = await tables.get_table(f"{name}.s2.t")
+        catalog = await catalogs.update_catalog(name, UpdateCatalog(properties={"z": "9"}))
+        return replaced, kept, renamed, moved_table, catalog
+
+    replaced, kept, renamed, moved_table, catalog = run_sdk(unity, update)
+    # A non-empty map replaces the properties; an empty one changes nothing.
+    assert (replaced.properties, replaced.comment) == ({"c": "3"}, "new comment")
+    assert kept.properties == {"c": "3"}
+    assert (renamed.name, renamed.full_name, renamed.properties) == ("s2", f"{name}.s2", {"c": "3"})
+    assert moved_table.schema_name == "s2"
+    assert catalog.properties == {"z": "9"}
+
+    failures: list[tuple[Callable[[ApiClient], Any], type[Exception]]] = [
+        (
+            lambda client: SchemasApi(client).update_schema(
+                f"{name}.missing", UpdateSchema(properties={"a": "1"})
+            ),
+            NotFoundException,
+        ),
+        (
+            lambda client: SchemasApi(client).update_schema(
+                f"{name}.s2", UpdateSchema(new_name="taken")
+            ),
+            BadRequestException,
+        ),
+        (
+            lambda client: SchemasApi(client).update_schema(
+                f"{name}.s2", UpdateSchema(new_name="a.b")
+            ),
+            BadRequestException,
+        ),
+        (
+            lambda client: CatalogsApi(client).update_catalog(
+                f"{name}_missing", UpdateCatalog(comment="x")
+            ),
+            NotFoundException,
+        ),
+    ]
+    for action, error in failures:
+        with pytest.raises(error):
+            run_sdk(unity, action)
+
+
+def test_sdk_sees_a_renamed_lance_table_as_it_was(
+    unity: UnityFixture, ns: UnityNamespace, schema: list[str], tmp_path: Path
+) -> None:
+    location = str(tmp_path / "renamed")
+    write_lance(location)
+    ns.register_table(RegisterTableRequest(id=[*schema, "before"], location=location))
+    ns.rename_table(RenameTableRequest(id=[*schema, "before"], new_table_name="after"))
+
+    async def read(client: ApiClient) -> Any:
+        return await TablesApi(client).get_table(".".join([*schema, "after"]))
+
+    table = run_sdk(unity, read)
+    assert (table.name, table.storage_location) == ("after", location)
+    assert table.properties == {"table_type": "lance"}
+    assert [(column.name, column.type_name) for column in table.columns] == [
+        ("id", ColumnTypeName.LONG)
+    ]
+    with pytest.raises(NotFoundException):
+        run_sdk(unity, lambda client: TablesApi(client).get_table(".".join([*schema, "before"])))
 
 
 # Namespaces

@@ -27,6 +27,8 @@ from unitycatalog.client.models import (
     CreateTable,
     SchemaInfo,
     TableInfo,
+    UpdateCatalog,
+    UpdateSchema,
 )
 
 from tests.rest_catalog_fixture_support import FixtureControl, install_control, serve
@@ -103,6 +105,16 @@ def _page(items: list[dict[str, Any]], request: Request, cap: int) -> tuple[list
     return page, (page[-1]["name"] if len(ordered) > size else None)
 
 
+def _apply_update(info: dict[str, Any], update: UpdateCatalog | UpdateSchema) -> None:
+    """Unity's update rules: a comment replaces the comment, a non-empty properties map
+    replaces the whole map (an empty one changes nothing)."""
+    if update.comment is not None:
+        info["comment"] = update.comment
+    if update.properties:
+        info["properties"] = dict(update.properties)
+    info["updated_at"], info["updated_by"] = int(time.time() * 1000), "fixture"
+
+
 def _audit() -> dict[str, Any]:
     now = int(time.time() * 1000)
     return {"created_at": now, "updated_at": now, "owner": "fixture", "created_by": "fixture"}
@@ -157,6 +169,33 @@ def build_app(state: UnityState, control: FixtureControl) -> FastAPI:
         with state.lock:
             return require_catalog(name)
 
+    @app.patch(f"{API}/catalogs/{{name}}")
+    async def update_catalog(name: str, request: Request) -> dict[str, Any]:
+        update = _parse(UpdateCatalog, await request.json())
+        if update.new_name is not None:
+            _check_name(update.new_name)
+        with state.lock:
+            info = require_catalog(name)
+            new_name = update.new_name or name
+            if new_name != name and new_name in state.catalogs:
+                raise state.already_exists("CATALOG", f"Catalog already exists: {new_name}")
+            _apply_update(info, update)
+            if new_name != name:
+                rename_catalog(name, new_name)
+            return state.catalogs[new_name]
+
+    def rename_catalog(name: str, new_name: str) -> None:
+        state.catalogs[new_name] = {**state.catalogs.pop(name), "name": new_name}
+        for catalog, schema in [key for key in state.schemas if key[0] == name]:
+            moved = state.schemas.pop((catalog, schema))
+            moved |= {"catalog_name": new_name, "full_name": f"{new_name}.{schema}"}
+            state.schemas[(new_name, schema)] = moved
+        for catalog, schema, table in [key for key in state.tables if key[0] == name]:
+            state.tables[(new_name, schema, table)] = {
+                **state.tables.pop((catalog, schema, table)),
+                "catalog_name": new_name,
+            }
+
     @app.delete(f"{API}/catalogs/{{name}}")
     def delete_catalog(name: str, force: bool = False) -> dict[str, Any]:
         with state.lock:
@@ -204,6 +243,32 @@ def build_app(state: UnityState, control: FixtureControl) -> FastAPI:
         catalog, schema = split(full_name, 2)
         with state.lock:
             return require_schema(catalog, schema)
+
+    @app.patch(f"{API}/schemas/{{full_name}}")
+    async def update_schema(full_name: str, request: Request) -> dict[str, Any]:
+        catalog, schema = split(full_name, 2)
+        update = _parse(UpdateSchema, await request.json())
+        if update.new_name is not None:
+            _check_name(update.new_name)
+        with state.lock:
+            info = require_schema(catalog, schema)
+            new_name = update.new_name or schema
+            if new_name != schema and (catalog, new_name) in state.schemas:
+                raise state.already_exists("SCHEMA", f"Schema already exists: {new_name}")
+            _apply_update(info, update)
+            if new_name != schema:
+                rename_schema(catalog, schema, new_name)
+            return state.schemas[(catalog, new_name)]
+
+    def rename_schema(catalog: str, schema: str, new_name: str) -> None:
+        moved = state.schemas.pop((catalog, schema))
+        moved |= {"name": new_name, "full_name": f"{catalog}.{new_name}"}
+        state.schemas[(catalog, new_name)] = moved
+        for key in [key for key in state.tables if key[:2] == (catalog, schema)]:
+            state.tables[(catalog, new_name, key[2])] = {
+                **state.tables.pop(key),
+                "schema_name": new_name,
+            }
 
     @app.delete(f"{API}/schemas/{{full_name}}")
     def delete_schema(full_name: str, force: bool = False) -> dict[str, Any]:
