@@ -32,9 +32,15 @@ class Dispatcher:
     """
 
     def __init__(
-        self, namespace: LanceNamespace, max_concurrency: int, backend_timeout: float = 0
+        self,
+        namespace: LanceNamespace,
+        max_concurrency: int,
+        backend_timeout: float = 0,
+        aliases: dict[str, str] | None = None,
     ) -> None:
         self.namespace = namespace
+        # The spec's other names of operations (GetTable -> DescribeTable), for ListOperations.
+        self._aliases = aliases or {}
         self._pool = ThreadPoolExecutor(max_concurrency, thread_name_prefix="backend")
         self._backend_timeout = backend_timeout
 
@@ -53,6 +59,8 @@ class Dispatcher:
         pending = asyncio.get_running_loop().run_in_executor(
             self._pool, functools.partial(context.run, method, *arguments)
         )
+        if operation.backend_id == "ListOperations":
+            return self._with_aliases(await pending)
         if not (self._backend_timeout > 0 and is_read_only(operation)):
             return await pending
         try:
@@ -62,3 +70,9 @@ class Dispatcher:
                 f"the backend did not answer {operation.operation_id} within "
                 f"{self._backend_timeout:g} s"
             ) from None
+
+    def _with_aliases(self, response: Any) -> Any:
+        supported = set(response.operations)
+        supported |= {alias for alias, target in self._aliases.items() if target in supported}
+        response.operations = sorted(supported)
+        return response

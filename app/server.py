@@ -155,12 +155,14 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> F
         redoc_url=None,
         exception_handlers={404: _no_such_route, 405: _no_such_route},
     )
+    operations = load_operations()
+    aliases = {op.operation_id: op.target_id for op in operations if op.target_id}
     dispatcher = Dispatcher(
-        namespace, settings.max_concurrency, settings.backend_timeout
+        namespace, settings.max_concurrency, settings.backend_timeout, aliases
     )
     metrics = Metrics()
     register_secrets(secret_property_values(settings.properties))
-    app.router.routes.append(operation_routes(load_operations(), dispatcher, settings, metrics))
+    app.router.routes.append(operation_routes(operations, dispatcher, settings, metrics))
     app.router.routes.append(_route("/rest.yaml", _spec, ["GET"], "rest.yaml"))
     readiness = Readiness(namespace, settings.readiness_timeout)
     app.router.routes.extend(operations_routes(readiness, metrics))
