@@ -60,7 +60,12 @@ def dockerfile_stages(path: Path) -> list[list[tuple[str, str]]]:
     return stages
 
 
-@pytest.mark.parametrize("dockerfile", ["Dockerfile", "deploy/hive-metastore/Dockerfile"])
+@pytest.mark.parametrize("dockerfile", [
+    "Dockerfile",
+    "deploy/hive-metastore/Dockerfile",
+    "deploy/hive-metastore-local/Dockerfile",
+    "deploy/moto-local/Dockerfile",
+])
 def test_the_dockerfiles_pass_hadolint(dockerfile: str) -> None:
     result = run(BIN / "hadolint", "--failure-threshold", "info", ROOT / dockerfile)
     assert result.returncode == 0, result.stdout + result.stderr
