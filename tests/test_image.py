@@ -36,6 +36,7 @@ from tests.docker_engine import (
     private_engine,
     run,
 )
+from tests.helm_chart import render
 from tests.lance_data import arrow_stream, read_arrow_file, sample_table
 from tests.server import free_port
 
@@ -179,6 +180,41 @@ def test_a_bad_log_level_is_one_line_and_exit_2(engine: Engine, adapter_image: s
         "lance-adapter: log_level must be one of critical, error, warning, info, debug, "
         "trace, got 'verbose'"
     ]
+
+
+def pod_as_docker_flags(values: dict, port: int) -> tuple[list[str], dict]:
+    """`docker run` flags that reproduce the chart's pod (its ConfigMap environment, user,
+    read-only root and capabilities) on host networking; also returns its container spec."""
+    manifests = render(values)
+    pod = manifests["Deployment"][0]["spec"]["template"]["spec"]
+    adapter = pod["containers"][0]
+    environment = {**manifests["ConfigMap"][0]["data"],
+                   "LANCE_ADAPTER_HOST": "127.0.0.1", "LANCE_ADAPTER_PORT": str(port)}
+    user = pod["securityContext"]
+    flags = [f"--user={user['runAsUser']}:{user['runAsGroup']}", "--cap-drop=ALL",
+             "--security-opt=no-new-privileges"]
+    if adapter["securityContext"]["readOnlyRootFilesystem"]:
+        flags.append("--read-only")
+    flags += [f"--tmpfs={mount['mountPath']}" for mount in adapter["volumeMounts"]
+              if mount["name"] == "tmp"]
+    flags += [f"--env={name}={value}" for name, value in environment.items()]
+    return flags, adapter
+
+
+@pytest.mark.parametrize("values", [{}, {"adapter": {"workers": 2, "rootPath": "/lance"}}],
+                         ids=["default", "workers-behind-a-gateway"])
+def test_the_helm_pod_runs_the_image_and_its_probes_pass(
+    engine: Engine, adapter_image: str, values: dict
+) -> None:
+    port = free_port()
+    flags, adapter = pod_as_docker_flags(values, port)
+    with container(engine, *flags, adapter_image, *adapter["args"]) as name:
+        url = f"http://127.0.0.1:{port}"
+        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+            wait_for(url + adapter[probe]["httpGet"]["path"], timeout=120)
+        root_path = values.get("adapter", {}).get("rootPath", "")
+        exercise_a_table(url + root_path, "helm")
+        assert engine.docker("inspect", "-f", "{{.State.Running}}", name).stdout.strip() == "true"
 
 
 # ---------------------------------------------------------------- the local compose stack
