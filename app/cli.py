@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import atexit
 import errno
+import logging
+import logging.config
 import os
 import shutil
 import socket
@@ -13,10 +15,12 @@ import tempfile
 from pathlib import Path
 
 import uvicorn
+from lance_namespace import LanceNamespace
 
 from app.auth import load_credentials
 from app.config import AUTH_MODES, Settings, SettingsError, load_settings
 from app.observability import MULTIPROC_ENV, log_config
+from app.ops import local_root
 from app.server import SETTINGS_ENV, create_app
 from backends import ConfigurationError, load_namespace
 
@@ -40,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to bind (default 2333)")
     serve.add_argument("--workers", type=int, help="worker processes (default 1)")
-    serve.add_argument("--log-level", help="uvicorn log level (default info)")
+    serve.add_argument("--log-level", help="log level: critical, error, warning, info, "
+                       "debug or trace (default info)")
     serve.add_argument("--root-path", help="path prefix behind a gateway, e.g. /lance")
     serve.add_argument("--trusted-proxies", help="comma-separated addresses or networks "
                        "whose X-Forwarded-* headers are honoured (default none)")
@@ -59,6 +64,28 @@ def _check_port_free(host: str, port: int) -> None:
         except OSError as error:
             reason = "is already in use" if error.errno == errno.EADDRINUSE else error.strerror
             raise SettingsError(f"cannot listen on {host}:{port}: {reason}") from None
+
+
+def _check_local_root(settings: Settings) -> None:
+    """A directory root that is (or lies under) a file is refused before the backend opens it."""
+    root = local_root(settings)
+    if root is None:
+        return
+    for path in (root, *root.absolute().parents):
+        if path.exists():
+            if not path.is_dir():
+                raise SettingsError(f"root {str(root)!r}: {path} is not a directory")
+            return
+
+
+def _announce(namespace: LanceNamespace, settings: Settings) -> None:
+    """One start-up line naming the backend, its root or endpoint, and the address."""
+    logging.config.dictConfig(log_config(settings.log_level))
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    logging.getLogger("lance_adapter").info(
+        "serving impl '%s' (%s) at http://%s:%d%s", settings.impl, namespace.namespace_id(),
+        host, settings.port, settings.root_path,
+    )
 
 
 def settings_from_arguments(arguments: argparse.Namespace) -> Settings:
@@ -92,9 +119,11 @@ def _prepare_multiprocess_metrics() -> None:
 
 
 def serve(settings: Settings) -> None:
+    _check_local_root(settings)
     namespace = load_namespace(settings.impl, settings.properties)
     load_credentials(settings)
     _check_port_free(settings.host, settings.port)
+    _announce(namespace, settings)
     options = {
         "host": settings.host,
         "port": settings.port,

@@ -60,6 +60,7 @@ class Settings:
 
 
 AUTH_MODES = ("off", "token", "forward")
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 _FIELD_TYPES = {f.name: str(f.type) for f in fields(Settings)}
 _SCALAR_FIELDS = set(_FIELD_TYPES) - {"properties"}
 _TRUE = {"1", "true", "yes", "on"}
@@ -167,6 +168,9 @@ def check_service_settings(settings: Settings) -> None:
         not settings.root_path.startswith("/") or settings.root_path.endswith("/")
     ):
         raise SettingsError("root_path must start with '/' and not end with '/', e.g. /lance")
+    if settings.log_level.lower() not in LOG_LEVELS:
+        raise SettingsError(f"log_level must be one of {', '.join(LOG_LEVELS)}, "
+                            f"got {settings.log_level!r}")
     if settings.readiness_timeout <= 0:
         raise SettingsError("setting 'readiness_timeout' must be positive")
     if settings.timeout_graceful_shutdown < 0:

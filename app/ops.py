@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import anyio
 from lance_namespace import LanceNamespace, ListNamespacesRequest
@@ -11,23 +13,66 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from app.config import Settings
 from app.observability import METRICS_CONTENT_TYPE, OPERATION_ATTRIBUTE, Metrics
 
 logger = logging.getLogger("lance_adapter")
 _NO_STORE = {"cache-control": "no-store"}
 
 
-class Readiness:
-    """Asks the backend for one namespace of the root, within `timeout` seconds."""
+Probe = Callable[[], None]
 
-    def __init__(self, namespace: LanceNamespace, timeout: float) -> None:
-        self.namespace = namespace
+
+def local_root(settings: Settings) -> Path | None:
+    """The directory backend's root when it is on the local filesystem."""
+    if settings.impl != "dir":
+        return None
+    root = settings.properties.get("root", "./lance-data")
+    if root.startswith("file://"):
+        return Path(root.removeprefix("file://"))
+    return None if "://" in root else Path(root)
+
+
+def check_writable(root: Path) -> None:
+    """Creates and removes a file in `root`, or in its nearest existing ancestor if the
+    backend has not created it yet: a root the server cannot write to is not ready."""
+    existing = root.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise NotADirectoryError(f"{existing} is not a directory")
+    with tempfile.NamedTemporaryFile(dir=existing, prefix=".lance-adapter-ready-"):
+        pass
+
+
+def backend_probe(namespace: LanceNamespace) -> Probe:
+    """The backend's own `readiness_probe`, else listing one namespace of the root."""
+    probe = getattr(namespace, "readiness_probe", None)
+    if callable(probe):
+        return probe
+    return lambda: namespace.list_namespaces(ListNamespacesRequest(id=[], limit=1))
+
+
+class Readiness:
+    """Runs the readiness probe, which must answer within `timeout` seconds."""
+
+    def __init__(self, probe: Probe, timeout: float) -> None:
+        self._probe = probe
         self.timeout = timeout
         # One probe at a time: a hung backend cannot pile up probe threads.
         self._limiter = anyio.CapacityLimiter(1)
 
-    def _probe(self) -> None:
-        self.namespace.list_namespaces(ListNamespacesRequest(id=[], limit=1))
+    @classmethod
+    def for_backend(cls, namespace: LanceNamespace, settings: Settings) -> Readiness:
+        probe, root = backend_probe(namespace), local_root(settings)
+        if root is None:
+            return cls(probe, settings.readiness_timeout)
+
+        def probe_and_write() -> None:
+            probe()
+            check_writable(root)
+
+        return cls(probe_and_write, settings.readiness_timeout)
 
     async def problem(self) -> str | None:
         """None when the backend answered in time, else why it is not ready."""

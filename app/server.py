@@ -21,6 +21,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from app.auth import IDENTITY_KEY, AuthMiddleware, load_credentials
 from app.config import Settings
 from app.dispatch import Dispatcher
+from app.docs import docs_routes
 from app.errors import as_namespace_error
 from app.observability import (
     ERROR_CODE_KEY,
@@ -164,7 +165,8 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> F
     register_secrets(secret_property_values(settings.properties))
     app.router.routes.append(operation_routes(operations, dispatcher, settings, metrics))
     app.router.routes.append(_route("/rest.yaml", _spec, ["GET"], "rest.yaml"))
-    readiness = Readiness(namespace, settings.readiness_timeout)
+    app.router.routes.extend(docs_routes())
+    readiness = Readiness.for_backend(namespace, settings)
     app.router.routes.extend(operations_routes(readiness, metrics))
     _add_middleware(app, settings, metrics)
     app.state.namespace = namespace

@@ -611,6 +611,12 @@ class GlueNamespace(MetadataNamespace):
         page, token = paginate(self._children(namespace), request.page_token, request.limit)
         return ListNamespacesResponse(namespaces=page, page_token=token)
 
+    def readiness_probe(self) -> None:
+        """/readyz: one database of the catalog, a call Glue answers in either hierarchy."""
+        catalog = DatabaseRef(self._settings.catalog_id, "")
+        with glue_errors("catalog"):
+            self._glue.get_databases(MaxResults=1, **catalog.params())
+
     def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
         kind, found = self._resolve(glue_identifier(request.id, "namespace"))
         if kind == "root":

@@ -737,6 +737,10 @@ class _HiveNamespace(MetadataNamespace):
     def _call(self, operation: Callable[[ThriftHiveMetastore.Client], T], subject: str) -> T:
         return self._pool.run(operation, subject)
 
+    def readiness_probe(self) -> None:
+        """/readyz: the metastore answers a call every HMS version has."""
+        self._call(lambda client: client.get_all_databases(), "namespace")
+
     def _has_catalogs(self) -> bool:
         """Whether the metastore has catalog calls (HMS 3+); HMS 2.x answers "unknown method"."""
         if self._catalogs_supported is None:

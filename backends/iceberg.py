@@ -156,6 +156,13 @@ class IcebergNamespace(MetadataNamespace):
     def close(self) -> None:
         self.client.close()
 
+    def readiness_probe(self) -> None:
+        """/readyz: the catalog's config endpoint (the protocol cannot list the root).
+
+        A catalog that needs a warehouse answers 404 without one, which still shows it up."""
+        with contextlib.suppress(NamespaceNotFoundError):
+            self.client.get_json("/v1/config", errors=WAREHOUSE_ERRORS)
+
     # Namespaces
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:

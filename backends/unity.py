@@ -144,6 +144,10 @@ class UnityNamespace(MetadataNamespace):
     def close(self) -> None:
         self.client.close()
 
+    def readiness_probe(self) -> None:
+        """/readyz: the server lists one catalog."""
+        self.client.get_json("/catalogs", params={"max_results": 1}, errors=NAMESPACE_ERRORS)
+
     # Namespaces: the root lists catalogs, a catalog lists schemas, a schema has no children.
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:

@@ -7,7 +7,8 @@
 # Creates the virtual environment VENV (default /opt/venv) unless it exists, installs the
 # adapter from the source tree SRC (default /src) into it as a regular, non-editable package,
 # then checks the install: rest.yaml is a real file inside the installed package, every
-# operation loads from it, and the `lance-adapter` entry point and the health check run.
+# operation loads from it, the `lance-adapter` entry point and the health check run, and
+# every backend imports.
 #
 #   PYTHON     interpreter that creates the environment (default: python3)
 #   PIP_FLAGS  extra `pip install` flags (the tests use --no-deps --no-build-isolation)
@@ -41,5 +42,12 @@ if not operations:
 print(f"install check: {len(operations)} operations from {spec}")
 CHECK
 "$VENV/bin/lance-adapter" serve --help >/dev/null
-"$VENV/bin/python" -c "import app.healthcheck, app.server, backends"
+"$VENV/bin/python" - <<'BACKENDS'
+import app.docs, app.healthcheck, app.server
+from backends import IMPLS, resolve_impl
+
+for impl in IMPLS:
+    resolve_impl(impl)  # imports the backend's module and its client libraries
+print(f"install check: every backend imports ({', '.join(IMPLS)})")
+BACKENDS
 echo "install check: lance-adapter installed in $VENV"

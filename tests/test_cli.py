@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -17,21 +19,27 @@ from app.config import Settings, SettingsError, load_settings
 from tests.server import free_port
 
 CLI = str(Path(sys.executable).parent / "lance-adapter")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli_environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The console script runs this checkout's code, even from a venv installed elsewhere."""
+    return {**(env or os.environ), "PYTHONPATH": str(ROOT)}
 
 
 def run_cli(*arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [CLI, *arguments], capture_output=True, text=True, timeout=60, env=env or dict(os.environ)
+        [CLI, *arguments], capture_output=True, text=True, timeout=120, env=cli_environment(env)
     )
 
 
 
-def wait_until_serving(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
+def wait_until_serving(url: str, process: subprocess.Popen, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
         try:
-            httpx.get(f"{url}/v1/namespace/$/list", timeout=1)
+            httpx.get(f"{url}/healthz", timeout=5)
             return
         except httpx.TransportError:
             time.sleep(0.1)
@@ -45,7 +53,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     process = subprocess.Popen(
         [CLI, "serve", "--impl", "dir", "--prop", f"root={root}", "--host", "127.0.0.1",
          "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_environment(),
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -150,3 +158,115 @@ def test_the_server_is_configured_by_environment_alone(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_a_root_that_is_a_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    for root in (tmp_path / "file", tmp_path / "file" / "below"):
+        result = run_cli("serve", "--prop", f"root={root}", "--port", str(free_port()))
+        assert result.returncode == 2
+        assert result.stderr.strip().splitlines() == [
+            f"lance-adapter: root '{root}': {tmp_path / 'file'} is not a directory"
+        ]
+
+
+def test_an_unknown_log_level_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = run_cli("serve", "--prop", f"root={tmp_path}", "--log-level", "verbose")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "lance-adapter: log_level must be one of critical, error, warning, info, debug, trace, "
+        "got 'verbose'"
+    ]
+
+
+def start_up_line(*arguments: str) -> dict:
+    """The JSON log line `serve` writes on start; the server runs until /healthz answers."""
+    port = free_port()
+    process = subprocess.Popen(
+        [CLI, "serve", "--port", str(port), *arguments],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_environment(),
+    )
+    try:
+        wait_until_serving(f"http://127.0.0.1:{port}", process)
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=60)
+    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    assert lines, output
+    return {**lines[0], "port": port}
+
+
+def test_the_start_up_line_names_the_backend_its_root_and_the_address(tmp_path: Path) -> None:
+    line = start_up_line("--prop", f"root={tmp_path}")
+    assert line["logger"] == "lance_adapter"
+    assert line["message"] == (
+        f"serving impl 'dir' (DirectoryNamespace {{ root: \"{tmp_path}\" }}) "
+        f"at http://127.0.0.1:{line['port']}"
+    )
+
+
+@pytest.mark.parametrize("impl", ["hive2", "hive3"])
+def test_the_hive_backends_start_from_a_plain_install(impl: str) -> None:
+    """The metastore need not be up to start: the server is alive, /readyz tells."""
+    line = start_up_line("--impl", impl, "--prop", "uri=thrift://127.0.0.1:1")
+    assert line["message"].startswith(f"serving impl '{impl}' ({impl.title()}Namespace {{ uri:")
+
+
+# ---------------------------------------------------------------- ./run
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """`run` and pyproject.toml beside a stand-in .venv whose python logs each call."""
+    shutil.copy(ROOT / "run", tmp_path / "run")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name in ("python", "lance-adapter"):
+        stand_in = bin_dir / name
+        stand_in.write_text(f'#!/bin/sh\necho "{name} $*" >>"$(dirname "$0")/calls"\n'
+                            'case "$*" in *pip*) ! grep -q fail-pip pyproject.toml ;; esac\n')
+        stand_in.chmod(0o755)
+    return tmp_path
+
+
+def run_script(checkout: Path, *arguments: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    calls = checkout / ".venv" / "bin" / "calls"
+    calls.unlink(missing_ok=True)
+    result = subprocess.run(["bash", checkout / "run", *arguments], capture_output=True,
+                            text=True, timeout=120)
+    return result, calls.read_text().splitlines() if calls.exists() else []
+
+
+def pip_installs(calls: list[str]) -> list[str]:
+    return [call for call in calls if "pip install" in call and "-e" in call]
+
+
+def test_run_installs_only_when_pyproject_changes_and_quietly(checkout: Path) -> None:
+    first, calls = run_script(checkout, "serve", "--port", "1")
+    assert first.returncode == 0
+    assert pip_installs(calls) == ["python -m pip install --disable-pip-version-check -e ."]
+    assert calls[-1] == "lance-adapter serve --port 1"
+    assert first.stdout == ""
+    assert first.stderr.count("\n") == 1 and "installing" in first.stderr
+
+    again, calls = run_script(checkout, "serve")
+    assert (again.stderr, pip_installs(calls)) == ("", [])
+
+    tests, calls = run_script(checkout, "test", "-q")
+    assert tests.returncode == 0
+    assert pip_installs(calls) == ["python -m pip install --disable-pip-version-check -e .[test]"]
+    assert calls[-1] == "python -m pytest -q"
+    assert pip_installs(run_script(checkout, "serve")[1]) == []  # [test] covers a plain install
+
+    with (checkout / "pyproject.toml").open("a") as pyproject:
+        pyproject.write("\n# changed\n")
+    assert len(pip_installs(run_script(checkout, "serve")[1])) == 1
+
+
+def test_run_shows_pips_error_and_retries_next_time(checkout: Path) -> None:
+    (checkout / "pyproject.toml").write_text("# fail-pip\n")
+    result, _ = run_script(checkout, "serve")
+    assert result.returncode == 1
+    assert "pip install failed" in result.stderr
+    assert not (checkout / ".venv" / ".installed").exists()

@@ -5,6 +5,7 @@ and rendered by the Helm SDK (helm-python-sdk) and its values checked against th
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -12,7 +13,9 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +24,15 @@ import httpx
 import jsonschema
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from app.spec import load_operations
+from tests.helm_chart import CHART, render
 from tests.server import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-CHART = ROOT / "helm" / "lance-namespace-adapter"
 ADAPTERS = {
     "adapter-dir": ("dir", {"root": "/data"}),
     "adapter-hive2": ("hive2", {"uri": "thrift://hive-metastore:9083"}),
@@ -61,7 +66,12 @@ def dockerfile_stages(path: Path) -> list[list[tuple[str, str]]]:
     return stages
 
 
-@pytest.mark.parametrize("dockerfile", ["Dockerfile", "deploy/hive-metastore/Dockerfile"])
+@pytest.mark.parametrize("dockerfile", [
+    "Dockerfile",
+    "deploy/hive-metastore/Dockerfile",
+    "deploy/hive-metastore-local/Dockerfile",
+    "deploy/moto-local/Dockerfile",
+])
 def test_the_dockerfiles_pass_hadolint(dockerfile: str) -> None:
     result = run(BIN / "hadolint", "--failure-threshold", "info", ROOT / dockerfile)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -228,20 +238,6 @@ def test_compose_wires_each_adapter_to_its_backend(compose: dict[str, Any]) -> N
 # ---------------------------------------------------------------- the Helm chart
 
 
-def render(values: dict[str, Any] | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Rendered manifests by kind (NOTES.txt left out)."""
-    with helm.Chart.load(str(CHART)) as chart:
-        manifests = chart.render(values, name="demo", namespace="lance")
-    by_kind: dict[str, list[dict[str, Any]]] = {}
-    for path, text in manifests.items():
-        if path.endswith(".txt"):
-            continue
-        for document in yaml.safe_load_all(text):
-            if document:
-                by_kind.setdefault(document["kind"], []).append(document)
-    return by_kind
-
-
 def leaf_paths(value: Any, prefix: str = "") -> Iterator[str]:
     if isinstance(value, dict) and value:
         for key, child in value.items():
@@ -364,3 +360,47 @@ def test_the_full_release_has_secrets_autoscaling_and_monitoring() -> None:
 def test_the_chart_refuses_token_auth_without_tokens() -> None:
     with pytest.raises(helm.HelmError, match=r"needs auth\.tokens or auth\.existingSecret"):
         render({"auth": {"mode": "token"}})
+
+
+# ---------------------------------------------------------------- dependencies
+
+
+def runtime_closure(requirements: list[str]) -> set[str]:
+    """Every distribution a plain `pip install` of `requirements` brings, by canonical name."""
+    seen: set[tuple[str, frozenset[str]]] = set()
+    pending = [Requirement(text) for text in requirements]
+    while pending:
+        requirement = pending.pop()
+        key = (canonicalize_name(requirement.name), frozenset(requirement.extras))
+        if key in seen:
+            continue
+        seen.add(key)
+        for text in metadata.requires(requirement.name) or []:
+            needed = Requirement(text)
+            extras = requirement.extras or {""}
+            if needed.marker is None or any(needed.marker.evaluate({"extra": e}) for e in extras):
+                pending.append(needed)
+    return {name for name, _ in seen}
+
+
+def imported_top_level_modules(package: Path) -> set[str]:
+    modules = set()
+    for source in package.glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Import):
+                modules.update(alias.name.partition(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules.add(node.module.partition(".")[0])
+    return modules - set(sys.stdlib_module_names) - {"__future__", "app", "backends"}
+
+
+@pytest.mark.parametrize("package", ["app", "backends"])
+def test_every_module_the_server_imports_comes_with_a_plain_install(package: str) -> None:
+    """hive2/hive3 once needed `hive_metastore`, which only a test extra brought."""
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    installed = runtime_closure(declared)
+    providers = metadata.packages_distributions()
+    for module in sorted(imported_top_level_modules(ROOT / package)):
+        distributions = {canonicalize_name(name) for name in providers.get(module, [])}
+        assert distributions & installed, f"{package} imports {module}, which no runtime " \
+            f"dependency installs (provided by {sorted(distributions) or 'nothing'})"

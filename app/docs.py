@@ -1,0 +1,75 @@
+"""Swagger UI at /docs and the protocol's OpenAPI document at /openapi.json, from rest.yaml.
+
+The UI's scripts and styles are served from the swagger-ui-bundle package, not a CDN, so
+the page works where the service has no internet access. Every URL in the page is
+relative, so it also works behind a gateway's path prefix (root_path).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+from swagger_ui_bundle import swagger_ui_path
+
+from app.observability import OPERATION_ATTRIBUTE
+from app.spec import SPEC_PATH
+
+UI_ASSETS = ("swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png")
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>lance-namespace-adapter: Lance REST Namespace API</title>
+  <link rel="stylesheet" href="docs/swagger-ui.css">
+  <link rel="icon" type="image/png" href="docs/favicon-32x32.png">
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="docs/swagger-ui-bundle.js"></script>
+  <script>
+    window.ui = SwaggerUIBundle({url: "openapi.json", dom_id: "#swagger-ui"});
+  </script>
+</body>
+</html>
+"""
+
+
+@functools.cache
+def openapi_document() -> dict[str, Any]:
+    return yaml.safe_load(SPEC_PATH.read_text())
+
+
+async def _openapi(_: Request) -> Response:
+    return JSONResponse(openapi_document())
+
+
+async def _page(_: Request) -> Response:
+    return HTMLResponse(_PAGE)
+
+
+async def _asset(request: Request) -> Response:
+    name = request.path_params["name"]
+    if name not in UI_ASSETS:
+        return Response(status_code=404)
+    return FileResponse(Path(swagger_ui_path) / name)
+
+
+def _route(path: str, endpoint: Callable[[Request], Awaitable[Response]], name: str) -> Route:
+    setattr(endpoint, OPERATION_ATTRIBUTE, name)
+    return Route(path, endpoint, methods=["GET"], name=name)
+
+
+def docs_routes() -> list[Route]:
+    return [
+        _route("/openapi.json", _openapi, "openapi.json"),
+        _route("/docs", _page, "docs"),
+        _route("/docs/{name}", _asset, "docs-asset"),
+    ]

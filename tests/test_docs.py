@@ -1,0 +1,48 @@
+"""Swagger UI at /docs and /openapi.json, from rest.yaml, with no asset fetched from the web."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+import yaml
+
+from app.spec import SPEC_PATH
+from tests.server import running_server
+
+
+def test_openapi_json_is_rest_yaml(dir_server: str) -> None:
+    answer = httpx.get(f"{dir_server}/openapi.json")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json() == yaml.safe_load(SPEC_PATH.read_text())
+
+
+def test_the_docs_page_loads_every_asset_from_the_server_itself(dir_server: str) -> None:
+    page = httpx.get(f"{dir_server}/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    references = re.findall(r'(?:src|href|url:)\s*=?\s*"([^"]+)"', page.text)
+    assert sorted(references) == sorted(["docs/swagger-ui.css", "docs/favicon-32x32.png",
+                                         "docs/swagger-ui-bundle.js", "openapi.json"])
+    assert "://" not in page.text  # nothing from a CDN: deployments may have no internet
+    for reference in references:
+        asset = httpx.get(f"{dir_server}/{reference}")
+        assert asset.status_code == 200, reference
+        assert len(asset.content) > 500, reference
+    script = httpx.get(f"{dir_server}/docs/swagger-ui-bundle.js").text
+    assert "SwaggerUIBundle" in script
+
+
+def test_only_the_ui_assets_are_served(dir_server: str) -> None:
+    assert httpx.get(f"{dir_server}/docs/index.html").status_code == 404
+    escape = httpx.get(f"{dir_server}/docs/..%2F..%2F..%2F..%2Fetc%2Fpasswd")
+    assert escape.status_code >= 400 and "root:" not in escape.text
+
+
+def test_the_docs_work_behind_a_gateway_prefix(tmp_path: Path) -> None:
+    with running_server("dir", {"root": str(tmp_path)}, root_path="/lance") as url:
+        page = httpx.get(f"{url}/lance/docs")
+        spec = httpx.get(f"{url}/lance/openapi.json")
+        asset = httpx.get(f"{url}/lance/docs/swagger-ui.css")
+    assert (page.status_code, spec.status_code, asset.status_code) == (200, 200, 200)

@@ -1,0 +1,132 @@
+"""/readyz on every backend: the check each one defines answers 200 against a healthy
+catalog, and 503 when the catalog is away or (dir) the root cannot be written."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests import glue_support
+from tests.glue_support import MotoEndpoint, glue_properties
+from tests.hive_support import CatalogMetastoreServer, HiveMetastoreProcess
+from tests.iceberg_fixture import IcebergFixture, running_iceberg_fixture
+from tests.server import free_port, running_server
+from tests.unity_fixture import UnityFixture, running_unity_fixture
+
+moto_endpoint = glue_support.moto_endpoint  # the shared session fixture, by name
+CLOSED_URL = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+
+
+def readiness(impl: str, properties: dict[str, str]) -> httpx.Response:
+    with running_server(impl, properties, readiness_timeout=20.0) as url:
+        return httpx.get(f"{url}/readyz", timeout=60)
+
+
+def assert_ready(impl: str, properties: dict[str, str]) -> None:
+    answer = readiness(impl, properties)
+    assert (answer.status_code, answer.json()) == (200, {"status": "ready"})
+
+
+def assert_not_ready(impl: str, properties: dict[str, str]) -> str:
+    answer = readiness(impl, properties)
+    assert answer.status_code == 503
+    assert answer.json()["status"] == "unavailable"
+    return answer.json()["reason"]
+
+
+# ---------------------------------------------------------------- dir
+
+
+def test_dir_is_ready_on_a_writable_root_even_before_creating_it(tmp_path: Path) -> None:
+    assert_ready("dir", {"root": str(tmp_path / "not-yet" / "created")})
+    assert not (tmp_path / "not-yet").exists()
+    assert list(tmp_path.iterdir()) == []  # the write check leaves nothing behind
+
+
+def test_dir_is_not_ready_on_a_root_it_cannot_write() -> None:
+    # sysfs refuses new files even to root, so this holds for every user.
+    reason = assert_not_ready("dir", {"root": "/sys/kernel"})
+    assert reason == "backend call failed (PermissionError)"
+
+
+def test_dir_is_not_ready_when_its_root_turns_into_a_file(tmp_path: Path) -> None:
+    root = tmp_path / "lake"
+    with running_server("dir", {"root": str(root)}) as url:
+        assert httpx.get(f"{url}/readyz", timeout=60).status_code == 200
+        root.write_text("not a directory")
+        answer = httpx.get(f"{url}/readyz", timeout=60)
+    assert answer.status_code == 503
+
+
+# ---------------------------------------------------------------- hive2, hive3
+
+
+@pytest.mark.parametrize("impl", ["hive2", "hive3"])
+def test_hive_is_ready_on_a_real_metastore(
+    hive_metastore: HiveMetastoreProcess, impl: str, tmp_path: Path
+) -> None:
+    assert_ready(impl, {"uri": hive_metastore.uri, "root": str(tmp_path)})
+
+
+def test_hive3_is_ready_on_a_metastore_with_catalogs(
+    catalog_metastore: CatalogMetastoreServer, tmp_path: Path
+) -> None:
+    assert_ready("hive3", {"uri": catalog_metastore.uri, "root": str(tmp_path)})
+
+
+@pytest.mark.parametrize("impl", ["hive2", "hive3"])
+def test_hive_is_not_ready_without_a_metastore(impl: str, tmp_path: Path) -> None:
+    assert_not_ready(impl, {"uri": CLOSED_URL.replace("http", "thrift"), "root": str(tmp_path)})
+
+
+# ---------------------------------------------------------------- glue
+
+
+@pytest.mark.parametrize("hierarchy", ["catalogs", "databases"])
+def test_glue_is_ready_on_a_glue_endpoint_in_either_hierarchy(
+    moto_endpoint: MotoEndpoint, hierarchy: str, tmp_path: Path
+) -> None:
+    """moto has no GetCatalogs, so listing the root of `catalogs` fails there; the probe
+    asks for one database instead, which every Glue endpoint answers."""
+    assert_ready("glue", glue_properties(moto_endpoint.url, hierarchy=hierarchy,
+                                         root=str(tmp_path)))
+
+
+def test_glue_is_not_ready_without_an_endpoint(tmp_path: Path) -> None:
+    assert_not_ready("glue", glue_properties(CLOSED_URL, root=str(tmp_path)))
+
+
+# ---------------------------------------------------------------- unity, iceberg
+
+
+@pytest.fixture(scope="module")
+def unity() -> Iterator[UnityFixture]:
+    with running_unity_fixture() as fixture:
+        yield fixture
+
+
+@pytest.fixture(scope="module")
+def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergFixture]:
+    with running_iceberg_fixture(tmp_path_factory.mktemp("iceberg-readiness")) as fixture:
+        yield fixture
+
+
+def test_unity_is_ready_on_a_unity_server(unity: UnityFixture, tmp_path: Path) -> None:
+    assert_ready("unity", {"endpoint": unity.url, "root": str(tmp_path)})
+    assert unity.control.requests_to("/catalogs", "GET")
+
+
+def test_iceberg_is_ready_though_its_root_cannot_be_listed(
+    iceberg: IcebergFixture, tmp_path: Path
+) -> None:
+    assert_ready("iceberg", {"endpoint": iceberg.url, "root": str(tmp_path)})
+    assert iceberg.control.requests_to("/v1/config", "GET")
+
+
+@pytest.mark.parametrize("impl", ["unity", "iceberg"])
+def test_rest_catalogs_are_not_ready_without_their_server(impl: str, tmp_path: Path) -> None:
+    assert_not_ready(impl, {"endpoint": CLOSED_URL, "root": str(tmp_path),
+                            "connect_timeout": "2000", "max_retries": "0"})
