@@ -66,8 +66,6 @@ from backends.conventions import (
 from backends.extensions import (
     AlterNamespaceRequest,
     AlterNamespaceResponse,
-    AlterTableRequest,
-    AlterTableResponse,
 )
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import require_object_identifier, validate_identifier
@@ -410,13 +408,6 @@ class UnityNamespace(MetadataNamespace):
                 self._delete_table(*target)
             raise
         return RenameTableResponse()
-
-    def alter_table(self, request: AlterTableRequest) -> AlterTableResponse:
-        self._table_identifier(request.id)
-        raise UnsupportedOperationError(
-            "alter_table is not supported by the unity backend: the Unity Catalog API has no "
-            "call that changes a table's properties"
-        )
 
     def _unregister_for_overwrite(
         self, catalog: str, schema: str, name: str

@@ -65,7 +65,28 @@ def route_table() -> str:
     return "\n".join(lines)
 
 
-TABLES: dict[str, Callable[[], str]] = {"routes": route_table}
+def support_matrix() -> str:
+    """Which backend supports which operation, as ListOperations computes it per class.
+
+    A plug-in (`module.Class`) gets every generic table operation like the catalog backends.
+    """
+    from backends import IMPLS, resolve_impl
+    from backends.operations import supported_operations
+
+    supported = {impl: set(supported_operations(resolve_impl(impl))) for impl in IMPLS}
+    aliases = {op.operation_id: op.target_id for op in load_operations() if op.target_id}
+    lines = [
+        "| operation | " + " | ".join(f"`{impl}`" for impl in IMPLS) + " |",
+        "|---|" + "---|" * len(IMPLS),
+    ]
+    for operation in sorted(op.operation_id for op in load_operations()):
+        backend_id = aliases.get(operation, operation)
+        marks = ["✓" if backend_id in supported[impl] else "0" for impl in IMPLS]
+        lines.append(f"| {operation} | " + " | ".join(marks) + " |")
+    return "\n".join(lines)
+
+
+TABLES: dict[str, Callable[[], str]] = {"routes": route_table, "support": support_matrix}
 
 
 def rendered(text: str) -> str:
