@@ -12,6 +12,8 @@ import itertools
 import os
 import sys
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -38,6 +40,7 @@ def spark_session() -> SparkSession:
         session = (
             SparkSession.builder.master("local[2,2]")  # 2 cores; a failed task is retried once
             .appName("pipeline-tests")
+            .config(map=pipeline.session_conf())
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.shuffle.partitions", "2")
@@ -108,3 +111,22 @@ def first_difference(expected: pa.Table, actual: pa.Table, key: str = "id") -> s
                 return f"column {name!r}, {key}={keys[row]}: expected {a!r}, read {b!r}"
         return f"column {name!r} differs in its Arrow layout"
     return None
+
+
+def run_concurrently(jobs: list[Callable[[], object]], timeout: float = 300) -> None:
+    """Run the jobs in threads at once; fail with every job's error, if any."""
+    errors: list[BaseException] = []
+
+    def run(job: Callable[[], object]) -> None:
+        try:
+            job()
+        except BaseException as error:  # reported below, in the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)
+    assert not any(thread.is_alive() for thread in threads), f"jobs still running after {timeout}s"
+    assert not errors, [f"{type(error).__name__}: {error}" for error in errors]

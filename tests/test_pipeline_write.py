@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from pyspark.sql.types import LongType
 
 import pipeline
 from tests import pipeline_support
-from tests.pipeline_support import adapter, lance_options
+from tests.pipeline_support import adapter, lance_options, run_concurrently
 
 # The shared fixtures, under the names the tests ask for.
 spark = pipeline_support.spark
@@ -165,30 +164,16 @@ def test_two_writers_appending_to_one_table_lose_no_rows(
 def test_first_writers_of_a_new_table_lose_no_rows(
     spark: SparkSession, adapter_url: str, table_name: str
 ) -> None:
-    options = lance_options(adapter_url, table_name)
+    """Real concurrent Spark jobs creating one new table; the adapter-level race test
+    (test_pipeline_race.py) repeats the same race many more times, without Spark."""
 
-    def append(start: int) -> None:
+    def append(table: str, start: int) -> None:
         # The plain format in a new thread needs the session activated there.
         pipeline.activate(spark)
         frame = ids_frame(spark, start, start + 500)
-        frame.write.format("lance").options(**options).mode("append").save()
+        frame.write.format("lance").options(**lance_options(adapter_url, table)).save()
 
-    run_concurrently([lambda: append(0), lambda: append(1000)])
-    assert stored_ids(adapter_url, table_name) == [*range(500), *range(1000, 1500)]
-
-
-def run_concurrently(jobs: list) -> None:
-    errors: list[BaseException] = []
-
-    def run(job) -> None:
-        try:
-            job()
-        except BaseException as error:  # reported below, in the test's thread
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not errors, errors
+    for repetition in range(3):
+        table = f"{table_name}_{repetition}"
+        run_concurrently([lambda t=table: append(t, 0), lambda t=table: append(t, 1000)])
+        assert stored_ids(adapter_url, table) == [*range(500), *range(1000, 1500)]
