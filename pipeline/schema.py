@@ -264,6 +264,8 @@ def _check_no_null_elements(target_field: pa.Field, column: pa.Array) -> None:
 def _cast_read_column(target_field: pa.Field, column: pa.Array) -> pa.Array:
     if column.type == target_field.type:
         return column
+    if pa.types.is_time(column.type) and pa.types.is_int64(target_field.type):
+        column = column.cast(pa.time64("us"), safe=False)  # Spark without TIME: microseconds
     try:
         return column.cast(target_field.type)
     except pa.ArrowInvalid:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import lance
@@ -182,9 +182,13 @@ class FileTracker(FragmentWriteProgress):
         pass
 
     def complete(self, fragment: FragmentMetadata, **kwargs: object) -> None:
-        for data_file in fragment.data_files():
-            mark_written(self.plan.table.location, self.plan.job_id, data_file.path)
-            self.paths.append(data_file.path)
+        self.mark_all(data_file.path for data_file in fragment.data_files())
+
+    def mark_all(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            if path not in self.paths:
+                mark_written(self.plan.table.location, self.plan.job_id, path)
+                self.paths.append(path)
 
 
 class LanceWriter(DataSourceArrowWriter):
@@ -224,10 +228,12 @@ class LanceWriter(DataSourceArrowWriter):
             if refused:
                 raise refused[0] from error
             raise
-        return FragmentsMessage(
+        message = FragmentsMessage(
             fragments=[json.dumps(fragment.to_json()) for fragment in fragments],
             rows=sum(fragment.num_rows for fragment in fragments),
         )
+        tracker.mark_all(message.data_files())  # Lance does not report its last file
+        return message
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         if self.plan.action == "skip":
@@ -240,7 +246,10 @@ class LanceWriter(DataSourceArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         # If the commit went through before the failure, its files are the table's now.
-        self._delete_uncommitted(referenced_files(self.plan.table))
+        committed = referenced_files(self.plan.table)
+        reported = reported_fragments(messages).data_files()
+        delete_data_files(self.plan.table.location, [p for p in reported if p not in committed])
+        self._delete_uncommitted(committed)
         if self.plan.created and still_as_created(self.plan.table):
             drop_declared_table(self.plan.options)
 

@@ -16,8 +16,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import lance
 import pyarrow as pa
 import pytest
+from lance.namespace import RestNamespace
+from lance_namespace import DeclareTableRequest
 from pyspark.sql import DataFrame, SparkSession
 
 import pipeline
@@ -130,3 +133,9 @@ def run_concurrently(jobs: list[Callable[[], object]], timeout: float = 300) -> 
         thread.join(timeout=timeout)
     assert not any(thread.is_alive() for thread in threads), f"jobs still running after {timeout}s"
     assert not errors, [f"{type(error).__name__}: {error}" for error in errors]
+
+
+def write_with_pylance(url: str, table: str, data: pa.Table) -> None:
+    """A table written by pylance itself, at the location the namespace declares."""
+    declared = RestNamespace(uri=url).declare_table(DeclareTableRequest(id=[table]))
+    lance.write_dataset(data, declared.location)

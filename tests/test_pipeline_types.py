@@ -9,13 +9,17 @@ import lance
 import pyarrow as pa
 import pytest
 from lance.namespace import RestNamespace
-from lance_namespace import DeclareTableRequest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, FloatType, StructField, StructType
 
 import pipeline
 from tests import pipeline_support
-from tests.pipeline_support import first_difference, lance_options, sorted_arrow
+from tests.pipeline_support import (
+    first_difference,
+    lance_options,
+    sorted_arrow,
+    write_with_pylance,
+)
 
 # The shared fixtures, under the names the tests ask for.
 spark = pipeline_support.spark
@@ -135,12 +139,6 @@ def _uri(url: str, vectors: str) -> dict[str, str]:
     return {"uri": url, "vector_columns": vectors}
 
 
-def write_with_pylance(url: str, table: str, data: pa.Table) -> None:
-    """A table written by pylance itself, at the location the namespace declares."""
-    declared = RestNamespace(uri=url).declare_table(DeclareTableRequest(id=[table]))
-    lance.write_dataset(data, declared.location)
-
-
 NANOS = 1_700_000_000_123_456_789  # a timestamp with digits below the microsecond
 ARROW_ONLY_TYPES = pa.table(
     {
@@ -208,9 +206,7 @@ def test_every_arrow_type_of_a_pylance_table_reads_cell_for_cell(
 def test_columns_left_out_are_never_converted(
     spark: SparkSession, adapter_url: str, table_name: str
 ) -> None:
-    data = pa.table(
-        {"id": pa.array([1, 2]), "span": pa.array([3, None], pa.duration("s"))}
-    )
+    data = pa.table({"id": pa.array([1, 2]), "span": pa.array([3, None], pa.duration("s"))})
     write_with_pylance(adapter_url, table_name, data)
     options = lance_options(adapter_url, table_name)
 

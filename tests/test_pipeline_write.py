@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import lance
+import pyarrow as pa
 import pytest
 from lance.namespace import RestNamespace
 from pyspark import TaskContext
@@ -14,8 +15,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
 import pipeline
+from pipeline.tables import WRITTEN_MARKERS
 from tests import pipeline_support
-from tests.pipeline_support import adapter, lance_options, run_concurrently
+from tests.pipeline_support import adapter, lance_options, run_concurrently, write_with_pylance
 
 # The shared fixtures, under the names the tests ask for.
 spark = pipeline_support.spark
@@ -40,12 +42,13 @@ def table_versions(url: str, table: str) -> int:
 
 
 def data_files(table: str) -> list[Path]:
+    """The table's data files, and any marker of a write job still on storage."""
     root = adapter()[1]
     return sorted(
         path
         for path in root.rglob("*.lance")
         if path.parent.name == "data" and path.parent.parent.name.endswith(f"{table}.lance")
-    )
+    ) + sorted(root.glob(f"**/{table}.lance/{WRITTEN_MARKERS}/*/*"))
 
 
 def test_append_then_overwrite(spark: SparkSession, adapter_url: str, table_name: str) -> None:
@@ -171,9 +174,23 @@ def test_first_writers_of_a_new_table_lose_no_rows(
         # The plain format in a new thread needs the session activated there.
         pipeline.activate(spark)
         frame = ids_frame(spark, start, start + 500)
-        frame.write.format("lance").options(**lance_options(adapter_url, table)).save()
+        writer = frame.write.format("lance").options(**lance_options(adapter_url, table))
+        writer.mode("append").save()
 
     for repetition in range(3):
         table = f"{table_name}_{repetition}"
         run_concurrently([lambda t=table: append(t, 0), lambda t=table: append(t, 1000)])
         assert stored_ids(adapter_url, table) == [*range(500), *range(1000, 1500)]
+
+
+def test_nulls_into_a_non_null_column_are_refused_clearly(
+    spark: SparkSession, adapter_url: str, table_name: str
+) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    write_with_pylance(adapter_url, table_name, pa.table({"id": [1, 2]}, schema=schema))
+    with_null = spark.range(10, 15).selectExpr("IF(id = 13, NULL, id) AS id")
+
+    with pytest.raises(Exception, match="column 'id' is not nullable in the table, but the Data"):
+        pipeline.save_table(with_null, table_name, mode="append", uri=adapter_url)
+    assert stored_ids(adapter_url, table_name) == [1, 2]
+    assert len(data_files(table_name)) == 1
