@@ -1,8 +1,36 @@
-"""PySpark data pipelines over Lance tables in a Lance namespace (README: "Spark pipelines")."""
+"""PySpark data pipelines over Lance tables in a Lance namespace (README: "Spark pipelines").
 
-from pipeline.api import activate, read_table, register, save_table, source_options
-from pipeline.options import LanceSourceError
-from pipeline.source import LanceDataSource
+The names below are imported on first use: Spark's Python workers import `pipeline.read`
+to run a read task, and that must not pull in the namespace client or the write side.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pipeline.api import (
+        activate,
+        read_table,
+        register,
+        save_table,
+        session_conf,
+        source_options,
+    )
+    from pipeline.options import LanceSourceError
+    from pipeline.source import LanceDataSource
+
+_EXPORTS = {
+    "LanceDataSource": "pipeline.source",
+    "LanceSourceError": "pipeline.options",
+    "activate": "pipeline.api",
+    "read_table": "pipeline.api",
+    "register": "pipeline.api",
+    "save_table": "pipeline.api",
+    "session_conf": "pipeline.api",
+    "source_options": "pipeline.api",
+}
 
 __all__ = [
     "LanceDataSource",
@@ -11,5 +39,13 @@ __all__ = [
     "read_table",
     "register",
     "save_table",
+    "session_conf",
     "source_options",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)  # one entry per name of __all__
+    if module is None:
+        raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

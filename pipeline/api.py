@@ -12,13 +12,25 @@ from collections.abc import Mapping
 from pyspark.sql import DataFrame, SparkSession
 
 from pipeline.options import LanceSourceError, parse_options
-from pipeline.read import pin_table, read_schema
+from pipeline.read import pin_table, pinned_options, read_schema
 from pipeline.schema import check_append_schema, lance_schema_for
 from pipeline.source import LanceDataSource
 from pipeline.tables import inspect_table
 from pipeline.write import effective_mode
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+# Arrow Java checks bounds on every element it hands Spark; without those checks, a read
+# of vector columns spends far less of the JVM's time copying them into Spark rows.
+ARROW_JAVA_OPTIONS = "-Darrow.enable_unsafe_memory_access=true"
+
+
+def session_conf() -> dict[str, str]:
+    """Spark settings for sessions that read Lance: pass them to the session builder (the
+    JVM options only take effect when the JVM starts), as `runtime.local_spark` does."""
+    return {
+        "spark.driver.extraJavaOptions": ARROW_JAVA_OPTIONS,
+        "spark.executor.extraJavaOptions": ARROW_JAVA_OPTIONS,
+    }
 
 
 def register(spark: SparkSession) -> None:
@@ -92,7 +104,8 @@ def read_table(
     spark_options = source_options(table, version=version, **options)
     pinned = pin_table(parse_options(spark_options))
     schema = read_schema(pinned, columns)
-    # Pin the same version Spark will read, and prune by handing Spark the narrower schema.
-    spark_options["version"] = str(pinned.version)
+    # Spark reads the version pinned here, at the location found here (tasks never ask the
+    # namespace), and prunes columns by the narrower schema handed to it.
+    spark_options.update(pinned_options(pinned))
     activate(spark)
     return spark.read.format("lance").options(**spark_options).schema(schema).load()

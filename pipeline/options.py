@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from lance_namespace import LanceNamespace
+if TYPE_CHECKING:  # the client is imported only where a namespace is called
+    from lance_namespace import LanceNamespace
 
 NAMESPACE_PROPERTY_PREFIX = "ns."
 WRITE_MODES = ("append", "overwrite", "errorifexists", "ignore")
@@ -29,6 +31,8 @@ class LanceOptions:
     impl: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
     version: int | None = None
+    # Set by the driver (read_table) with `version`, so tasks skip the namespace lookup.
+    location: str | None = None
     vector_columns: dict[str, int | None] = field(default_factory=dict)
     write_mode: str | None = None
     rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION
@@ -65,13 +69,18 @@ def parse_options(options: Mapping[str, str]) -> LanceOptions:
         for key, value in lowered.items()
         if key.startswith(NAMESPACE_PROPERTY_PREFIX)
     }
+    location = lowered.get("pinned_location") or None
+    version = _optional_int(lowered, "version")
+    if location and version is None:
+        raise LanceSourceError("option 'pinned_location' needs option 'version' as well")
     return LanceOptions(
         table_id=table_id,
         table_name=table_name,
         uri=uri.rstrip("/") if uri else None,
         impl=impl,
         properties=properties,
-        version=_optional_int(lowered, "version"),
+        version=version,
+        location=location,
         vector_columns=_vector_columns(lowered.get("vector_columns", "")),
         write_mode=_write_mode(lowered.get("write_mode")),
         rows_per_partition=_positive_int(lowered, "rows_per_partition", DEFAULT_ROWS_PER_PARTITION),

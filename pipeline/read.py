@@ -1,10 +1,15 @@
-"""The read side of the `lance` data source: one input partition per fragment group."""
+"""The read side of the `lance` data source: one input partition per fragment group.
+
+Read tasks unpickle the reader, so this module imports neither the namespace client
+nor the write side: a task only opens the table version the driver pinned.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import lance
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -12,8 +17,7 @@ from pyspark.sql.types import StructType
 
 from pipeline.filters import combine, to_lance_sql
 from pipeline.options import LanceOptions, LanceSourceError
-from pipeline.schema import conform_batch, spark_schema_for
-from pipeline.tables import TableState, open_dataset, require_table
+from pipeline.schema import conform_read_batch, spark_schema_for
 
 
 @dataclass(frozen=True)
@@ -25,31 +29,54 @@ class PinnedTable:
     storage_options: dict[str, str] | None
     schema: pa.Schema
 
-    def open(self):
-        state = TableState(self.location, self.storage_options, False)
-        return open_dataset(state, self.version)
+    def open(self) -> lance.LanceDataset:
+        return lance.dataset(
+            self.location, version=self.version, storage_options=self.storage_options
+        )
 
 
 def pin_table(options: LanceOptions) -> PinnedTable:
-    """Resolve the table through the namespace and fix the version the read will use."""
+    """Fix the table version the read will use, asking the namespace where the table is
+    unless the options already carry a pinned location and version (see `pinned_options`)."""
+    if options.location and options.version is not None:
+        return _open_pinned(options, options.location, options.version, None)
+    from pipeline.tables import require_table
+
     state = require_table(options)
     version = options.version if options.version is not None else state.version
+    return _open_pinned(options, state.location, version, state.storage_options)
+
+
+def pinned_options(pinned: PinnedTable) -> dict[str, str]:
+    """Options that let planning and read tasks open `pinned` without calling the namespace.
+
+    Only for tables without storage options: those may hold credentials, which must not
+    travel as plain Spark options (they show in plans and logs).
+    """
+    if pinned.storage_options:
+        return {"version": str(pinned.version)}
+    return {"version": str(pinned.version), "pinned_location": pinned.location}
+
+
+def _open_pinned(
+    options: LanceOptions, location: str, version: int | None, storage: dict[str, str] | None
+) -> PinnedTable:
     try:
-        dataset = open_dataset(state, version)
+        dataset = lance.dataset(location, version=version, storage_options=storage)
     except (ValueError, OSError) as error:
         raise LanceSourceError(
             f"version {version} of table '{options.table_name}' cannot be opened: {error}"
         ) from error
-    return PinnedTable(state.location, dataset.version, state.storage_options, dataset.schema)
+    return PinnedTable(location, dataset.version, storage, dataset.schema)
 
 
 def read_schema(pinned: PinnedTable, columns: list[str] | None) -> StructType:
-    """The Spark schema of the table, restricted to `columns` when given."""
-    full = spark_schema_for(pinned.schema)
+    """The Spark schema of the table, restricted to `columns` when given; only the
+    columns read are converted, so a column left out can never fail the read."""
     if not columns:
-        return full
+        return spark_schema_for(pinned.schema)
     check_columns(pinned, columns)
-    return StructType([full[name] for name in columns])
+    return spark_schema_for(pa.schema([pinned.schema.field(name) for name in columns]))
 
 
 def check_columns(pinned: PinnedTable, columns: Iterable[str]) -> None:
@@ -115,7 +142,7 @@ class UnfilteredLanceReader(DataSourceReader):
         )
         for batch in scanner.to_batches():
             if batch.num_rows:
-                yield conform_batch(batch, spark_arrow_schema)
+                yield conform_read_batch(batch, spark_arrow_schema)
 
 
 class LanceReader(UnfilteredLanceReader):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipeline.api import register
+from pipeline.api import register, session_conf
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,6 +30,7 @@ def local_spark(app_name: str, cores: int = 2, memory: str = "4g") -> SparkSessi
     spark = (
         SparkSession.builder.master(f"local[{cores}]")
         .appName(app_name)
+        .config(map=session_conf())
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")  # Progress below reports instead
         .config("spark.sql.shuffle.partitions", str(cores * 2))

@@ -101,17 +101,45 @@ def lance_schema_for(spark_schema: T.StructType, vectors: dict[str, int]) -> pa.
     return pa.schema(fields)
 
 
+# Arrow types Spark has no exact match for, read as the nearest type holding every value.
+_WIDENED_ON_READ: dict[pa.DataType, T.DataType] = {
+    pa.uint8(): T.ShortType(),
+    pa.uint16(): T.IntegerType(),
+    pa.uint32(): T.LongType(),
+    pa.uint64(): T.DecimalType(20, 0),
+    pa.float16(): T.FloatType(),
+    pa.date64(): T.DateType(),
+}
+
+
+def time_of_day_type() -> T.DataType:
+    """Spark's TIME type where this Spark has one (4.1+), else microseconds as bigint."""
+    time_type = getattr(T, "TimeType", None)
+    return time_type(6) if time_type else T.LongType()
+
+
 def spark_type_for(column: str, arrow_type: pa.DataType) -> T.DataType:
-    """The Spark type a Lance column is read as; fixed-size lists (vectors) become arrays."""
+    """The Spark type a Lance column is read as (README: Spark pipelines, Types).
+
+    Fixed-size lists of floats (vectors) become arrays with non-null elements: Spark
+    copies those into its rows without a null check per element, which makes reads of
+    vector columns much faster; a null element is reported when it is read.
+    """
     for spark_class, known in _PRIMITIVE_TO_ARROW.items():
         if arrow_type == known and spark_class not in (T.TimestampType, T.TimestampNTZType):
             return spark_class()
+    if arrow_type in _WIDENED_ON_READ:
+        return _WIDENED_ON_READ[arrow_type]
+    if pa.types.is_dictionary(arrow_type):
+        return spark_type_for(column, arrow_type.value_type)
     if pa.types.is_large_string(arrow_type) or pa.types.is_string_view(arrow_type):
         return T.StringType()
     if pa.types.is_large_binary(arrow_type) or pa.types.is_fixed_size_binary(arrow_type):
         return T.BinaryType()
     if pa.types.is_timestamp(arrow_type):
         return T.TimestampType() if arrow_type.tz else T.TimestampNTZType()
+    if pa.types.is_time(arrow_type):
+        return time_of_day_type()
     if pa.types.is_decimal128(arrow_type):
         return T.DecimalType(arrow_type.precision, arrow_type.scale)
     if pa.types.is_map(arrow_type):
@@ -120,6 +148,8 @@ def spark_type_for(column: str, arrow_type: pa.DataType) -> T.DataType:
             spark_type_for(column, arrow_type.item_type),
             arrow_type.item_field.nullable,
         )
+    if pa.types.is_fixed_size_list(arrow_type) and pa.types.is_floating(arrow_type.value_type):
+        return T.ArrayType(spark_type_for(column, arrow_type.value_type), False)
     if (
         pa.types.is_list(arrow_type)
         or pa.types.is_large_list(arrow_type)
@@ -191,17 +221,69 @@ def _without_nullability(data_type: T.DataType) -> T.DataType:
     return data_type
 
 
-def conform_batch(batch: pa.RecordBatch, target: pa.Schema, align: bool = False) -> pa.RecordBatch:
-    """Cast a batch to `target`, column by column, matching columns by name.
+def conform_write_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """Cast a batch from Spark to the table's schema `target`, matching columns by name.
 
-    With `align`, decimal columns whose buffers are not 16-byte aligned are copied: Arrow
-    IPC from the JVM aligns to 8 bytes, and Lance refuses decimal128 buffers aligned so.
+    Decimal columns whose buffers are not 16-byte aligned are copied: Arrow IPC from the
+    JVM aligns to 8 bytes, and Lance refuses decimal128 buffers aligned so.
     """
     columns = []
     for target_field in target:
-        column = _cast_column(target_field, batch.column(target_field.name))
-        columns.append(_aligned(column) if align else column)
+        column = batch.column(target_field.name)
+        if not target_field.nullable and column.null_count:
+            raise LanceSourceError(
+                f"column '{target_field.name}' is not nullable in the table, but the "
+                f"DataFrame has {column.null_count} null(s) in it in this batch; "
+                "filter or fill the nulls first"
+            )
+        columns.append(_aligned(_cast_column(target_field, column)))
     return pa.RecordBatch.from_arrays(columns, schema=target)
+
+
+def conform_read_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """Cast a batch read from Lance to the Arrow schema Spark expects, by column name."""
+    columns = []
+    for target_field in target:
+        column = batch.column(target_field.name)
+        _check_no_null_elements(target_field, column)
+        columns.append(_cast_read_column(target_field, column))
+    return pa.RecordBatch.from_arrays(columns, schema=target)
+
+
+def _check_no_null_elements(target_field: pa.Field, column: pa.Array) -> None:
+    if not pa.types.is_fixed_size_list(column.type) or target_field.type.value_field.nullable:
+        return
+    if column.flatten().null_count:
+        raise LanceSourceError(
+            f"vector column '{target_field.name}' has a null element, which Spark reads as "
+            f"array<{target_field.type.value_type}> without nulls; to read it anyway give "
+            "the read a schema whose array allows nulls, e.g. .schema('v ARRAY<FLOAT>')"
+        )
+
+
+def _cast_read_column(target_field: pa.Field, column: pa.Array) -> pa.Array:
+    if column.type == target_field.type:
+        return column
+    if pa.types.is_time(column.type) and pa.types.is_int64(target_field.type):
+        column = column.cast(pa.time64("us"), safe=False)  # Spark without TIME: microseconds
+    try:
+        return column.cast(target_field.type)
+    except pa.ArrowInvalid:
+        if not _holds_instants(column.type):
+            raise
+    # Digits below Spark's microsecond (or a date64 past midnight) are truncated toward
+    # zero, as pyspark does when it converts nanosecond timestamps.
+    return column.cast(target_field.type, safe=False)
+
+
+def _holds_instants(arrow_type: pa.DataType) -> bool:
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_time(arrow_type):
+        return True
+    if pa.types.is_date64(arrow_type):
+        return True
+    if pa.types.is_dictionary(arrow_type):
+        return _holds_instants(arrow_type.value_type)
+    return any(_holds_instants(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
 
 
 def _aligned(column: pa.Array) -> pa.Array:

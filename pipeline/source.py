@@ -6,14 +6,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWrite
 from pyspark.sql.types import StructType
 
 from pipeline.options import LanceOptions, parse_options
-from pipeline.read import (
-    LanceReader,
-    PinnedTable,
-    UnfilteredLanceReader,
-    pin_table,
-    read_schema,
-)
-from pipeline.write import LanceWriter, plan_write
+from pipeline.read import LanceReader, PinnedTable, UnfilteredLanceReader, pin_table, read_schema
 
 
 class LanceDataSource(DataSource):
@@ -46,4 +39,7 @@ class LanceDataSource(DataSource):
         return reader_class(self._pin(), schema, options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        # Imported here: reads never need the write side or the namespace client.
+        from pipeline.write import LanceWriter, plan_write
+
         return LanceWriter(plan_write(self.parsed, schema, overwrite))

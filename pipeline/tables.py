@@ -15,6 +15,7 @@ from lance_namespace import (
     LanceNamespace,
 )
 from lance_namespace.errors import (
+    ConcurrentModificationError,
     LanceNamespaceError,
     NamespaceNotFoundError,
     ServiceUnavailableError,
@@ -61,26 +62,38 @@ def inspect_table(
     return _with_data(state)
 
 
+# Errors that mean another writer declared the table at the same moment.
+DECLARED_BY_ANOTHER = (TableAlreadyExistsError, ConcurrentModificationError)
+DECLARE_ATTEMPTS = 5
+
+
 def declare_table(options: LanceOptions, namespace: LanceNamespace) -> tuple[TableState, bool]:
-    """Declare the table; returns its state and whether this call declared it."""
-    try:
-        response = call_namespace(
-            options, lambda: namespace.declare_table(DeclareTableRequest(id=options.table_id))
+    """Declare the table; returns its state and whether this call declared it.
+
+    When another writer declares it at the same moment (the namespace answers
+    TableAlreadyExists, or ConcurrentModification from a catalog that noticed the race),
+    this writer uses the table the other declared, and appends to it.
+    """
+    for _ in range(DECLARE_ATTEMPTS):
+        try:
+            response = call_namespace(
+                options, lambda: namespace.declare_table(DeclareTableRequest(id=options.table_id))
+            )
+        except DECLARED_BY_ANOTHER:
+            state = inspect_table(options, namespace)
+            if state is not None:
+                return state, False
+            continue  # the other declaration was undone meanwhile: declare again
+        state = TableState(
+            location=response.location,
+            storage_options=response.storage_options or None,
+            managed_versioning=response.managed_versioning is True,
         )
-    except TableAlreadyExistsError:
-        # Another writer declared it first; write into the table it declared.
-        state = inspect_table(options, namespace)
-        if state is None:
-            raise LanceSourceError(
-                f"table '{options.table_name}' vanished while declaring it"
-            ) from None
-        return state, False
-    state = TableState(
-        location=response.location,
-        storage_options=response.storage_options or None,
-        managed_versioning=response.managed_versioning is True,
+        return state, True
+    raise LanceSourceError(
+        f"table '{options.table_name}' kept appearing and vanishing while declaring it "
+        f"({DECLARE_ATTEMPTS} attempts); is another job creating and dropping it?"
     )
-    return state, True
 
 
 def drop_declared_table(options: LanceOptions) -> None:
@@ -108,7 +121,7 @@ def call_namespace(options: LanceOptions, request):
     """Run a namespace request, turning transport failures into one clear error."""
     try:
         return request()
-    except (TableNotFoundError, TableAlreadyExistsError):
+    except (TableNotFoundError, *DECLARED_BY_ANOTHER):
         raise
     except NamespaceNotFoundError as error:
         parent = ".".join(options.table_id[:-1]) or "(root)"
@@ -184,6 +197,37 @@ def delete_data_files(location: str, paths: list[str]) -> int:
         except (FileNotFoundError, OSError):
             pass
     return deleted
+
+
+# Beside data/, one folder per write job, holding an empty marker per data file that any
+# attempt of any of its tasks finished: the job's commit or abort deletes the files no
+# commit uses, whichever attempt wrote them and whether or not it lived to report them.
+WRITTEN_MARKERS = "_spark_written"
+
+
+def mark_written(location: str, job_id: str, path: str) -> None:
+    filesystem, root = pafs.FileSystem.from_uri(location)
+    folder = f"{root.rstrip('/')}/{WRITTEN_MARKERS}/{job_id}"
+    filesystem.create_dir(folder, recursive=True)
+    with filesystem.open_output_stream(f"{folder}/{path}"):
+        pass
+
+
+def written_files(location: str, job_id: str) -> set[str]:
+    """The data files (relative to data/) that attempts of the job marked as written."""
+    filesystem, root = pafs.FileSystem.from_uri(location)
+    selector = pafs.FileSelector(
+        f"{root.rstrip('/')}/{WRITTEN_MARKERS}/{job_id}", allow_not_found=True
+    )
+    return {info.base_name for info in filesystem.get_file_info(selector)}
+
+
+def forget_written(location: str, job_id: str) -> None:
+    """Remove the job's markers. Their parent folder stays (empty): removing it could race
+    another job that is creating its own folder in it."""
+    filesystem, root = pafs.FileSystem.from_uri(location)
+    with contextlib.suppress(FileNotFoundError, OSError):
+        filesystem.delete_dir(f"{root.rstrip('/')}/{WRITTEN_MARKERS}/{job_id}")
 
 
 def _first_line(error: Exception) -> str:

@@ -9,7 +9,8 @@ job in one Lance transaction, so only fragments of successful task attempts ever
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import lance
@@ -22,7 +23,7 @@ from pyspark.sql.types import StructType
 from pipeline.options import LanceOptions, LanceSourceError, connect
 from pipeline.schema import (
     check_append_schema,
-    conform_batch,
+    conform_write_batch,
     is_float_array,
     lance_schema_for,
     vector_dimensions,
@@ -32,9 +33,12 @@ from pipeline.tables import (
     declare_table,
     delete_data_files,
     drop_declared_table,
+    forget_written,
     inspect_table,
+    mark_written,
     referenced_files,
     still_as_created,
+    written_files,
 )
 
 
@@ -61,6 +65,7 @@ class WritePlan:
     table: TableState
     schema: pa.Schema
     created: bool = False  # this job created the (still empty) table
+    job_id: str = field(default_factory=lambda: uuid.uuid4().hex)  # names the job's markers
 
 
 def effective_mode(options: LanceOptions, overwrite: bool) -> str:
@@ -100,17 +105,19 @@ def create_empty_table(
 ) -> tuple[TableState, bool]:
     """Make version 1 of a declared table: empty, with the job's schema.
 
-    Lance creates a version only if it does not exist yet, so of several jobs that
-    start writing a new table at once exactly one creates it and all of them append.
-    Returns the table's state and whether this call created it.
+    Lance writes a version only if it does not exist yet, and with no retries the
+    creation is not rebased onto another writer's version 1 (it would land as an
+    Overwrite at version 2, conflicting with the appends based on version 1): so of
+    several jobs that start writing a new table at once exactly one creates it and all
+    of them append. Returns the table's state and whether this call created it.
     """
     failure: Exception | None = None
     try:
-        lance.write_dataset(
-            schema.empty_table(),
+        lance.LanceDataset.commit(
             state.location,
-            mode="create",
+            lance.LanceOperation.Overwrite(schema, []),
             storage_options=state.storage_options,
+            max_retries=0,
         )
     except (OSError, ValueError) as error:
         failure = error  # fine if another writer created it first; checked below
@@ -162,17 +169,26 @@ def _new_table_vectors(
 
 
 class FileTracker(FragmentWriteProgress):
-    """Remembers the data files Lance finished, so a failed task can delete them."""
+    """Marks each data file Lance finishes as written by the job (see `mark_written`) and
+    remembers it, so a failed task deletes it at once and the job's end deletes it
+    whatever happened to the task."""
 
-    def __init__(self) -> None:
+    def __init__(self, plan: WritePlan) -> None:
         super().__init__()
+        self.plan = plan
         self.paths: list[str] = []
 
     def begin(self, fragment: FragmentMetadata, **kwargs: object) -> None:
         pass
 
     def complete(self, fragment: FragmentMetadata, **kwargs: object) -> None:
-        self.paths.extend(data_file.path for data_file in fragment.data_files())
+        self.mark_all(data_file.path for data_file in fragment.data_files())
+
+    def mark_all(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            if path not in self.paths:
+                mark_written(self.plan.table.location, self.plan.job_id, path)
+                self.paths.append(path)
 
 
 class LanceWriter(DataSourceArrowWriter):
@@ -185,11 +201,21 @@ class LanceWriter(DataSourceArrowWriter):
         if self.plan.action == "skip":
             return FragmentsMessage()
         schema = self.plan.schema
-        batches = (conform_batch(b, schema, align=True) for b in iterator if b.num_rows)
-        tracker = FileTracker()
+        refused: list[LanceSourceError] = []
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for batch in iterator:
+                if batch.num_rows:
+                    try:
+                        yield conform_write_batch(batch, schema)
+                    except LanceSourceError as error:
+                        refused.append(error)  # Lance reports it only as an Arrow error
+                        raise
+
+        tracker = FileTracker(self.plan)
         try:
             fragments = write_fragments(
-                pa.RecordBatchReader.from_batches(schema, batches),
+                pa.RecordBatchReader.from_batches(schema, batches()),
                 self.plan.table.location,
                 schema=schema,
                 mode=self.plan.action,
@@ -197,38 +223,51 @@ class LanceWriter(DataSourceArrowWriter):
                 storage_options=self.plan.table.storage_options,
                 progress=tracker,
             )
-        except BaseException:
+        except BaseException as error:
             delete_data_files(self.plan.table.location, tracker.paths)
+            if refused:
+                raise refused[0] from error
             raise
-        return FragmentsMessage(
+        message = FragmentsMessage(
             fragments=[json.dumps(fragment.to_json()) for fragment in fragments],
             rows=sum(fragment.num_rows for fragment in fragments),
         )
+        tracker.mark_all(message.data_files())  # Lance does not report its last file
+        return message
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         if self.plan.action == "skip":
             return
-        fragments = [
-            FragmentMetadata.from_json(text)
-            for message in messages
-            if isinstance(message, FragmentsMessage)
-            for text in message.fragments
-        ]
+        reported = reported_fragments(messages)
+        fragments = [FragmentMetadata.from_json(text) for text in reported.fragments]
         if fragments or self.plan.action == "overwrite":  # an empty append changes nothing
             commit_fragments(self.plan, fragments)
+        self._delete_uncommitted(set(reported.data_files()))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        written = [
-            path
-            for message in messages
-            if isinstance(message, FragmentsMessage)
-            for path in message.data_files()
-        ]
         # If the commit went through before the failure, its files are the table's now.
         committed = referenced_files(self.plan.table)
-        delete_data_files(self.plan.table.location, [p for p in written if p not in committed])
+        reported = reported_fragments(messages).data_files()
+        delete_data_files(self.plan.table.location, [p for p in reported if p not in committed])
+        self._delete_uncommitted(committed)
         if self.plan.created and still_as_created(self.plan.table):
             drop_declared_table(self.plan.options)
+
+    def _delete_uncommitted(self, committed: set[str]) -> None:
+        """Delete every file an attempt of this job wrote that `committed` does not hold:
+        those of failed, retried and speculative attempts, or all of a failed job's."""
+        location, job_id = self.plan.table.location, self.plan.job_id
+        delete_data_files(location, sorted(written_files(location, job_id) - committed))
+        forget_written(location, job_id)
+
+
+def reported_fragments(messages: list[WriterCommitMessage | None]) -> FragmentsMessage:
+    """The commit messages of the job's successful task attempts, as one."""
+    reports = [message for message in messages if isinstance(message, FragmentsMessage)]
+    return FragmentsMessage(
+        fragments=[text for report in reports for text in report.fragments],
+        rows=sum(report.rows for report in reports),
+    )
 
 
 def commit_fragments(plan: WritePlan, fragments: list[FragmentMetadata]) -> lance.LanceDataset:

@@ -12,10 +12,15 @@ import itertools
 import os
 import sys
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
+import lance
 import pyarrow as pa
 import pytest
+from lance.namespace import RestNamespace
+from lance_namespace import DeclareTableRequest
 from pyspark.sql import DataFrame, SparkSession
 
 import pipeline
@@ -38,6 +43,7 @@ def spark_session() -> SparkSession:
         session = (
             SparkSession.builder.master("local[2,2]")  # 2 cores; a failed task is retried once
             .appName("pipeline-tests")
+            .config(map=pipeline.session_conf())
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.shuffle.partitions", "2")
@@ -108,3 +114,28 @@ def first_difference(expected: pa.Table, actual: pa.Table, key: str = "id") -> s
                 return f"column {name!r}, {key}={keys[row]}: expected {a!r}, read {b!r}"
         return f"column {name!r} differs in its Arrow layout"
     return None
+
+
+def run_concurrently(jobs: list[Callable[[], object]], timeout: float = 300) -> None:
+    """Run the jobs in threads at once; fail with every job's error, if any."""
+    errors: list[BaseException] = []
+
+    def run(job: Callable[[], object]) -> None:
+        try:
+            job()
+        except BaseException as error:  # reported below, in the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)
+    assert not any(thread.is_alive() for thread in threads), f"jobs still running after {timeout}s"
+    assert not errors, [f"{type(error).__name__}: {error}" for error in errors]
+
+
+def write_with_pylance(url: str, table: str, data: pa.Table) -> None:
+    """A table written by pylance itself, at the location the namespace declares."""
+    declared = RestNamespace(uri=url).declare_table(DeclareTableRequest(id=[table]))
+    lance.write_dataset(data, declared.location)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
 import lance
+import pyarrow as pa
 import pytest
 from lance.namespace import RestNamespace
 from pyspark import TaskContext
@@ -15,8 +15,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
 import pipeline
+from pipeline.tables import WRITTEN_MARKERS
 from tests import pipeline_support
-from tests.pipeline_support import adapter, lance_options
+from tests.pipeline_support import adapter, lance_options, run_concurrently, write_with_pylance
 
 # The shared fixtures, under the names the tests ask for.
 spark = pipeline_support.spark
@@ -41,12 +42,13 @@ def table_versions(url: str, table: str) -> int:
 
 
 def data_files(table: str) -> list[Path]:
+    """The table's data files, and any marker of a write job still on storage."""
     root = adapter()[1]
     return sorted(
         path
         for path in root.rglob("*.lance")
         if path.parent.name == "data" and path.parent.parent.name.endswith(f"{table}.lance")
-    )
+    ) + sorted(root.glob(f"**/{table}.lance/{WRITTEN_MARKERS}/*/*"))
 
 
 def test_append_then_overwrite(spark: SparkSession, adapter_url: str, table_name: str) -> None:
@@ -165,30 +167,30 @@ def test_two_writers_appending_to_one_table_lose_no_rows(
 def test_first_writers_of_a_new_table_lose_no_rows(
     spark: SparkSession, adapter_url: str, table_name: str
 ) -> None:
-    options = lance_options(adapter_url, table_name)
+    """Real concurrent Spark jobs creating one new table; the adapter-level race test
+    (test_pipeline_race.py) repeats the same race many more times, without Spark."""
 
-    def append(start: int) -> None:
+    def append(table: str, start: int) -> None:
         # The plain format in a new thread needs the session activated there.
         pipeline.activate(spark)
         frame = ids_frame(spark, start, start + 500)
-        frame.write.format("lance").options(**options).mode("append").save()
+        writer = frame.write.format("lance").options(**lance_options(adapter_url, table))
+        writer.mode("append").save()
 
-    run_concurrently([lambda: append(0), lambda: append(1000)])
-    assert stored_ids(adapter_url, table_name) == [*range(500), *range(1000, 1500)]
+    for repetition in range(3):
+        table = f"{table_name}_{repetition}"
+        run_concurrently([lambda t=table: append(t, 0), lambda t=table: append(t, 1000)])
+        assert stored_ids(adapter_url, table) == [*range(500), *range(1000, 1500)]
 
 
-def run_concurrently(jobs: list) -> None:
-    errors: list[BaseException] = []
+def test_nulls_into_a_non_null_column_are_refused_clearly(
+    spark: SparkSession, adapter_url: str, table_name: str
+) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    write_with_pylance(adapter_url, table_name, pa.table({"id": [1, 2]}, schema=schema))
+    with_null = spark.range(10, 15).selectExpr("IF(id = 13, NULL, id) AS id")
 
-    def run(job) -> None:
-        try:
-            job()
-        except BaseException as error:  # reported below, in the test's thread
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not errors, errors
+    with pytest.raises(Exception, match="column 'id' is not nullable in the table, but the Data"):
+        pipeline.save_table(with_null, table_name, mode="append", uri=adapter_url)
+    assert stored_ids(adapter_url, table_name) == [1, 2]
+    assert len(data_files(table_name)) == 1

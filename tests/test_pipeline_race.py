@@ -1,0 +1,57 @@
+"""Concurrent first writers of one new table all succeed, and those that lost the race append.
+
+Each repetition runs the driver and task side of a Spark write (plan: DescribeTable,
+DeclareTable, create version 1; a task's fragments; the job's commit) in several
+threads at once against the real adapter, without Spark, so the race is repeated often
+at little cost; test_pipeline_write.py races real Spark jobs a few times.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import lance
+import pyarrow as pa
+from lance.namespace import RestNamespace
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from pipeline.api import source_options
+from pipeline.options import parse_options
+from pipeline.write import LanceWriter, plan_write
+from tests import pipeline_support
+from tests.pipeline_support import run_concurrently
+
+adapter_url = pipeline_support.adapter_url
+table_name = pipeline_support.table_name
+
+REPETITIONS = 20
+WRITERS = 4
+ROWS_PER_WRITER = 100
+SCHEMA = StructType([StructField("id", LongType()), StructField("label", StringType())])
+
+
+def write_like_a_spark_job(url: str, table: str, first_id: int, start: threading.Barrier) -> None:
+    ids = list(range(first_id, first_id + ROWS_PER_WRITER))
+    batch = pa.record_batch({"id": ids, "label": [str(i) for i in ids]})
+    options = parse_options(source_options(table, uri=url))
+    start.wait(timeout=60)  # line the writers up, so their DeclareTable calls collide
+    writer = LanceWriter(plan_write(options, SCHEMA, False))
+    writer.commit([writer.write(iter([batch]))])
+
+
+def test_first_writers_of_a_new_table_all_append(adapter_url: str, table_name: str) -> None:
+    for repetition in range(REPETITIONS):
+        table = f"{table_name}_{repetition}"
+        start = threading.Barrier(WRITERS)
+        writers = [
+            functools.partial(write_like_a_spark_job, adapter_url, table, n * 1000, start)
+            for n in range(WRITERS)
+        ]
+        run_concurrently(writers, timeout=120)
+        dataset = lance.dataset(namespace_client=RestNamespace(uri=adapter_url), table_id=[table])
+        expected = [n * 1000 + i for n in range(WRITERS) for i in range(ROWS_PER_WRITER)]
+        stored = sorted(dataset.to_table(columns=["id"]).column("id").to_pylist())
+        assert stored == expected, f"repetition {repetition}: rows lost or doubled"
+        # One empty version 1 (made by exactly one writer), then one append per writer.
+        assert len(dataset.versions()) == WRITERS + 1, f"repetition {repetition}"
