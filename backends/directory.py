@@ -51,6 +51,7 @@ from lance_namespace import (
     DescribeTableRequest,
     DescribeTableResponse,
     DropNamespaceRequest,
+    DropNamespaceResponse,
     DropTableIndexRequest,
     DropTableIndexResponse,
     ExplainTableQueryPlanRequest,
@@ -70,12 +71,14 @@ from lance_namespace import (
     MergeInsertIntoTableRequest,
     MergeInsertIntoTableResponse,
     NamespaceAlreadyExistsError,
+    NamespaceNotFoundError,
     QueryTableRequest,
     QueryTableResponse,
     RegisterTableRequest,
     RegisterTableResponse,
     RestoreTableRequest,
     RestoreTableResponse,
+    UnsupportedOperationError,
     UpdateTableRequest,
     UpdateTableResponse,
     UpdateTableSchemaMetadataRequest,
@@ -85,7 +88,14 @@ from lance_namespace import (
 )
 
 from backends.base import MetadataNamespace
-from backends.modes import CreateMode, RegisterMode, WriteMode, parse_mode
+from backends.modes import (
+    CreateMode,
+    DropBehavior,
+    DropMode,
+    RegisterMode,
+    WriteMode,
+    parse_mode,
+)
 from backends.tables.access import TableLocation
 from backends.tables.errors import translate_native
 from backends.tables.lifecycle import caller
@@ -145,6 +155,23 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
             self, DescribeNamespaceRequest(id=request.id, **caller(request))
         )
         return CreateNamespaceResponse(properties=described.properties)
+
+    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
+        """The native drop ignores both fields: Skip is done here, Cascade refused (code 0)."""
+        skip_missing = parse_mode(request.mode, DropMode, DropMode.FAIL) is DropMode.SKIP
+        behavior = parse_mode(request.behavior, DropBehavior, DropBehavior.RESTRICT, "behavior")
+        if behavior is DropBehavior.CASCADE:
+            raise UnsupportedOperationError(
+                "DropNamespace with behavior Cascade is not supported by the DirectoryNamespace "
+                "backend: it only drops namespaces Restrict"
+            )
+        native = request.model_copy(update={"mode": None, "behavior": None})
+        try:
+            return DirectoryNamespace.drop_namespace(self, native)
+        except NamespaceNotFoundError:
+            if not skip_missing:
+                raise
+            return DropNamespaceResponse()
 
     def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
         mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)

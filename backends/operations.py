@@ -61,6 +61,13 @@ def unsupported(reason: str) -> Callable[[MethodT], MethodT]:
     return decorate
 
 
+def refused_here(method: MethodT) -> MethodT:
+    """Mark a method that always answers code 0 itself (after checking its input): the
+    backend does not support the operation, and ListOperations leaves it out."""
+    setattr(method, _UNSUPPORTED_MARK, True)
+    return method
+
+
 def implements(namespace: Any, method_name: str) -> bool:
     """True when `namespace` has a real implementation of `method_name`."""
     method = getattr(namespace, method_name, None)

@@ -71,6 +71,7 @@ from backends.extensions import (
 )
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import require_object_identifier, validate_identifier
+from backends.operations import refused_here
 from backends.paging import paginate
 from backends.properties import require, storage_options
 from backends.rest_catalog_client import (
@@ -407,6 +408,7 @@ class UnityNamespace(MetadataNamespace):
             raise
         return RenameTableResponse()
 
+    @refused_here
     def alter_table(self, request: AlterTableRequest) -> AlterTableResponse:
         self._table_identifier(request.id)
         raise UnsupportedOperationError(
