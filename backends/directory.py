@@ -38,6 +38,8 @@ from lance_namespace import (
     CreateTableTagResponse,
     CreateTableVersionRequest,
     CreateTableVersionResponse,
+    DeclareTableRequest,
+    DeclareTableResponse,
     DeleteFromTableRequest,
     DeleteFromTableResponse,
     DeleteTableBranchRequest,
@@ -66,11 +68,14 @@ from lance_namespace import (
     ListTableBranchesResponse,
     ListTableIndicesRequest,
     ListTableIndicesResponse,
+    ListTablesRequest,
+    ListTablesResponse,
     ListTableTagsRequest,
     ListTableTagsResponse,
     MergeInsertIntoTableRequest,
     MergeInsertIntoTableResponse,
     NamespaceAlreadyExistsError,
+    NamespaceExistsRequest,
     NamespaceNotFoundError,
     QueryTableRequest,
     QueryTableResponse,
@@ -173,8 +178,26 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
                 raise
             return DropNamespaceResponse()
 
+    # -- the native operations take a missing namespace for an empty one -------------------
+
+    def _require_namespace(self, namespace: list[str], request: Any) -> None:
+        """NamespaceNotFoundError (code 1) unless `namespace` (not the root) exists."""
+        if namespace:
+            DirectoryNamespace.namespace_exists(
+                self, NamespaceExistsRequest(id=namespace, **caller(request))
+            )
+
+    def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
+        self._require_namespace(list(request.id or []), request)
+        return DirectoryNamespace.list_tables(self, request)
+
+    def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
+        self._require_namespace(list(request.id or [])[:-1], request)
+        return DirectoryNamespace.declare_table(self, request)
+
     def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
         mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
+        self._require_namespace(list(request.id or [])[:-1], request)
         native = request.model_copy(update={"mode": _NATIVE_CREATE_MODES[mode]})
         return self._native("create_table", native, request_data)
 
@@ -187,6 +210,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         mode = parse_mode(request.mode, RegisterMode, RegisterMode.CREATE)
+        self._require_namespace(list(request.id or [])[:-1], request)
         location = self._relative_to_root(request.location)
         native = request.model_copy(update={"mode": None, "location": location})
         if mode is RegisterMode.CREATE or not self._exists(request):
