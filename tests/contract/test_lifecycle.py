@@ -4,24 +4,34 @@ the spec's own routes (ListOperations, GetTable, GetNamespace, AlterNamespace, A
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
 import pytest
 from lance_namespace import (
+    AlterTableBackfillColumnsRequest,
+    AlterTransactionRequest,
+    BatchCommitTablesRequest,
+    BatchCreateTableVersionsRequest,
+    CreateMaterializedViewRequest,
     CreateNamespaceRequest,
+    CreateTableVersionRequest,
     DeclareTableRequest,
     DescribeNamespaceRequest,
     DescribeTableRequest,
+    DescribeTransactionRequest,
     DropNamespaceRequest,
     LanceNamespaceError,
     ListNamespacesRequest,
     NamespaceExistsRequest,
     NamespaceNotFoundError,
+    RefreshMaterializedViewRequest,
 )
+from lance_namespace_urllib3_client.models import AlterTransactionAction, AlterTransactionSetStatus
 
 from tests.contract.backends import NAMESPACE_PROPERTIES, ContractBackend
-from tests.table_steps import run_every_step
+from tests.table_steps import TableLayout, run_every_step
 
 # Operations every backend serves, and the spec's names of two of them.
 CORE_OPERATIONS = {
@@ -162,3 +172,53 @@ def test_alter_table_sets_then_unsets(backend: ContractBackend) -> None:
     unset = post(backend, "AlterTable", {"id": layout.table, "unset_properties": ["tier"]})
     assert unset.status_code == 200, unset.text
     assert "tier" not in properties()
+
+
+def requests_beyond_the_steps(layout: TableLayout) -> dict[str, Any]:
+    """A valid-looking request of each official operation the steps do not call."""
+    view = [*layout.namespace, "view"]
+    return {
+        "CreateTableVersion": CreateTableVersionRequest(
+            id=layout.table, version=99, manifest_path="_versions/99.manifest"
+        ),
+        "BatchCreateTableVersions": BatchCreateTableVersionsRequest(entries=[]),
+        "DescribeTransaction": DescribeTransactionRequest(id=["no-such-transaction"]),
+        "AlterTransaction": AlterTransactionRequest(
+            id=["no-such-transaction"],
+            actions=[
+                AlterTransactionAction(
+                    set_status_action=AlterTransactionSetStatus(status="Canceled")
+                )
+            ],
+        ),
+        "BatchCommitTables": BatchCommitTablesRequest(operations=[]),
+        "CreateMaterializedView": CreateMaterializedViewRequest(
+            id=view, kind="query", source_query="SELECT 1", output_schema="{}"
+        ),
+        "RefreshMaterializedView": RefreshMaterializedViewRequest(id=view),
+        "AlterTableBackfillColumns": AlterTableBackfillColumnsRequest(
+            id=layout.table, column="name"
+        ),
+    }
+
+
+def test_operations_left_out_of_list_operations_answer_code_0(backend: ContractBackend) -> None:
+    """ListOperations tells the truth: what it leaves out answers code 0 naming the operation
+    and the backend; what it names never answers code 0."""
+    client, layout = backend.client(), backend.new_layout()
+    client.declare_table(DeclareTableRequest(id=layout.table))
+    supported = set(post(backend, "ListOperations", {}).json()["operations"])
+    label = backend.conventions.label.lower()
+    for operation, request in requests_beyond_the_steps(layout).items():
+        method = getattr(client, re.sub(r"(?<!^)(?=[A-Z])", "_", operation).lower())
+        try:
+            method(request)
+        except LanceNamespaceError as error:
+            code, message = error.code, str(error).lower()
+        else:
+            code, message = None, ""
+        if operation in supported:
+            assert code != 0, (operation, message)
+        else:
+            assert code == 0, (operation, code, message)
+            assert operation.lower() in message and label in message, message
