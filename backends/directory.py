@@ -38,6 +38,8 @@ from lance_namespace import (
     CreateTableTagResponse,
     CreateTableVersionRequest,
     CreateTableVersionResponse,
+    DeclareTableRequest,
+    DeclareTableResponse,
     DeleteFromTableRequest,
     DeleteFromTableResponse,
     DeleteTableBranchRequest,
@@ -51,6 +53,7 @@ from lance_namespace import (
     DescribeTableRequest,
     DescribeTableResponse,
     DropNamespaceRequest,
+    DropNamespaceResponse,
     DropTableIndexRequest,
     DropTableIndexResponse,
     ExplainTableQueryPlanRequest,
@@ -65,17 +68,22 @@ from lance_namespace import (
     ListTableBranchesResponse,
     ListTableIndicesRequest,
     ListTableIndicesResponse,
+    ListTablesRequest,
+    ListTablesResponse,
     ListTableTagsRequest,
     ListTableTagsResponse,
     MergeInsertIntoTableRequest,
     MergeInsertIntoTableResponse,
     NamespaceAlreadyExistsError,
+    NamespaceExistsRequest,
+    NamespaceNotFoundError,
     QueryTableRequest,
     QueryTableResponse,
     RegisterTableRequest,
     RegisterTableResponse,
     RestoreTableRequest,
     RestoreTableResponse,
+    UnsupportedOperationError,
     UpdateTableRequest,
     UpdateTableResponse,
     UpdateTableSchemaMetadataRequest,
@@ -85,7 +93,14 @@ from lance_namespace import (
 )
 
 from backends.base import MetadataNamespace
-from backends.modes import CreateMode, RegisterMode, WriteMode, parse_mode
+from backends.modes import (
+    CreateMode,
+    DropBehavior,
+    DropMode,
+    RegisterMode,
+    WriteMode,
+    parse_mode,
+)
 from backends.tables.access import TableLocation
 from backends.tables.errors import translate_native
 from backends.tables.lifecycle import caller
@@ -146,8 +161,43 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         )
         return CreateNamespaceResponse(properties=described.properties)
 
+    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
+        """The native drop ignores both fields: Skip is done here, Cascade refused (code 0)."""
+        skip_missing = parse_mode(request.mode, DropMode, DropMode.FAIL) is DropMode.SKIP
+        behavior = parse_mode(request.behavior, DropBehavior, DropBehavior.RESTRICT, "behavior")
+        if behavior is DropBehavior.CASCADE:
+            raise UnsupportedOperationError(
+                "DropNamespace with behavior Cascade is not supported by the DirectoryNamespace "
+                "backend: it only drops namespaces Restrict"
+            )
+        native = request.model_copy(update={"mode": None, "behavior": None})
+        try:
+            return DirectoryNamespace.drop_namespace(self, native)
+        except NamespaceNotFoundError:
+            if not skip_missing:
+                raise
+            return DropNamespaceResponse()
+
+    # -- the native operations take a missing namespace for an empty one -------------------
+
+    def _require_namespace(self, namespace: list[str], request: Any) -> None:
+        """NamespaceNotFoundError (code 1) unless `namespace` (not the root) exists."""
+        if namespace:
+            DirectoryNamespace.namespace_exists(
+                self, NamespaceExistsRequest(id=namespace, **caller(request))
+            )
+
+    def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
+        self._require_namespace(list(request.id or []), request)
+        return DirectoryNamespace.list_tables(self, request)
+
+    def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
+        self._require_namespace(list(request.id or [])[:-1], request)
+        return DirectoryNamespace.declare_table(self, request)
+
     def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
         mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
+        self._require_namespace(list(request.id or [])[:-1], request)
         native = request.model_copy(update={"mode": _NATIVE_CREATE_MODES[mode]})
         return self._native("create_table", native, request_data)
 
@@ -160,6 +210,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         mode = parse_mode(request.mode, RegisterMode, RegisterMode.CREATE)
+        self._require_namespace(list(request.id or [])[:-1], request)
         location = self._relative_to_root(request.location)
         native = request.model_copy(update={"mode": None, "location": location})
         if mode is RegisterMode.CREATE or not self._exists(request):
