@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from app.config import Settings
 from app.observability import METRICS_CONTENT_TYPE, OPERATION_ATTRIBUTE, Metrics
+from backends import DEFAULT_PROPERTIES
 
 logger = logging.getLogger("lance_adapter")
 _NO_STORE = {"cache-control": "no-store"}
@@ -27,7 +28,7 @@ def local_root(settings: Settings) -> Path | None:
     """The directory backend's root when it is on the local filesystem."""
     if settings.impl != "dir":
         return None
-    root = settings.properties.get("root", "./lance-data")
+    root = settings.properties.get("root", DEFAULT_PROPERTIES["dir"]["root"])
     if root.startswith("file://"):
         return Path(root.removeprefix("file://"))
     return None if "://" in root else Path(root)

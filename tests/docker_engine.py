@@ -99,19 +99,30 @@ def private_engine() -> Iterator[Engine]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         _stop_leftover_engine()
         _script("install", timeout=900)
+        network_before = network_state()  # after install: it may add iptables-save
         run_dir = Path(tempfile.mkdtemp(prefix="lde-", dir="/tmp"))  # short socket path
         try:
-            host = _script("start", run_dir, DATA_ROOT, timeout=180)
-            pid = int((run_dir / "dockerd.launched.pid").read_text())
-            PID_FILE.write_text(str(pid))
-            try:
-                engine = Engine(host)
-                _script("base-image", CACHE, timeout=1200, env=engine.env())
+            with _running(run_dir) as engine:
                 yield engine
-            finally:
-                _script("stop", run_dir, timeout=120)
-                PID_FILE.unlink(missing_ok=True)
-                if _alive(pid):
-                    raise EngineUnavailable(f"dockerd {pid} is still running after stop")
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
+        if network_state() != network_before:
+            raise AssertionError("the Docker engine left a change in the host's network")
+
+
+@contextmanager
+def _running(run_dir: Path) -> Iterator[Engine]:
+    host = _script("start", run_dir, DATA_ROOT, timeout=180)
+    pid = int((run_dir / "dockerd.launched.pid").read_text())
+    PID_FILE.write_text(str(pid))
+    try:
+        engine = Engine(host)
+        _script("base-image", CACHE, timeout=1200, env=engine.env())
+        engine.docker("container", "prune", "--force")  # what a killed run left stopped
+        yield engine
+        engine.docker("image", "prune", "--force")  # layers the rebuilds replaced
+    finally:
+        _script("stop", run_dir, timeout=120)
+        PID_FILE.unlink(missing_ok=True)
+        if _alive(pid):
+            raise EngineUnavailable(f"dockerd {pid} is still running after stop")

@@ -37,7 +37,9 @@ ADAPTERS = {
     "adapter-dir": ("dir", {"root": "/data"}),
     "adapter-hive2": ("hive2", {"uri": "thrift://hive-metastore:9083"}),
     "adapter-hive3": ("hive3", {"uri": "thrift://hive-metastore:9083"}),
-    "adapter-glue": ("glue", {"endpoint": "http://glue:5000", "region": "us-east-1"}),
+    # moto has no GetCatalogs (so hierarchy=databases), and STS must not be AWS's.
+    "adapter-glue": ("glue", {"endpoint": "http://glue:5000", "region": "us-east-1",
+                              "hierarchy": "databases", "sts_endpoint": "http://glue:5000"}),
     "adapter-unity": ("unity", {"endpoint": "http://unity:8080"}),
     "adapter-iceberg": ("iceberg", {"endpoint": "http://iceberg-rest:8181"}),
 }

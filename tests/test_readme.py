@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.server import running_server
+from tests.test_cli import start_up_line
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 EXAMPLE_ADDRESS = "127.0.0.1:2333"
@@ -50,3 +51,15 @@ def test_the_examples_run_top_to_bottom(tmp_path: Path) -> None:
                                      "# ['sales', 'shop']"])
 def test_the_examples_state_the_output_they_print(comment: str) -> None:
     assert any(comment in code for _, code in using_it_examples())
+
+
+def test_the_configuration_example_starts_the_server(tmp_path: Path) -> None:
+    """The example's metastore host does not resolve here: the server starts all the same."""
+    text = README.read_text()
+    example = re.search(r"```yaml\n(# adapter\.yaml.*?)```", text, re.DOTALL)
+    assert example, "the README has no adapter.yaml example"
+    config = tmp_path / "adapter.yaml"
+    config.write_text(example.group(1))
+    line = start_up_line("--config", str(config))
+    assert line["message"].startswith("serving impl 'hive2' (Hive2Namespace { uri: "
+                                      "'thrift://metastore:9083'")
