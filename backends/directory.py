@@ -60,6 +60,7 @@ from lance_namespace import (
     GetTableTagVersionResponse,
     InsertIntoTableRequest,
     InsertIntoTableResponse,
+    InvalidTableStateError,
     LanceNamespaceError,
     ListTableBranchesRequest,
     ListTableBranchesResponse,
@@ -76,6 +77,7 @@ from lance_namespace import (
     RegisterTableResponse,
     RestoreTableRequest,
     RestoreTableResponse,
+    TableNotFoundError,
     UpdateTableRequest,
     UpdateTableResponse,
     UpdateTableSchemaMetadataRequest,
@@ -85,7 +87,9 @@ from lance_namespace import (
 )
 
 from backends.base import MetadataNamespace
+from backends.conventions import join_location, require_lance_table, storage_root
 from backends.modes import CreateMode, RegisterMode, WriteMode, parse_mode
+from backends.properties import storage_options
 from backends.tables.access import TableLocation
 from backends.tables.errors import translate_native
 from backends.tables.lifecycle import caller
@@ -106,6 +110,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         super().__init__(**properties)
         self._root = properties.get("root", "")
         self._root_path = self._root.removeprefix("file://").lstrip("/")
+        self._storage_options = storage_options(properties)
 
     def backend_name(self) -> str:
         return "DirectoryNamespace"
@@ -113,8 +118,17 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
     def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
         return DirectoryNamespace.describe_table(self, request)
 
+    def storage_root(self) -> str:
+        return storage_root(self._root)
+
     def registered_location(self, table: TableLocation) -> str:
         return self._relative_to_root(table.location)
+
+    def _in_root(self, location: str) -> str:
+        """A location as the native RegisterTable resolves it: relative ones below the root."""
+        if "://" in location or location.startswith("/"):
+            return location
+        return join_location(storage_root(self._root), location)
 
     def _relative_to_root(self, location: str) -> str:
         """The native RegisterTable takes only locations relative to the root; one inside the
@@ -161,6 +175,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         mode = parse_mode(request.mode, RegisterMode, RegisterMode.CREATE)
         location = self._relative_to_root(request.location)
+        require_lance_table(self._in_root(location), self._storage_options)
         native = request.model_copy(update={"mode": None, "location": location})
         if mode is RegisterMode.CREATE or not self._exists(request):
             return DirectoryNamespace.register_table(self, native)
@@ -182,6 +197,10 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
             return getattr(DirectoryNamespace, name)(self, *arguments)
         except (LanceNamespaceError, ValueError, OSError, RuntimeError) as error:
             translated = translate_native(error, self._root_path)
+            if isinstance(translated, TableNotFoundError) and self._exists(arguments[0]):
+                table = "$".join(arguments[0].id or [])
+                message = f"table {table} is declared but has no data yet"
+                raise InvalidTableStateError(message) from error
             if translated is error:
                 raise
             raise translated from error
@@ -276,6 +295,9 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
 
     list_all_tables = MetadataNamespace.list_all_tables
     rename_table = MetadataNamespace.rename_table
+    # Natively a registered table at a nested location cannot be dropped (its path is
+    # re-encoded as one name): deregister, then delete the data at the location described.
+    drop_table = MetadataNamespace.drop_table
     create_table_index = MetadataNamespace.create_table_index
     # Natively data_type must be a JSON string, though the official model makes it an object.
     alter_table_alter_columns = MetadataNamespace.alter_table_alter_columns
