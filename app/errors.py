@@ -74,6 +74,9 @@ def as_namespace_error(error: BaseException) -> LanceNamespaceError:
         return invalid_input_from_validation(error)
     if isinstance(error, NotImplementedError):
         return UnsupportedOperationError(f"not supported by this backend: {error}")
+    if isinstance(error, OverflowError):  # a client's number the native library cannot hold
+        logger.info("number out of range", exc_info=error)
+        return InvalidInputError("a number in the request is out of range")
     logger.error("unexpected error", exc_info=error)
     return InternalError("internal error; see the server log")
 

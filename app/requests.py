@@ -17,6 +17,7 @@ from app.lancedb_remote import adapt_lancedb_request, is_lancedb_remote
 from app.spec import BodyKind, Operation, QueryParameter
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, WriteMode, parse_mode
 from backends.names import validate_identifier
+from backends.properties import refused_client_storage_options
 
 DEFAULT_DELIMITER = "$"
 IDENTITY_HEADERS = frozenset({"authorization", "x-api-key"})
@@ -175,12 +176,28 @@ def _validate_integers(fields: dict[str, Any]) -> None:
             raise InvalidInputError(f"{name} must be at most {highest}, got {value}")
 
 
+def _validate_storage_options(fields: dict[str, Any]) -> None:
+    """A client's storage_options may not redirect, re-sign or unsecure the server's storage."""
+    options = fields.get("storage_options")
+    if options is None:
+        return
+    if not isinstance(options, dict):
+        raise InvalidInputError("storage_options must be an object of strings")
+    refused = refused_client_storage_options(options)
+    if refused:
+        raise InvalidInputError(
+            f"storage_options may not set {', '.join(refused)}: a client cannot change the "
+            "endpoints, credentials or TLS settings of the server's storage"
+        )
+
+
 def finish_fields(
     operation: Operation, fields: dict[str, Any], headers: Mapping[str, str]
 ) -> dict[str, Any]:
     """Validate names and choices, and add identity and context from the headers."""
     _validate_id(operation, fields)
     _validate_integers(fields)
+    _validate_storage_options(fields)
     _normalise_choices(operation, fields)
     if is_lancedb_remote(headers):
         adapt_lancedb_request(operation.backend_id, fields)

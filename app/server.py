@@ -36,6 +36,7 @@ from app.requests import read_operation_request, read_route_request
 from app.responses import render, render_error, render_model
 from app.routing import LanceRoutes, RouteTable
 from app.spec import SPEC_PATH, Operation, load_operations
+from backends.properties import without_credentials
 
 SETTINGS_ENV = "LANCE_ADAPTER_SETTINGS_JSON"
 
@@ -82,7 +83,7 @@ class OperationEndpoint:
             fields, data = await self.read(self.operation, request, self.service.max_body)
             if self.service.auth_on:
                 fields["identity"] = request.scope.get(IDENTITY_KEY)
-            response = await self._call_backend(fields, data)
+            response = without_credentials(await self._call_backend(fields, data))
             return self.answer(self.operation, response, request.headers)
         except Exception as error:
             return _error(request, as_namespace_error(error))

@@ -49,6 +49,7 @@ def resolve_impl(impl: str) -> type[LanceNamespace]:
 
 def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> LanceNamespace:
     """Build the backend `impl` with `properties`, with every generic table operation."""
+    from backends.containment import contain
     from backends.plugin import with_table_operations
 
     merged = {**DEFAULT_PROPERTIES.get(impl, {}), **(properties or {})}
@@ -59,7 +60,9 @@ def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> La
         raise
     except (TypeError, ValueError, LanceNamespaceError) as error:
         raise ConfigurationError(f"cannot configure impl '{impl}': {error}") from error
-    return with_table_operations(namespace)
+    loaded = with_table_operations(namespace)
+    root_of = getattr(loaded, "storage_root", None)
+    return contain(loaded, root_of() if root_of else None)
 
 
 __all__ = ["IMPLS", "ConfigurationError", "load_namespace", "resolve_impl"]

@@ -107,6 +107,7 @@ from lance_namespace import (
 )
 
 from backends.arrow_schema import arrow_schema_to_json
+from backends.containment import moving_table
 from backends.extensions import (
     AlterNamespaceRequest,
     AlterNamespaceResponse,
@@ -144,6 +145,11 @@ class MetadataNamespace(LanceNamespace):
     def backend_name(self) -> str:
         """How code-0 messages name this backend (a class name: no addresses or paths)."""
         return type(self).__name__
+
+    def storage_root(self) -> str | None:
+        """Where this backend keeps table data; client-named locations must lie inside it
+        (`backends.containment`). None: a plug-in that names no root is not checked."""
+        return None
 
     def registered_location(self, table: TableLocation) -> str:
         """The location RegisterTable takes for `table`'s data (rename re-registers it)."""
@@ -212,7 +218,10 @@ class MetadataNamespace(LanceNamespace):
 
     def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
         table = self.locate(request)
-        lifecycle.rename_by_reregistering(self, request, table, self.registered_location(table))
+        with moving_table(table.id):
+            lifecycle.rename_by_reregistering(
+                self, request, table, self.registered_location(table)
+            )
         return RenameTableResponse()
 
     def list_all_tables(

@@ -63,6 +63,7 @@ from lance_namespace import (
     GetTableTagVersionResponse,
     InsertIntoTableRequest,
     InsertIntoTableResponse,
+    InvalidTableStateError,
     LanceNamespaceError,
     ListTableBranchesRequest,
     ListTableBranchesResponse,
@@ -83,6 +84,7 @@ from lance_namespace import (
     RegisterTableResponse,
     RestoreTableRequest,
     RestoreTableResponse,
+    TableNotFoundError,
     UnsupportedOperationError,
     UpdateTableRequest,
     UpdateTableResponse,
@@ -93,6 +95,7 @@ from lance_namespace import (
 )
 
 from backends.base import MetadataNamespace
+from backends.conventions import join_location, require_lance_table, storage_root
 from backends.modes import (
     CreateMode,
     DropBehavior,
@@ -101,6 +104,7 @@ from backends.modes import (
     WriteMode,
     parse_mode,
 )
+from backends.properties import storage_options
 from backends.tables.access import TableLocation
 from backends.tables.errors import translate_native
 from backends.tables.lifecycle import caller
@@ -121,6 +125,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         super().__init__(**properties)
         self._root = properties.get("root", "")
         self._root_path = self._root.removeprefix("file://").lstrip("/")
+        self._storage_options = storage_options(properties)
 
     def backend_name(self) -> str:
         return "DirectoryNamespace"
@@ -128,8 +133,17 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
     def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
         return DirectoryNamespace.describe_table(self, request)
 
+    def storage_root(self) -> str:
+        return storage_root(self._root)
+
     def registered_location(self, table: TableLocation) -> str:
         return self._relative_to_root(table.location)
+
+    def _in_root(self, location: str) -> str:
+        """A location as the native RegisterTable resolves it: relative ones below the root."""
+        if "://" in location or location.startswith("/"):
+            return location
+        return join_location(storage_root(self._root), location)
 
     def _relative_to_root(self, location: str) -> str:
         """The native RegisterTable takes only locations relative to the root; one inside the
@@ -212,6 +226,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         mode = parse_mode(request.mode, RegisterMode, RegisterMode.CREATE)
         self._require_namespace(list(request.id or [])[:-1], request)
         location = self._relative_to_root(request.location)
+        require_lance_table(self._in_root(location), self._storage_options)
         native = request.model_copy(update={"mode": None, "location": location})
         if mode is RegisterMode.CREATE or not self._exists(request):
             return DirectoryNamespace.register_table(self, native)
@@ -233,6 +248,10 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
             return getattr(DirectoryNamespace, name)(self, *arguments)
         except (LanceNamespaceError, ValueError, OSError, RuntimeError) as error:
             translated = translate_native(error, self._root_path)
+            if isinstance(translated, TableNotFoundError) and self._exists(arguments[0]):
+                table = "$".join(arguments[0].id or [])
+                message = f"table {table} is declared but has no data yet"
+                raise InvalidTableStateError(message) from error
             if translated is error:
                 raise
             raise translated from error
@@ -327,6 +346,9 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
 
     list_all_tables = MetadataNamespace.list_all_tables
     rename_table = MetadataNamespace.rename_table
+    # Natively a registered table at a nested location cannot be dropped (its path is
+    # re-encoded as one name): deregister, then delete the data at the location described.
+    drop_table = MetadataNamespace.drop_table
     create_table_index = MetadataNamespace.create_table_index
     # Natively data_type must be a JSON string, though the official model makes it an object.
     alter_table_alter_columns = MetadataNamespace.alter_table_alter_columns

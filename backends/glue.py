@@ -463,6 +463,9 @@ class GlueNamespace(MetadataNamespace):
             raise ConfigurationError(f"cannot build the Glue client: {error}") from error
         self._account_id: str | None = None
 
+    def storage_root(self) -> str:
+        return self._settings.root
+
     def namespace_id(self) -> str:
         settings = self._settings
         return (

@@ -446,6 +446,9 @@ class _HiveNamespace(MetadataNamespace):
         self._pool = MetastoreClientPool(addresses, pool_size, connect_timeout, read_timeout)
         self._catalogs_supported: bool | None = None
 
+    def storage_root(self) -> str:
+        return self._root
+
     def namespace_id(self) -> str:
         return f"{type(self).__name__} {{ uri: '{self._uri}', root: '{self._root}' }}"
 

@@ -150,6 +150,9 @@ class IcebergNamespace(MetadataNamespace):
         self._prefixes: dict[str, str] = {}
         self._prefix_lock = threading.Lock()
 
+    def storage_root(self) -> str:
+        return self.root
+
     def namespace_id(self) -> str:
         return f"IcebergNamespace {{ endpoint: '{self.endpoint}' }}"
 

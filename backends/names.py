@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from lance_namespace import InvalidInputError
 
 MAX_NAME_LENGTH = 256
-_FORBIDDEN_CHARACTERS = ("/", "\\")
+# `$` joins the parts of an id wherever one is kept as a single key (the directory
+# backend's manifest): a name holding it would collide with a nested id.
+_FORBIDDEN_CHARACTERS = ("/", "\\", "$")
 # Control, format (zero-width, bidi overrides), line/paragraph separators, unassigned.
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cn", "Cs"})
 

@@ -57,3 +57,33 @@ def storage_options(properties: Mapping[str, str]) -> dict[str, str]:
         for key, value in properties.items()
         if key.startswith(STORAGE_PREFIX)
     }
+
+
+# What a client may set in storage_options: nothing that changes where the server's requests
+# go, which credentials sign them, or how TLS is checked.
+CLIENT_STORAGE_OPTIONS = frozenset(
+    {"timeout", "connect_timeout", "client_max_retries", "client_retry_timeout",
+     "download_retry_count", "pool_idle_timeout"}
+)
+# Words that mark a storage option as a credential: it never leaves the server.
+_CREDENTIAL_WORDS = ("key", "secret", "token", "password", "credential", "sas", "session",
+                     "service_account", "signature")
+
+
+def is_credential(key: str) -> bool:
+    lowered = key.lower()
+    return any(word in lowered for word in _CREDENTIAL_WORDS)
+
+
+def without_credentials(answer: object) -> object:
+    """`answer` with no credential left in its storage_options (the server's own)."""
+    options = getattr(answer, "storage_options", None)
+    if isinstance(options, Mapping):
+        public = {key: value for key, value in options.items() if not is_credential(key)}
+        answer.storage_options = public or None  # type: ignore[attr-defined]
+    return answer
+
+
+def refused_client_storage_options(options: Mapping[str, object]) -> list[str]:
+    """The keys of a client's storage_options it may not set, sorted."""
+    return sorted(str(key) for key in options if key not in CLIENT_STORAGE_OPTIONS)

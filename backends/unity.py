@@ -136,6 +136,9 @@ class UnityNamespace(MetadataNamespace):
             base_url, settings, auth_token=properties.get("auth_token") or None
         )
 
+    def storage_root(self) -> str:
+        return self.root
+
     def namespace_id(self) -> str:
         return f"UnityNamespace {{ endpoint: '{self.endpoint}' }}"
 

@@ -109,15 +109,20 @@ def test_lance_table_on_s3_written_registered_and_read_back(glue_adapter: GlueAd
     assert stored["Parameters"]["table_type"] == "lance"
     assert stored["StorageDescriptor"]["Location"] == location
 
-    dataset = lance.dataset(namespace_client=client, table_id=table_id)
+    # The server never answers its own credentials: the client brings its own.
+    own = glue_adapter.storage_options
+    dataset = lance.dataset(namespace_client=client, table_id=table_id, storage_options=own)
     assert dataset.to_table().sort_by("id").equals(first)
     more = sample_table(10, start=50)
-    lance.write_dataset(more, namespace_client=client, table_id=table_id, mode="append")
+    lance.write_dataset(
+        more, namespace_client=client, table_id=table_id, mode="append", storage_options=own
+    )
     assert client.count_table_rows(CountTableRowsRequest(id=table_id)).count == 60
     assert client.list_tables(ListTablesRequest(id=["sales"])).tables == ["orders"]
     described = client.describe_table(DescribeTableRequest(id=table_id))
     assert described.location == location
     assert described.storage_options["aws_endpoint"] == glue_adapter.moto.url
+    assert not {"aws_access_key_id", "aws_secret_access_key"} & set(described.storage_options)
 
     # Deregistering and dropping the namespace only touch Glue, never the data in S3.
     before = s3_keys(glue_adapter, prefix)
@@ -127,7 +132,8 @@ def test_lance_table_on_s3_written_registered_and_read_back(glue_adapter: GlueAd
     # RegisterTable checks the S3 location with the storage options, then adopts it again.
     adopted = RegisterTableRequest(id=["sales", "again"], location=location)
     assert client.register_table(adopted).location == location
-    assert lance.dataset(namespace_client=client, table_id=["sales", "again"]).count_rows() == 60
+    again = lance.dataset(namespace_client=client, table_id=["sales", "again"], storage_options=own)
+    assert again.count_rows() == 60
     missing = RegisterTableRequest(id=["sales", "nothing"], location=f"s3://{BUCKET}/nothing")
     with pytest.raises(InvalidInputError):
         client.register_table(missing)

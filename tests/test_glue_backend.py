@@ -390,7 +390,9 @@ def test_loaded_through_registry_with_storage_options(clean_moto: MotoEndpoint):
     namespace = load_namespace(
         "glue",
         glue_properties(
-            clean_moto.url, **{"storage.aws_region": "us-east-1", "storage.allow_http": "true"}
+            clean_moto.url,
+            root="s3://b",
+            **{"storage.aws_region": "us-east-1", "storage.allow_http": "true"},
         ),
     )
     namespace.create_namespace(CreateNamespaceRequest(id=["reg"]))

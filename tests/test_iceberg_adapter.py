@@ -49,7 +49,9 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def adapter(iceberg: IcebergFixture, root: Path) -> Iterator[str]:
-    properties = {"endpoint": iceberg.url, "root": str(root), "read_timeout": "2000"}
+    properties = {
+        "endpoint": iceberg.url, "root": str(root), "read_timeout": "2000", "warehouses": "wh",
+    }
     with running_server("iceberg", properties) as url:
         yield url
 
@@ -100,12 +102,12 @@ def test_create_table_with_data_lands_at_its_location_and_in_the_catalog(
 
 
 def test_declare_register_deregister_through_the_adapter(
-    client: RestNamespace, root: Path, tmp_path: Path
+    client: RestNamespace, root: Path
 ) -> None:
     client.create_namespace(CreateNamespaceRequest(id=["wh", "reg"]))
     declared = client.declare_table(DeclareTableRequest(id=["wh", "reg", "later"]))
     assert declared.location == f"{root}/wh/reg/later"
-    existing = str(tmp_path / "existing")
+    existing = str(root / "external" / "existing")  # registered locations lie inside the root
     lance.write_dataset(sample_table(7), existing)
     client.register_table(RegisterTableRequest(id=["wh", "reg", "existing"], location=existing))
     assert client.count_table_rows(CountTableRowsRequest(id=["wh", "reg", "existing"])).count == 7

@@ -112,10 +112,10 @@ def test_create_table_with_data_lands_at_its_location_and_in_unity(
 
 
 def test_register_through_the_adapter_fills_unity_columns(
-    client: RestNamespace, unity: UnityFixture, catalog: str, tmp_path: Path
+    client: RestNamespace, unity: UnityFixture, catalog: str, root: Path
 ) -> None:
     client.create_namespace(CreateNamespaceRequest(id=[catalog, "reg"]))
-    location = str(tmp_path / "existing")
+    location = str(root / "external" / "existing")  # registered locations lie inside the root
     lance.write_dataset(sample_table(4), location)
     client.register_table(RegisterTableRequest(id=[catalog, "reg", "vectors"], location=location))
     table = sdk(unity, lambda api: TablesApi(api).get_table(f"{catalog}.reg.vectors"))

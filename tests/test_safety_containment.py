@@ -1,0 +1,180 @@
+"""Containment on every backend: a client-named location must lie inside the storage root,
+outside the catalog's files and apart from every other table, or it is code 13 and nothing is
+written; DropTable deletes only data its table owns (`backends/containment.py`)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import lance
+import pytest
+from lance_namespace import (
+    CreateNamespaceRequest,
+    CreateTableRequest,
+    DeclareTableRequest,
+    DescribeTableRequest,
+    DropTableRequest,
+    InvalidInputError,
+    LanceNamespace,
+    RegisterTableRequest,
+    TableExistsRequest,
+    TableNotFoundError,
+)
+
+from backends import load_namespace
+from tests.glue_support import clean_moto, glue_properties, moto_endpoint
+from tests.iceberg_fixture import running_iceberg_fixture
+from tests.lance_data import arrow_stream, sample_table
+from tests.unity_fixture import running_unity_fixture
+
+KINDS = ("dir", "hive2", "glue", "unity", "iceberg")
+_GLUE_FIXTURES = (clean_moto, moto_endpoint)  # used through request.getfixturevalue
+
+
+def tree_hash(root: Path) -> str:
+    """One digest of every path and file content under `root`."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        digest.update(str(path.relative_to(root)).encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@dataclass
+class Catalog:
+    namespace: LanceNamespace
+    root: Path
+    parent: list[str]  # a namespace that can hold tables
+
+    def table(self, name: str) -> list[str]:
+        return [*self.parent, name]
+
+
+@pytest.fixture(scope="module")
+def unity_url() -> Iterator[str]:
+    with running_unity_fixture() as fixture:
+        from unitycatalog.client import ApiClient, CatalogsApi, Configuration
+        from unitycatalog.client.models import CreateCatalog
+
+        async def create_catalog() -> None:
+            configuration = Configuration(host=f"{fixture.url}/api/2.1/unity-catalog")
+            async with ApiClient(configuration) as api_client:
+                await CatalogsApi(api_client).create_catalog(CreateCatalog(name="lake"))
+
+        asyncio.run(create_catalog())
+        yield fixture.url
+
+
+@pytest.fixture(scope="module")
+def iceberg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running_iceberg_fixture(tmp_path_factory.mktemp("iceberg-containment")) as fixture:
+        yield fixture.url
+
+
+def _properties(kind: str, root: Path, request: pytest.FixtureRequest) -> dict[str, str]:
+    if kind == "dir":
+        return {"root": str(root)}
+    if kind == "hive2":
+        return {"uri": request.getfixturevalue("hive_metastore").uri, "root": str(root)}
+    if kind == "glue":
+        return glue_properties(request.getfixturevalue("clean_moto").url, root=str(root))
+    if kind == "unity":
+        return {"endpoint": request.getfixturevalue("unity_url"), "root": str(root)}
+    return {"endpoint": request.getfixturevalue("iceberg_url"), "root": str(root),
+            "warehouses": "wh"}
+
+
+@pytest.fixture(params=KINDS)
+def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Catalog:
+    kind = request.param
+    root = tmp_path / "root"
+    root.mkdir()
+    namespace = load_namespace(kind, _properties(kind, root, request))
+    unique = f"c{abs(hash(tmp_path)) % 10**8}"
+    parent = {"unity": ["lake", unique], "iceberg": ["wh", unique]}.get(kind, [unique])
+    namespace.create_namespace(CreateNamespaceRequest(id=parent))
+    return Catalog(namespace, root, parent)
+
+
+def _create(catalog: Catalog, name: str) -> str:
+    table_id = catalog.table(name)
+    data = arrow_stream(sample_table(3))
+    catalog.namespace.create_table(CreateTableRequest(id=table_id), data)
+    return catalog.namespace.describe_table(DescribeTableRequest(id=table_id)).location
+
+
+def _refused(catalog: Catalog, request: object) -> None:
+    """`request` (RegisterTable or DeclareTable) is code 13 and changes no file."""
+    before = tree_hash(catalog.root)
+    method = (
+        catalog.namespace.register_table
+        if isinstance(request, RegisterTableRequest)
+        else catalog.namespace.declare_table
+    )
+    with pytest.raises(InvalidInputError):
+        method(request)
+    assert tree_hash(catalog.root) == before
+    with pytest.raises(TableNotFoundError):
+        catalog.namespace.table_exists(TableExistsRequest(id=request.id))
+
+
+def test_locations_outside_the_root_or_at_it_are_refused(catalog: Catalog, tmp_path: Path):
+    outside = tmp_path / "outside.lance"
+    lance.write_dataset(sample_table(2), str(outside))
+    root = str(catalog.root)
+    for location in (root, f"{root}/", f"file://{root}", f"{root}/x/..", str(outside),
+                     f"{root}/../outside.lance", f"{root}/%2E%2E/outside.lance",
+                     f"file://{root}/%252E%252E/outside.lance", "relative.lance", ""):
+        _refused(catalog, RegisterTableRequest(id=catalog.table("alias"), location=location))
+    for location in (root, str(outside), f"{root}/a/../../outside.lance"):
+        _refused(catalog, DeclareTableRequest(id=catalog.table("alias"), location=location))
+    assert lance.dataset(str(outside)).count_rows() == 2
+
+
+def test_another_tables_location_is_refused_and_the_table_survives(catalog: Catalog):
+    location = _create(catalog, "owner")
+    for alias in (location, location.rstrip("/") + "/", location + "/data",
+                  location + "/x/.."):
+        _refused(catalog, RegisterTableRequest(id=catalog.table("alias"), location=alias))
+    _refused(catalog, DeclareTableRequest(id=catalog.table("alias"), location=location))
+    assert lance.dataset(location).count_rows() == 3
+
+
+def test_a_location_without_a_lance_table_is_refused(catalog: Catalog):
+    _refused(
+        catalog,
+        RegisterTableRequest(id=catalog.table("alias"), location=str(catalog.root / "nothing")),
+    )
+
+
+def test_a_table_inside_the_root_registers_and_its_drop_deletes_it(catalog: Catalog):
+    own = catalog.root / "external" / "adopted"  # not a `<name>.lance` the dir backend lists
+    lance.write_dataset(sample_table(4), str(own))
+    catalog.namespace.register_table(
+        RegisterTableRequest(id=catalog.table("adopted"), location=str(own))
+    )
+    catalog.namespace.drop_table(DropTableRequest(id=catalog.table("adopted")))
+    assert not own.exists() or not any(own.rglob("*.lance"))
+
+
+def test_drop_of_an_entry_that_shares_a_location_keeps_the_data(catalog: Catalog):
+    """An entry made behind the adapter's back (another tool, an old release) at another
+    table's location: dropping it removes only the entry."""
+    location = _create(catalog, "owner")
+    register = type(catalog.namespace).register_table  # the backend's own, unchecked
+    register(catalog.namespace, RegisterTableRequest(id=catalog.table("alias"),
+                                                     location=_as_registered(catalog, location)))
+    catalog.namespace.drop_table(DropTableRequest(id=catalog.table("alias")))
+    with pytest.raises(TableNotFoundError):
+        catalog.namespace.table_exists(TableExistsRequest(id=catalog.table("alias")))
+    assert lance.dataset(location).count_rows() == 3
+
+
+def _as_registered(catalog: Catalog, location: str) -> str:
+    registered = getattr(catalog.namespace, "_relative_to_root", None)
+    return registered(location) if registered else location
