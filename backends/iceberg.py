@@ -228,11 +228,16 @@ class IcebergNamespace(MetadataNamespace):
         warehouse, path = self._namespace(request.id)
         if not path:
             raise UnsupportedOperationError("warehouses are dropped in the catalog, not here")
-        parse_mode(request.mode, DropMode, DropMode.FAIL)
+        skip_missing = parse_mode(request.mode, DropMode, DropMode.FAIL) is DropMode.SKIP
         behavior = parse_mode(request.behavior, DropBehavior, DropBehavior.RESTRICT, "behavior")
         if behavior is DropBehavior.CASCADE:
             raise UnsupportedOperationError("the iceberg backend only drops namespaces RESTRICT")
-        self._drop_namespace(warehouse, path)
+        if skip_missing:
+            self._drop_namespace(warehouse, path)
+        else:  # Fail, the spec's default: a missing namespace is NamespaceNotFound (code 1)
+            self.client.request(
+                "DELETE", self._namespace_url(warehouse, path), errors=DROP_NAMESPACE_ERRORS
+            )
         return DropNamespaceResponse()
 
     def alter_namespace(self, request: AlterNamespaceRequest) -> AlterNamespaceResponse:

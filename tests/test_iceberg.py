@@ -306,7 +306,7 @@ def test_missing_namespaces_and_warehouses(ns: IcebergNamespace) -> None:
     ns.namespace_exists(NamespaceExistsRequest(id=["wh"]))
 
 
-def test_drop_namespace_is_idempotent_and_restrict_only(
+def test_drop_namespace_fails_or_skips_when_missing_and_is_restrict_only(
     ns: IcebergNamespace, db: list[str]
 ) -> None:
     ns.declare_table(DeclareTableRequest(id=[*db, "t"]))
@@ -316,8 +316,11 @@ def test_drop_namespace_is_idempotent_and_restrict_only(
         ns.drop_namespace(DropNamespaceRequest(id=db, behavior="Cascade"))
     ns.deregister_table(DeregisterTableRequest(id=[*db, "t"]))
     ns.drop_namespace(DropNamespaceRequest(id=db))
-    ns.drop_namespace(DropNamespaceRequest(id=db))  # already gone: still succeeds
-    ns.drop_namespace(DropNamespaceRequest(id=["wh", "never_existed"], mode="Fail"))
+    with pytest.raises(NamespaceNotFoundError):  # already gone: Fail, the default
+        ns.drop_namespace(DropNamespaceRequest(id=db))
+    with pytest.raises(NamespaceNotFoundError):
+        ns.drop_namespace(DropNamespaceRequest(id=["wh", "never_existed"], mode="Fail"))
+    ns.drop_namespace(DropNamespaceRequest(id=db, mode="Skip"))
 
 
 def test_root_and_warehouse_levels(ns: IcebergNamespace) -> None:

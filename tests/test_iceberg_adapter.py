@@ -98,7 +98,9 @@ def test_create_table_with_data_lands_at_its_location_and_in_the_catalog(
     with pytest.raises(TableNotFoundError):
         client.describe_table(DescribeTableRequest(id=table_id))
     client.drop_namespace(DropNamespaceRequest(id=["wh", "sales", "eu"]))
-    client.drop_namespace(DropNamespaceRequest(id=["wh", "sales", "eu"]))  # idempotent
+    with pytest.raises(NamespaceNotFoundError):  # already gone
+        client.drop_namespace(DropNamespaceRequest(id=["wh", "sales", "eu"]))
+    client.drop_namespace(DropNamespaceRequest(id=["wh", "sales", "eu"], mode="Skip"))
 
 
 def test_declare_register_deregister_through_the_adapter(

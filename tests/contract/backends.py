@@ -90,7 +90,7 @@ class ContractBackend:
     url: str
     conventions: Conventions
     # Makes what the backend needs before namespaces named with `token` can be created.
-    prepare: Callable[[str], None] = lambda token: None
+    prepare: Callable[[str], None]
 
     def client(self) -> OfficialClient:
         return OfficialClient(self.url)
@@ -114,39 +114,71 @@ class ContractBackend:
         return self.conventions.namespace(token, name)
 
 
+def _no_preparation(token: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """What the adapter is started with for a backend, and how its namespaces are prepared."""
+
+    impl: str
+    properties: dict[str, str]
+    prepare: Callable[[str], None] = _no_preparation
+
+
+def _directory_catalog(name: str, root: Path) -> Catalog:
+    return Catalog("dir" if name == "dir" else STAND_IN, {"root": str(root)})
+
+
+def _hive_catalog(name: str, request: pytest.FixtureRequest, root: Path) -> Catalog:
+    metastore = request.getfixturevalue("hive_metastore")
+    return Catalog(name, {"uri": metastore.uri, "root": str(root)})
+
+
+def _glue_catalog(request: pytest.FixtureRequest, root: Path) -> Catalog:
+    moto = request.getfixturevalue("moto_endpoint")
+    return Catalog("glue", glue_properties(moto.url, root=str(root)))
+
+
+def _unity_catalog(stack: contextlib.ExitStack, root: Path) -> Catalog:
+    unity = stack.enter_context(running_unity_fixture())
+
+    def create_catalog(token: str) -> None:
+        """Unity catalogs are made in Unity itself (the backend creates schemas only)."""
+        body = {"name": f"cat_{token}", "properties": NAMESPACE_PROPERTIES}
+        httpx.post(f"{unity.url}{API}/catalogs", json=body, timeout=30).raise_for_status()
+
+    return Catalog("unity", {"endpoint": unity.url, "root": str(root)}, create_catalog)
+
+
+def _iceberg_catalog(stack: contextlib.ExitStack, root: Path) -> Catalog:
+    (root / "catalog").mkdir()
+    iceberg = stack.enter_context(running_iceberg_fixture(root / "catalog"))
+    properties = {"endpoint": iceberg.url, "root": str(root / "lance"), "warehouses": "wh"}
+    return Catalog("iceberg", properties)
+
+
+def _catalog(
+    name: str, request: pytest.FixtureRequest, root: Path, stack: contextlib.ExitStack
+) -> Catalog:
+    if name in ("dir", "metadata-only"):
+        return _directory_catalog(name, root)
+    if name in ("hive2", "hive3"):
+        return _hive_catalog(name, request, root)
+    if name == "glue":
+        return _glue_catalog(request, root)
+    if name == "unity":
+        return _unity_catalog(stack, root)
+    return _iceberg_catalog(stack, root)
+
+
 @contextlib.contextmanager
 def serve_backend(
     name: str, request: pytest.FixtureRequest, root: Path
 ) -> Iterator[ContractBackend]:
-    conventions = CONVENTIONS[name]
+    """The adapter serving backend `name` (and the catalog behind it) until the exit."""
     with contextlib.ExitStack() as stack:
-        prepare: Callable[[str], None] = lambda token: None  # noqa: E731
-        if name in ("dir", "metadata-only"):
-            impl, properties = ("dir" if name == "dir" else STAND_IN), {"root": str(root)}
-        elif name in ("hive2", "hive3"):
-            metastore = request.getfixturevalue("hive_metastore")
-            impl, properties = name, {"uri": metastore.uri, "root": str(root)}
-        elif name == "glue":
-            moto = request.getfixturevalue("moto_endpoint")
-            impl, properties = name, glue_properties(moto.url, root=str(root))
-        elif name == "unity":
-            unity = stack.enter_context(running_unity_fixture())
-            impl, properties = name, {"endpoint": unity.url, "root": str(root)}
-            prepare = _unity_catalog_creator(unity.url)
-        else:
-            (root / "catalog").mkdir()
-            iceberg = stack.enter_context(running_iceberg_fixture(root / "catalog"))
-            properties = {"endpoint": iceberg.url, "root": str(root / "lance"), "warehouses": "wh"}
-            impl = name
-        url = stack.enter_context(running_server(impl, properties))
-        yield ContractBackend(name, url, conventions, prepare)
-
-
-def _unity_catalog_creator(unity_url: str) -> Callable[[str], None]:
-    """Unity catalogs are made in Unity itself (the backend creates schemas only)."""
-
-    def create_catalog(token: str) -> None:
-        body = {"name": f"cat_{token}", "properties": NAMESPACE_PROPERTIES}
-        httpx.post(f"{unity_url}{API}/catalogs", json=body, timeout=30).raise_for_status()
-
-    return create_catalog
+        catalog = _catalog(name, request, root, stack)
+        url = stack.enter_context(running_server(catalog.impl, catalog.properties))
+        yield ContractBackend(name, url, CONVENTIONS[name], catalog.prepare)

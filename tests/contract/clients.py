@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import lance_namespace
+import lance_namespace as ln
 from lance.namespace import RestNamespace
 from lance_namespace_urllib3_client import ApiClient, Configuration
 from lance_namespace_urllib3_client.api import TableApi, TransactionApi
@@ -30,41 +30,53 @@ def typed_errors() -> Iterator[None]:
         yield
     except ApiException as error:
         body = json.loads(error.body or "{}")
-        raise lance_namespace.from_error_code(
-            body.get("code", 18), body.get("error", "")
-        ) from error
+        raise ln.from_error_code(body.get("code", 18), body.get("error", "")) from error
 
 
 class OfficialClient(RestNamespace):
+    """pylance's RestNamespace at `url`, every operation taking and answering its model."""
+
     def __init__(self, url: str) -> None:
         super().__init__(uri=url)
         self.api_client = ApiClient(Configuration(host=url))
 
-    def update_field_metadata(self, request: Any) -> Any:
+    def update_field_metadata(
+        self, request: ln.UpdateFieldMetadataRequest
+    ) -> ln.UpdateFieldMetadataResponse:
         with typed_errors():
             return TableApi(self.api_client).update_field_metadata(
                 "$".join(request.id), request, delimiter="$"
             )
 
-    def batch_create_table_versions(self, request: Any) -> Any:
+    def batch_create_table_versions(
+        self, request: ln.BatchCreateTableVersionsRequest
+    ) -> ln.BatchCreateTableVersionsResponse:
         with typed_errors():
             return TableApi(self.api_client).batch_create_table_versions(request, delimiter="$")
 
-    def batch_commit_tables(self, request: Any) -> Any:
+    def batch_commit_tables(
+        self, request: ln.BatchCommitTablesRequest
+    ) -> ln.BatchCommitTablesResponse:
         with typed_errors():
             return TransactionApi(self.api_client).batch_commit_tables(request, delimiter="$")
 
-    def create_table_version(self, request: Any) -> Any:
+    def create_table_version(  # type: ignore[override]
+        self, request: ln.CreateTableVersionRequest
+    ) -> ln.CreateTableVersionResponse:
         answer = super().create_table_version(as_dict(request))
-        return lance_namespace.CreateTableVersionResponse.from_dict(answer)
+        return ln.CreateTableVersionResponse.from_dict(answer)
 
-    def describe_table_version(self, request: Any) -> Any:
+    def describe_table_version(  # type: ignore[override]
+        self, request: ln.DescribeTableVersionRequest
+    ) -> ln.DescribeTableVersionResponse:
         answer = super().describe_table_version(as_dict(request))
-        return lance_namespace.DescribeTableVersionResponse.from_dict(answer)
+        return ln.DescribeTableVersionResponse.from_dict(answer)
 
-    def batch_delete_table_versions(self, request: Any) -> Any:
+    def batch_delete_table_versions(  # type: ignore[override]
+        self, request: ln.BatchDeleteTableVersionsRequest
+    ) -> ln.BatchDeleteTableVersionsResponse:
         answer = super().batch_delete_table_versions(as_dict(request))
-        return lance_namespace.BatchDeleteTableVersionsResponse.from_dict(answer)
+        return ln.BatchDeleteTableVersionsResponse.from_dict(answer)
 
 
 def as_dict(request: BaseModel) -> dict[str, Any]:

@@ -17,10 +17,13 @@ from lance_namespace import (
     DescribeTableRequest,
     DropNamespaceRequest,
     GetTableTagVersionRequest,
+    InsertIntoTableRequest,
     LanceNamespaceError,
     ListNamespacesRequest,
     ListTablesRequest,
     NamespaceExistsRequest,
+    RegisterTableRequest,
+    TableExistsRequest,
 )
 
 from tests.contract.backends import ContractBackend
@@ -53,6 +56,7 @@ def test_namespace_errors(backend: ContractBackend) -> None:
     missing = backend.fresh_namespace("missing")
     assert code_of(client.describe_namespace, DescribeNamespaceRequest(id=missing)) == 1
     assert code_of(client.list_tables, ListTablesRequest(id=missing)) == 1
+    assert code_of(client.drop_namespace, DropNamespaceRequest(id=missing)) == 1
     existing = CreateNamespaceRequest(id=layout.namespace)
     assert code_of(client.create_namespace, existing) == 2
     assert code_of(client.drop_namespace, DropNamespaceRequest(id=layout.namespace)) == 3
@@ -102,9 +106,16 @@ def test_unknown_modes_are_13_and_change_nothing(backend: ContractBackend) -> No
     ):
         assert code_of(client.drop_namespace, request) == 13
         assert namespace_exists(client, layout.rename_target)
+    rows = arrow_stream(sample_table(1, start=100))
     overwrite = CreateTableRequest(id=layout.table, mode="sideways")
-    assert code_of(client.create_table, overwrite, arrow_stream(sample_table(1))) == 13
+    assert code_of(client.create_table, overwrite, rows) == 13
+    insert = InsertIntoTableRequest(id=layout.table, mode="sideways")
+    assert code_of(client.insert_into_table, insert, rows) == 13
     assert client.count_table_rows(CountTableRowsRequest(id=layout.table)).count == 5
+    location = client.describe_table(DescribeTableRequest(id=layout.table)).location
+    again = RegisterTableRequest(id=layout.other, location=location, mode="sideways")
+    assert code_of(client.register_table, again) == 13
+    assert code_of(client.table_exists, TableExistsRequest(id=layout.other)) == 4
 
 
 def pages(list_page: Callable[[str | None], Any], field: str) -> list[str]:
