@@ -66,6 +66,16 @@ stop_engine() {
         kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
     fi
     rm -f "$run_dir/dockerd.launched.pid"
+    unmount_below "$run_dir"
+}
+
+# dockerd leaves a handle on the host's network namespace mounted in its exec-root.
+unmount_below() {
+    local mount_point
+    awk -v below="$1/" 'index($2, below) == 1 { print $2 }' /proc/mounts | sort -r |
+        while read -r mount_point; do
+            umount "$mount_point" 2>/dev/null || umount --lazy "$mount_point"
+        done
 }
 
 build_rootfs() {

@@ -126,3 +126,11 @@ def _running(run_dir: Path) -> Iterator[Engine]:
         PID_FILE.unlink(missing_ok=True)
         if _alive(pid):
             raise EngineUnavailable(f"dockerd {pid} is still running after stop")
+        if mounts_below(run_dir):
+            raise EngineUnavailable(f"mounts left after stop: {mounts_below(run_dir)}")
+
+
+def mounts_below(directory: Path) -> list[str]:
+    below = f"{directory}/"
+    return [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
+            if line.split()[1].startswith(below)]
