@@ -69,6 +69,8 @@ def invalid_input_from_validation(error: ValidationError) -> InvalidInputError:
 def as_namespace_error(error: BaseException) -> LanceNamespaceError:
     """The spec error for any exception; unexpected ones are logged with their trace."""
     if isinstance(error, LanceNamespaceError):
+        if error.code == ErrorCode.INTERNAL:
+            logger.error("internal error from the backend: %s", error)
         return error
     if isinstance(error, ValidationError):
         return invalid_input_from_validation(error)
