@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ import lance_namespace as ln
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from backends import load_namespace
-from bench.rest_adapter_bench import Measurement, free_port, run_wrk, serving
+from bench.rest_adapter_bench import CHECKOUT, Measurement, free_port, run_wrk, serving
 from tests.glue_support import glue_properties, start_moto
 from tests.hive_support import HiveMetastoreProcess
 
@@ -72,23 +71,9 @@ def adapter(impl: str, properties: dict[str, str], cached: bool) -> Iterator[str
     command = [CLI, "serve", "--impl", impl, "--port", str(port), "--log-level", "warning"]
     for key, value in properties.items():
         command += ["--prop", f"{key}={value}"]
-    environment = {"LANCE_ADAPTER_METADATA_CACHE": "true" if cached else "false"}
-    with patched_environment(environment), serving(command, port) as url:
+    environment = {**CHECKOUT, "LANCE_ADAPTER_METADATA_CACHE": "true" if cached else "false"}
+    with serving(command, port, environment) as url:
         yield url
-
-
-@contextlib.contextmanager
-def patched_environment(values: dict[str, str]) -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def measure(url: str, names: list[str], args: argparse.Namespace) -> dict[str, Measurement]:

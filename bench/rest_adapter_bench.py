@@ -30,6 +30,8 @@ from lance.namespace import DirectoryNamespace
 from lance_namespace import CreateNamespaceRequest, DeclareTableRequest
 
 NAMESPACES = 10
+# The shared venv's `lance-adapter` may be installed from another checkout: serve this one.
+CHECKOUT = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
 LUA = """
 local paths = {%(paths)s}
 local counter = 0
@@ -168,7 +170,7 @@ def workloads(identifiers: list[list[str]]) -> dict[str, tuple[str, list[str], s
     return {"DescribeTable": ("POST", describe, '"{}"'), "ListTables": ("GET", listing, "nil")}
 
 
-UNCACHED = {"LANCE_ADAPTER_METADATA_CACHE": "false"}
+UNCACHED = {**CHECKOUT, "LANCE_ADAPTER_METADATA_CACHE": "false"}
 
 
 def parse_arguments() -> argparse.Namespace:
@@ -242,7 +244,7 @@ def main() -> None:
         for root in roots.values():
             shutil.copytree(template, root)
         servers: Servers = {
-            "ours": (lambda port: ours(roots["ours"], port, args.workers), {}),
+            "ours": (lambda port: ours(roots["ours"], port, args.workers), CHECKOUT),
         }
         if args.uncached:
             servers["ours-uncached"] = (
