@@ -1,9 +1,12 @@
-"""The metadata cache of a real multi-worker server: a write through one worker is seen at once
-by every worker, although each keeps its own entries for a minute (glue on moto: no storage
-check, only the TTL and the shared generation)."""
+"""Workers: their default count, and the metadata cache of a real multi-worker server: a write
+through one worker is seen at once by every worker, although each keeps its own entries for a
+minute (glue on moto: no storage check, only the TTL and the shared generation)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +22,24 @@ moto_endpoint = glue_support.moto_endpoint
 clean_moto = glue_support.clean_moto
 TABLE = "ns$t"
 ROUNDS = 24  # requests per check, each on a new connection, so both workers answer
+
+
+def default_workers_on_cpus(cpus: set[int]) -> int:
+    """`workers` as the CLI would load it, in a process allowed to run on `cpus` only."""
+    script = (
+        f"import os; os.sched_setaffinity(0, {sorted(cpus)!r}); "
+        "from app.config import load_settings; print(load_settings(environ={}).workers)"
+    )
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("LANCE_ADAPTER_")}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            check=True, env=environment, cwd=Path(__file__).parents[1])
+    return int(result.stdout)
+
+
+def test_the_default_worker_count_follows_the_usable_cpus() -> None:
+    usable = os.sched_getaffinity(0)
+    assert default_workers_on_cpus(usable) == len(usable)
+    assert default_workers_on_cpus({min(usable)}) == 1
 
 
 @pytest.fixture
