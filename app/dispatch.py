@@ -56,6 +56,21 @@ class Dispatcher:
             answer = self.cache.lookup(key, operation.backend_id)
             if answer is not MISS:
                 return answer
+        method, arguments = self._bind(operation, fields, data)
+        if key is not None:
+            pending_read = self.cache.begin(key, operation.backend_id)
+            answer = await self._read(operation, method, arguments)
+            self.cache.store(pending_read, answer)
+            return answer
+        if not is_read_only(operation):
+            return await self._write(method, arguments)
+        answer = await self._read(operation, method, arguments)
+        return self._with_aliases(answer) if operation.backend_id == "ListOperations" else answer
+
+    def _bind(
+        self, operation: Operation, fields: dict[str, Any], data: bytes | None
+    ) -> tuple[Any, tuple[Any, ...]]:
+        """The backend method and its arguments: the official request model (and the data)."""
         request = operation.request_model.model_validate(fields)
         method = getattr(self.namespace, operation.backend_method, None)
         if method is None:
@@ -63,18 +78,7 @@ class Dispatcher:
                 f"{operation.operation_id} is not supported by the "
                 f"{type(self.namespace).__name__} backend"
             )
-        arguments = (request, data) if operation.takes_data else (request,)
-        if key is not None:
-            pending_read = self.cache.begin(key, operation.backend_id)
-            answer = await self._read(operation, method, arguments)
-            self.cache.store(pending_read, answer)
-            return answer
-        if is_read_only(operation):
-            answer = await self._read(operation, method, arguments)
-            if operation.backend_id == "ListOperations":
-                return self._with_aliases(answer)
-            return answer
-        return await self._write(method, arguments)
+        return method, (request, data) if operation.takes_data else (request,)
 
     def _submit(self, method: Any, arguments: tuple[Any, ...]) -> asyncio.Future[Any]:
         context = contextvars.copy_context()

@@ -177,9 +177,6 @@ class MetadataCache:
         self.generation.bump()
         self._follow_generation()
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     def _follow_generation(self) -> None:
         current = self.generation.read()
         if current != self._seen_generation:
