@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -107,7 +108,8 @@ def main() -> None:
                         for operation, result in measure(url, names, args).items():
                             rows.append((impl, label, operation, result))
     print(f"{args.tables} tables; wrk -t{args.threads} -c{args.connections} -d{args.seconds}s; "
-          "adapter at its defaults (cache TTL 2 s) or with the cache off")
+          "adapter at its defaults (cache TTL 2 s) or with the cache off; load average "
+          f"{os.getloadavg()[0]:.1f}")
     print(f"{'backend':<8}{'cache':<10}{'operation':<15}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
           f"{'errors':>8}")
     for impl, label, operation, m in rows:
