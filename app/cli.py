@@ -21,7 +21,7 @@ from app.auth import load_credentials
 from app.config import AUTH_MODES, Settings, SettingsError, load_settings
 from app.observability import MULTIPROC_ENV, log_config
 from app.ops import local_root
-from app.server import SETTINGS_ENV, create_app
+from app.server import RUNTIME_DIR_ENV, SETTINGS_ENV, create_app
 from backends import ConfigurationError, load_namespace
 
 
@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", type=Path, help="YAML or JSON settings file")
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to bind (default 2333)")
-    serve.add_argument("--workers", type=int, help="worker processes (default 1)")
+    serve.add_argument("--workers", type=int, help="worker processes (default: one per CPU "
+                       "the process may use)")
     serve.add_argument("--log-level", help="log level: critical, error, warning, info, "
                        "debug or trace (default info)")
     serve.add_argument("--root-path", help="path prefix behind a gateway, e.g. /lance")
@@ -118,6 +119,13 @@ def _prepare_multiprocess_metrics() -> None:
         atexit.register(shutil.rmtree, directory, ignore_errors=True)
 
 
+def _prepare_runtime_dir() -> None:
+    """The files the workers of this server share (the metadata cache's generation)."""
+    directory = tempfile.mkdtemp(prefix="lance-adapter-run-")
+    os.environ[RUNTIME_DIR_ENV] = directory
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+
+
 def serve(settings: Settings) -> None:
     _check_local_root(settings)
     namespace = load_namespace(settings.impl, settings.properties)
@@ -137,6 +145,7 @@ def serve(settings: Settings) -> None:
     }
     if settings.workers > 1:
         _prepare_multiprocess_metrics()
+        _prepare_runtime_dir()
         os.environ[SETTINGS_ENV] = settings.to_json()
         # A worker imports the backend libraries before it answers the supervisor's pings:
         # give it longer than uvicorn's 5 s on a small, busy machine.

@@ -17,6 +17,11 @@ ENV_PROPERTIES_JSON = "LANCE_ADAPTER_PROPERTIES"
 DEFAULT_PORT = 2333
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, not the machine's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 class SettingsError(ValueError):
     """Settings that cannot be used; the message is one line for the operator."""
 
@@ -27,7 +32,8 @@ class Settings:
     properties: dict[str, str] = field(default_factory=dict)
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
-    workers: int = 1
+    # Worker processes; by default one per CPU the process may use.
+    workers: int = field(default_factory=usable_cpus)
     log_level: str = "info"
     max_concurrency: int = 32
     max_body_bytes: int = 512 * 1024 * 1024
@@ -50,6 +56,15 @@ class Settings:
     # Accepted bearer tokens / API keys: comma-separated, and/or one per line in a file.
     auth_tokens: str = ""
     auth_tokens_file: str = ""
+    # The metadata cache (Describe/List/Exists answers); writes through the server clear it.
+    metadata_cache: bool = True
+    # Seconds an answer the storage cannot confirm (catalog backends, object stores) is kept.
+    metadata_cache_ttl: float = 2.0
+    # Seconds an answer re-checked against a local directory root on every hit is kept.
+    metadata_cache_validated_ttl: float = 30.0
+    metadata_cache_entries: int = 10_000
+    # The share of requests that get an access log line (1 = all, 0.01 = one in a hundred).
+    access_log_sample: float = 1.0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -11,6 +11,7 @@ from typing import Any
 from lance_namespace import LanceNamespace, ServiceUnavailableError, UnsupportedOperationError
 
 from app.spec import Operation
+from backends.cache import MISS, MetadataCache
 
 # Operations that change nothing: when one outlasts the backend timeout the caller gets 17 at
 # once and may retry safely. A write is always awaited, so its answer is never a guess.
@@ -29,6 +30,7 @@ class Dispatcher:
     A plain `ThreadPoolExecutor` (its size is the bound) costs the event loop about half
     of what anyio's worker threads do per call; the call runs in a copy of the request's
     context, so context variables (e.g. the request id in log lines) reach the backend.
+    Answers the metadata cache holds are returned at once, without a thread hand-off.
     """
 
     def __init__(
@@ -37,8 +39,10 @@ class Dispatcher:
         max_concurrency: int,
         backend_timeout: float = 0,
         aliases: dict[str, str] | None = None,
+        cache: MetadataCache | None = None,
     ) -> None:
         self.namespace = namespace
+        self.cache = cache
         # The spec's other names of operations (GetTable -> DescribeTable), for ListOperations.
         self._aliases = aliases or {}
         self._pool = ThreadPoolExecutor(max_concurrency, thread_name_prefix="backend")
@@ -47,6 +51,26 @@ class Dispatcher:
     async def call(
         self, operation: Operation, fields: dict[str, Any], data: bytes | None
     ) -> Any:
+        key = None if self.cache is None else self.cache.key(operation.backend_id, fields)
+        if key is not None:
+            answer = self.cache.lookup(key, operation.backend_id)
+            if answer is not MISS:
+                return answer
+        method, arguments = self._bind(operation, fields, data)
+        if key is not None:
+            pending_read = self.cache.begin(key, operation.backend_id)
+            answer = await self._read(operation, method, arguments)
+            self.cache.store(pending_read, answer)
+            return answer
+        if not is_read_only(operation):
+            return await self._write(method, arguments)
+        answer = await self._read(operation, method, arguments)
+        return self._with_aliases(answer) if operation.backend_id == "ListOperations" else answer
+
+    def _bind(
+        self, operation: Operation, fields: dict[str, Any], data: bytes | None
+    ) -> tuple[Any, tuple[Any, ...]]:
+        """The backend method and its arguments: the official request model (and the data)."""
         request = operation.request_model.model_validate(fields)
         method = getattr(self.namespace, operation.backend_method, None)
         if method is None:
@@ -54,14 +78,17 @@ class Dispatcher:
                 f"{operation.operation_id} is not supported by the "
                 f"{type(self.namespace).__name__} backend"
             )
-        arguments = (request, data) if operation.takes_data else (request,)
+        return method, (request, data) if operation.takes_data else (request,)
+
+    def _submit(self, method: Any, arguments: tuple[Any, ...]) -> asyncio.Future[Any]:
         context = contextvars.copy_context()
-        pending = asyncio.get_running_loop().run_in_executor(
+        return asyncio.get_running_loop().run_in_executor(
             self._pool, functools.partial(context.run, method, *arguments)
         )
-        if operation.backend_id == "ListOperations":
-            return self._with_aliases(await pending)
-        if not (self._backend_timeout > 0 and is_read_only(operation)):
+
+    async def _read(self, operation: Operation, method: Any, arguments: tuple[Any, ...]) -> Any:
+        pending = self._submit(method, arguments)
+        if self._backend_timeout <= 0:
             return await pending
         try:
             return await asyncio.wait_for(pending, self._backend_timeout)
@@ -70,6 +97,15 @@ class Dispatcher:
                 f"the backend did not answer {operation.operation_id} within "
                 f"{self._backend_timeout:g} s"
             ) from None
+
+    async def _write(self, method: Any, arguments: tuple[Any, ...]) -> Any:
+        pending = self._submit(method, arguments)
+        if self.cache is None:
+            return await pending
+        # Invalidate when the backend call ends, even if this request was cancelled first;
+        # the callback runs before the awaiting request resumes and answers.
+        pending.add_done_callback(lambda _: self.cache.invalidate())
+        return await pending
 
     def _with_aliases(self, response: Any) -> Any:
         supported = set(response.operations)

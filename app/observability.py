@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextvars
 import itertools
-import json
 import logging
 import os
+import random
 import re
 import time
 import uuid
@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -108,7 +109,7 @@ class JsonFormatter(logging.Formatter):
             entry.update(access)
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return redact(json.dumps(entry, ensure_ascii=False, default=str))
+        return redact(orjson.dumps(entry, default=str).decode())
 
 
 def log_config(level: str) -> dict[str, Any]:
@@ -211,15 +212,21 @@ def operation_of(scope: Scope) -> str:
 
 
 class ObservabilityMiddleware:
-    """Serves under `root_path`, tags every request with an id, measures it and logs it."""
+    """Serves under `root_path`, tags every request with an id, measures it and logs it.
+
+    With `access_log_sample` below 1, that share of successful requests is logged; a request
+    that fails is always logged.
+    """
 
     def __init__(
-        self, app: ASGIApp, metrics: Metrics, access_log: bool = True, root_path: str = ""
+        self, app: ASGIApp, metrics: Metrics, access_log: bool = True, root_path: str = "",
+        access_log_sample: float = 1.0,
     ) -> None:
         self.app = app
         self.metrics = metrics
         self.access_log = access_log
         self.root_path = root_path
+        self.access_log_sample = access_log_sample
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -254,7 +261,7 @@ class ObservabilityMiddleware:
         code = scope.get(ERROR_CODE_KEY)
         self.metrics.observe_request(operation, status, NO_CODE if code is None else str(code),
                                      seconds)
-        if self.access_log and ACCESS_LOGGER.isEnabledFor(logging.INFO):
+        if self._logs(status) and ACCESS_LOGGER.isEnabledFor(logging.INFO):
             client = scope.get("client")
             ACCESS_LOGGER.info("request", extra={"access": {
                 "method": scope["method"],
@@ -265,3 +272,10 @@ class ObservabilityMiddleware:
                 "duration_ms": round(seconds * 1000, 3),
                 "client": client[0] if client else None,
             }})
+
+    def _logs(self, status: int) -> bool:
+        if not self.access_log:
+            return False
+        return status >= 400 or self.access_log_sample >= 1 or (
+            random.random() < self.access_log_sample
+        )

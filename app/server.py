@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -14,8 +15,8 @@ from lance_namespace import LanceNamespace, LanceNamespaceError, UnsupportedOper
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
-from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.routing import Match, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.auth import IDENTITY_KEY, AuthMiddleware, load_credentials
@@ -31,14 +32,18 @@ from app.observability import (
     ObservabilityMiddleware,
     register_secrets,
 )
-from app.ops import Readiness, operations_routes
+from app.ops import Readiness, local_root, operations_routes
 from app.requests import read_operation_request, read_route_request
 from app.responses import render, render_error, render_model
 from app.routing import LanceRoutes, RouteTable
 from app.spec import SPEC_PATH, Operation, load_operations
+from backends import IMPLS
+from backends.cache import GENERATION_FILE, Generation, MetadataCache, directory_stamper
 from backends.properties import without_credentials
 
 SETTINGS_ENV = "LANCE_ADAPTER_SETTINGS_JSON"
+# The directory of files the workers of one server share (the cache generation counter).
+RUNTIME_DIR_ENV = "LANCE_ADAPTER_RUNTIME_DIR"
 
 RequestReader = Callable[
     [Operation, Request, int], Awaitable[tuple[dict[str, Any], bytes | None]]
@@ -142,15 +147,71 @@ def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
         app.add_middleware(AuthMiddleware, mode=settings.auth_mode,
                            tokens=load_credentials(settings), routes=app.router.routes)
     app.add_middleware(ObservabilityMiddleware, metrics=metrics,
-                       access_log=settings.access_log, root_path=settings.root_path)
+                       access_log=settings.access_log, root_path=settings.root_path,
+                       access_log_sample=settings.access_log_sample)
     trusted = [host.strip() for host in settings.trusted_proxies.split(",") if host.strip()]
     if trusted:
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=trusted)
 
 
-def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> FastAPI:
+def metadata_cache(settings: Settings) -> MetadataCache | None:
+    """The backend's cache; its generation is shared through the runtime directory if any.
+
+    Only the built-in backends are cached: what a plug-in's answers depend on is unknown.
+    """
+    if not settings.metadata_cache or settings.impl not in IMPLS:
+        return None
+    runtime_dir = os.environ.get(RUNTIME_DIR_ENV)
+    generation = Generation(Path(runtime_dir) / GENERATION_FILE if runtime_dir else None)
+    root = local_root(settings)
+    return MetadataCache(
+        generation, settings.metadata_cache_ttl, settings.metadata_cache_validated_ttl,
+        settings.metadata_cache_entries, None if root is None else directory_stamper(root),
+    )
+
+
+class AdapterApp(FastAPI):
+    """FastAPI, except that Lance operations skip its middleware and router.
+
+    They go straight from the application's own middleware (ids, metrics, logs, auth) to
+    the route table; every other path (ops, docs, 404s) takes FastAPI's full stack.
+    """
+
+    lance_routes: LanceRoutes | None = None
+
+    def build_middleware_stack(self) -> ASGIApp:
+        own_middleware, self.user_middleware = self.user_middleware, []
+        try:
+            fallback = super().build_middleware_stack()
+        finally:
+            self.user_middleware = own_middleware
+        if self.lance_routes is None:
+            return fallback
+        app: ASGIApp = LanceFirst(self.lance_routes, fallback)
+        for cls, args, kwargs in reversed(own_middleware):
+            app = cls(app, *args, **kwargs)
+        return app
+
+
+class LanceFirst:
+    """Serves a Lance operation from the route table, anything else from `fallback`."""
+
+    def __init__(self, routes: LanceRoutes, fallback: ASGIApp) -> None:
+        self.routes = routes
+        self.fallback = fallback
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        match, child_scope = self.routes.matches(scope)
+        if match is Match.FULL:
+            scope.update(child_scope)
+            await self.routes.handle(scope, receive, send)
+        else:
+            await self.fallback(scope, receive, send)
+
+
+def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> AdapterApp:
     settings = settings or Settings()
-    app = FastAPI(
+    app = AdapterApp(
         title="lance-namespace-adapter",
         openapi_url=None,
         docs_url=None,
@@ -160,11 +221,13 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> F
     operations = load_operations()
     aliases = {op.operation_id: op.target_id for op in operations if op.target_id}
     dispatcher = Dispatcher(
-        namespace, settings.max_concurrency, settings.backend_timeout, aliases
+        namespace, settings.max_concurrency, settings.backend_timeout, aliases,
+        metadata_cache(settings),
     )
     metrics = Metrics()
     register_secrets(secret_property_values(settings.properties))
-    app.router.routes.append(operation_routes(operations, dispatcher, settings, metrics))
+    app.lance_routes = operation_routes(operations, dispatcher, settings, metrics)
+    app.router.routes.append(app.lance_routes)
     app.router.routes.append(_route("/rest.yaml", _spec, ["GET"], "rest.yaml"))
     app.router.routes.extend(docs_routes())
     readiness = Readiness.for_backend(namespace, settings)
@@ -182,7 +245,7 @@ def secret_property_values(properties: dict[str, str]) -> list[str]:
     return [value for key, value in properties.items() if any(w in key.lower() for w in words)]
 
 
-def create_app_from_environment() -> FastAPI:
+def create_app_from_environment() -> AdapterApp:
     """The uvicorn factory used by worker processes: settings come from the parent CLI."""
     from backends import load_namespace
 

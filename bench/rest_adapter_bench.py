@@ -1,10 +1,12 @@
 """DescribeTable and ListTables: this adapter vs pylance's own RestAdapter, same load.
 
 Builds one directory root holding 1,000 tables in 10 namespaces, copies it for each server,
-starts both servers on 127.0.0.1, drives each with wrk (Debian package `wrk`) at the same
-concurrency, and prints requests/s, p50, p99 and the ratio ours / RestAdapter.
+starts both servers on 127.0.0.1 at their default settings, drives each with wrk (Debian
+package `wrk`) at the same concurrency, and prints requests/s, p50, p99 and the ratio
+ours / RestAdapter. With --rounds N the servers take turns N times (one run, same load) and
+the ratio's range is printed; --uncached adds this adapter with its metadata cache off.
 
-    .venv/bin/python bench/rest_adapter_bench.py [--tables 1000] [--seconds 10] [--workers 2]
+    .venv/bin/python bench/rest_adapter_bench.py [--tables 1000] [--seconds 10] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +30,8 @@ from lance.namespace import DirectoryNamespace
 from lance_namespace import CreateNamespaceRequest, DeclareTableRequest
 
 NAMESPACES = 10
+# The shared venv's `lance-adapter` may be installed from another checkout: serve this one.
+CHECKOUT = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
 LUA = """
 local paths = {%(paths)s}
 local counter = 0
@@ -96,8 +100,13 @@ def wait_ready(url: str, process: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def serving(command: list[str], port: int) -> Iterator[str]:
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def serving(
+    command: list[str], port: int, environment: dict[str, str] | None = None
+) -> Iterator[str]:
+    env = {**os.environ, **(environment or {})}
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(url, process)
@@ -107,20 +116,12 @@ def serving(command: list[str], port: int) -> Iterator[str]:
         process.wait(timeout=30)
 
 
-def ours(root: Path, port: int, workers: int) -> list[str]:
+def ours(root: Path, port: int, workers: int | None) -> list[str]:
     cli = str(Path(sys.executable).parent / "lance-adapter")
-    return [
-        cli,
-        "serve",
-        "--prop",
-        f"root={root}",
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        "--log-level",
-        "warning",
-    ]
+    command = [cli, "serve", "--prop", f"root={root}", "--port", str(port)]
+    if workers is not None:
+        command += ["--workers", str(workers)]
+    return [*command, "--log-level", "warning"]
 
 
 def rest_adapter(root: Path, port: int) -> list[str]:
@@ -169,49 +170,90 @@ def workloads(identifiers: list[list[str]]) -> dict[str, tuple[str, list[str], s
     return {"DescribeTable": ("POST", describe, '"{}"'), "ListTables": ("GET", listing, "nil")}
 
 
-def main() -> None:
+UNCACHED = {**CHECKOUT, "LANCE_ADAPTER_METADATA_CACHE": "false"}
+
+
+def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tables", type=int, default=1000)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=2, help="our worker processes")
-    args = parser.parse_args()
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--workers", type=int, help="our worker processes (default: ours)")
+    parser.add_argument("--uncached", action="store_true",
+                        help="also measure this adapter with its metadata cache off")
+    return parser.parse_args()
+
+
+Results = dict[tuple[str, str], list[Measurement]]
+
+
+Servers = dict[str, tuple[Callable[[int], list[str]], dict[str, str]]]
+
+
+def measure_round(
+    servers: Servers, identifiers: list[list[str]], args: argparse.Namespace, results: Results
+) -> None:
+    for server, (command, environment) in servers.items():
+        port = free_port()
+        with serving(command(port), port, environment) as url:
+            for operation, (method, paths, body) in workloads(identifiers).items():
+                measurement = run_wrk(url, method, paths, body, args)
+                results.setdefault((server, operation), []).append(measurement)
+
+
+def print_results(results: Results, servers: list[str], args: argparse.Namespace) -> None:
+    workers = args.workers if args.workers is not None else "default"
+    print(
+        f"{args.tables} tables in {NAMESPACES} namespaces; wrk -t{args.threads} "
+        f"-c{args.connections} -d{args.seconds}s; {args.rounds} round(s); ours with "
+        f"{workers} worker(s); CPUs usable: {len(os.sched_getaffinity(0))}; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    print(f"{'operation':<14}{'server':<15}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
+    for operation in ("DescribeTable", "ListTables"):
+        for server in servers:
+            for m in results[(server, operation)]:
+                print(
+                    f"{operation:<14}{server:<15}{m.requests_per_second:>10.0f}"
+                    f"{m.p50_ms:>9.2f}{m.p99_ms:>9.2f}{m.errors:>8}"
+                )
+        for server in servers[:-1]:
+            ratios = [
+                ours.requests_per_second / peer.requests_per_second
+                for ours, peer in zip(
+                    results[(server, operation)], results[("RestAdapter", operation)],
+                    strict=True,
+                )
+            ]
+            print(f"{operation:<14}ratio {server}/RestAdapter (req/s): "
+                  f"{' '.join(f'{r:.2f}' for r in ratios)} (min {min(ratios):.2f}, "
+                  f"max {max(ratios):.2f})")
+
+
+def main() -> None:
+    args = parse_arguments()
     if shutil.which("wrk") is None:
         sys.exit("wrk is needed: apt-get install wrk")
+    results: Results = {}
     with tempfile.TemporaryDirectory() as scratch:
         template = Path(scratch) / "template"
         identifiers = build_root(template, args.tables)
-        roots = {name: Path(scratch) / name for name in ("ours", "peer")}
+        roots = {name: Path(scratch) / name for name in ("ours", "uncached", "peer")}
         for root in roots.values():
             shutil.copytree(template, root)
-        results: dict[tuple[str, str], Measurement] = {}
-        servers = {
-            "ours": lambda port: ours(roots["ours"], port, args.workers),
-            "RestAdapter": lambda port: rest_adapter(roots["peer"], port),
+        servers: Servers = {
+            "ours": (lambda port: ours(roots["ours"], port, args.workers), CHECKOUT),
         }
-        for server, command in servers.items():
-            port = free_port()
-            with serving(command(port), port) as url:
-                for operation, (method, paths, body) in workloads(identifiers).items():
-                    results[(server, operation)] = run_wrk(url, method, paths, body, args)
-    print(
-        f"{args.tables} tables in {NAMESPACES} namespaces; wrk -t{args.threads} "
-        f"-c{args.connections} -d{args.seconds}s; ours with {args.workers} worker(s)"
-    )
-    print(f"{'operation':<14}{'server':<13}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
-    for operation in ("DescribeTable", "ListTables"):
-        for server in servers:
-            m = results[(server, operation)]
-            print(
-                f"{operation:<14}{server:<13}{m.requests_per_second:>10.0f}"
-                f"{m.p50_ms:>9.2f}{m.p99_ms:>9.2f}{m.errors:>8}"
+        if args.uncached:
+            servers["ours-uncached"] = (
+                lambda port: ours(roots["uncached"], port, args.workers), UNCACHED
             )
-        ratio = (
-            results[("ours", operation)].requests_per_second
-            / results[("RestAdapter", operation)].requests_per_second
-        )
-        print(f"{operation:<14}ratio ours/RestAdapter (req/s): {ratio:.2f}")
+        servers["RestAdapter"] = (lambda port: rest_adapter(roots["peer"], port), {})
+        for _ in range(args.rounds):
+            measure_round(servers, identifiers, args, results)
+    print_results(results, list(servers), args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,121 @@
+"""Repeated DescribeTable and ListTables on catalog backends, with and without the metadata cache.
+
+Starts a real Hive Metastore 2.3.10 (pyspark jars, embedded Derby) for `hive2` and moto's
+server for `glue`, declares --tables Lance tables in one database of each, then serves each
+backend twice with `lance-adapter serve` at its defaults (one worker per CPU, cache on) and
+once more with LANCE_ADAPTER_METADATA_CACHE=false, and drives each with wrk at one connection
+(latency) cycling over all tables. Prints req/s, p50 and p99.
+
+    .venv/bin/python bench/catalog_cache_bench.py [--tables 100] [--seconds 5] [--only glue]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import lance_namespace as ln
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from backends import load_namespace
+from bench.rest_adapter_bench import CHECKOUT, Measurement, free_port, run_wrk, serving
+from tests.glue_support import glue_properties, start_moto
+from tests.hive_support import HiveMetastoreProcess
+
+DATABASE = "bench"
+CLI = str(Path(sys.executable).parent / "lance-adapter")
+
+
+def declare_tables(backend: ln.LanceNamespace, count: int) -> list[str]:
+    backend.create_namespace(ln.CreateNamespaceRequest(id=[DATABASE]))
+    names = [f"table_{index:04d}" for index in range(count)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(
+            lambda name: backend.declare_table(ln.DeclareTableRequest(id=[DATABASE, name])),
+            names,
+        ))
+    return names
+
+
+@contextlib.contextmanager
+def hive2(workdir: Path) -> Iterator[dict[str, str]]:
+    metastore = HiveMetastoreProcess(workdir / "metastore")
+    metastore.start()
+    try:
+        yield {"uri": metastore.uri, "root": str(workdir / "hive-lake")}
+    finally:
+        metastore.stop()
+
+
+@contextlib.contextmanager
+def glue(workdir: Path) -> Iterator[dict[str, str]]:
+    server, url = start_moto()
+    try:
+        yield glue_properties(url, root=str(workdir / "glue-lake"))
+    finally:
+        server.stop()
+
+
+CATALOGS = {"hive2": hive2, "glue": glue}
+
+
+@contextlib.contextmanager
+def adapter(impl: str, properties: dict[str, str], cached: bool) -> Iterator[str]:
+    port = free_port()
+    command = [CLI, "serve", "--impl", impl, "--port", str(port), "--log-level", "warning"]
+    for key, value in properties.items():
+        command += ["--prop", f"{key}={value}"]
+    environment = {**CHECKOUT, "LANCE_ADAPTER_METADATA_CACHE": "true" if cached else "false"}
+    with serving(command, port, environment) as url:
+        yield url
+
+
+def measure(url: str, names: list[str], args: argparse.Namespace) -> dict[str, Measurement]:
+    describe = [f"/v1/table/{DATABASE}${name}/describe" for name in names]
+    listing = [f"/v1/namespace/{DATABASE}/table/list"]
+    return {
+        "DescribeTable": run_wrk(url, "POST", describe, '"{}"', args),
+        "ListTables": run_wrk(url, "GET", listing, "nil", args),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tables", type=int, default=100)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--connections", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--only", choices=sorted(CATALOGS))
+    args = parser.parse_args()
+    rows: list[tuple[str, str, str, Measurement]] = []
+    with tempfile.TemporaryDirectory(prefix="catalog-bench-") as scratch:
+        for impl, catalog in CATALOGS.items():
+            if args.only and impl != args.only:
+                continue
+            workdir = Path(scratch) / impl
+            with catalog(workdir) as properties:
+                names = declare_tables(load_namespace(impl, properties), args.tables)
+                for cached in (True, False):
+                    with adapter(impl, properties, cached) as url:
+                        label = "cached" if cached else "uncached"
+                        for operation, result in measure(url, names, args).items():
+                            rows.append((impl, label, operation, result))
+    print(f"{args.tables} tables; wrk -t{args.threads} -c{args.connections} -d{args.seconds}s; "
+          "adapter at its defaults (cache TTL 2 s) or with the cache off; load average "
+          f"{os.getloadavg()[0]:.1f}")
+    print(f"{'backend':<8}{'cache':<10}{'operation':<15}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
+          f"{'errors':>8}")
+    for impl, label, operation, m in rows:
+        print(f"{impl:<8}{label:<10}{operation:<15}{m.requests_per_second:>9.0f}"
+              f"{m.p50_ms:>9.2f}{m.p99_ms:>9.2f}{m.errors:>8}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""The metadata cache: writes through the server, outside writes and drops are never hidden."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from lance.namespace import DirectoryNamespace
+from lance_namespace import CreateTableRequest, InsertIntoTableRequest
+
+from backends.cache import CACHED_OPERATIONS, MISS, Generation, MetadataCache
+from tests import glue_support
+from tests.glue_support import MotoEndpoint, glue_properties
+from tests.lance_data import arrow_stream, sample_table
+from tests.server import running_server
+
+TABLE = "ns$t"
+moto_endpoint = glue_support.moto_endpoint
+clean_moto = glue_support.clean_moto
+
+
+def describe(client: httpx.Client, table: str = TABLE) -> httpx.Response:
+    return client.post(f"/v1/table/{table}/describe", json={"load_detailed_metadata": True})
+
+
+def listed(client: httpx.Client, namespace: str = "ns") -> list[str]:
+    response = client.get(f"/v1/namespace/{namespace}/table/list")
+    assert response.status_code == 200, response.text
+    return response.json()["tables"]
+
+
+@pytest.fixture
+def dir_client(tmp_path: Path) -> Iterator[httpx.Client]:
+    with running_server("dir", {"root": str(tmp_path / "root")}) as url, httpx.Client(
+        base_url=url, timeout=30
+    ) as client:
+        assert client.post("/v1/namespace/ns/create", json={}).status_code == 200
+        created = client.post(f"/v1/table/{TABLE}/create", content=arrow_stream(sample_table(3)))
+        assert created.status_code == 200, created.text
+        yield client
+
+
+def test_a_write_through_the_server_is_described_at_once(dir_client: httpx.Client) -> None:
+    first = describe(dir_client).json()["version"]
+    assert describe(dir_client).json()["version"] == first  # now from the cache
+    inserted = dir_client.post(
+        f"/v1/table/{TABLE}/insert", content=arrow_stream(sample_table(2, start=10))
+    )
+    assert inserted.status_code == 200, inserted.text
+    assert describe(dir_client).json()["version"] == first + 1
+
+
+def test_a_dropped_table_is_never_described(dir_client: httpx.Client) -> None:
+    assert describe(dir_client).status_code == 200
+    assert dir_client.post(f"/v1/table/{TABLE}/exists", json={}).status_code == 200
+    assert listed(dir_client) == ["t"]
+    assert dir_client.post(f"/v1/table/{TABLE}/drop", json={}).status_code == 200
+    assert describe(dir_client).status_code == 404
+    assert dir_client.post(f"/v1/table/{TABLE}/exists", json={}).status_code == 404
+    assert listed(dir_client) == []
+
+
+def test_outside_writes_to_a_local_root_are_seen_on_the_next_request(
+    dir_client: httpx.Client, tmp_path: Path
+) -> None:
+    version = describe(dir_client).json()["version"]
+    assert listed(dir_client) == ["t"]
+    time.sleep(0.1)  # past the file clock's margin, so the answers above are cached
+    assert describe(dir_client).json()["version"] == version
+    outside = DirectoryNamespace(root=str(tmp_path / "root"))
+    outside.create_table(CreateTableRequest(id=["ns", "u"]), arrow_stream(sample_table(1)))
+    outside.insert_into_table(
+        InsertIntoTableRequest(id=["ns", "t"]), arrow_stream(sample_table(1, start=50))
+    )
+    assert sorted(listed(dir_client)) == ["t", "u"]
+    assert describe(dir_client).json()["version"] == version + 1
+
+
+def test_answers_differ_by_identity_and_request_fields() -> None:
+    cache = MetadataCache(Generation(), ttl=60, validated_ttl=60, max_entries=10)
+    plain = {"id": ["ns", "t"], "identity": None}
+    keys = {
+        cache.key("DescribeTable", plain),
+        cache.key("DescribeTable", {**plain, "identity": {"auth_token": "a"}}),
+        cache.key("DescribeTable", {**plain, "identity": {"auth_token": "b"}}),
+        cache.key("DescribeTable", {**plain, "version": 3}),
+        cache.key("DescribeTable", {**plain, "load_detailed_metadata": True}),
+        cache.key("ListTables", {"id": ["ns"], "page_token": "x"}),
+        cache.key("ListTables", {"id": ["ns"]}),
+    }
+    assert len(keys) == 7
+    with_request_id = {**plain, "context": {"header.x-request-id": "r1", "header.x-t": "1"}}
+    other_request_id = {**plain, "context": {"header.x-request-id": "r2", "header.x-t": "1"}}
+    assert cache.key("DescribeTable", with_request_id) == cache.key(
+        "DescribeTable", other_request_id
+    )
+    assert cache.key("CountTableRows", plain) is None
+    assert cache.key("DropTable", plain) is None
+    assert "DescribeTable" in CACHED_OPERATIONS
+
+
+def test_a_read_that_overlaps_a_write_is_not_kept(tmp_path: Path) -> None:
+    shared = tmp_path / "generation"
+    worker_a = MetadataCache(Generation(shared), ttl=60, validated_ttl=60, max_entries=10)
+    worker_b = MetadataCache(Generation(shared), ttl=60, validated_ttl=60, max_entries=10)
+    key = worker_b.key("DescribeTable", {"id": ["t"]})
+    read = worker_b.begin(key, "DescribeTable")
+    worker_a.invalidate()  # a write on the other worker ends while the read runs
+    worker_b.store(read, "answer read before the write")
+    assert worker_b.lookup(key, "DescribeTable") is MISS
+    worker_b.store(worker_b.begin(key, "DescribeTable"), "fresh")
+    assert worker_b.lookup(key, "DescribeTable") == "fresh"
+    worker_a.invalidate()
+    assert worker_b.lookup(key, "DescribeTable") is MISS
+
+
+def test_an_unconfirmed_answer_lives_at_most_the_ttl() -> None:
+    cache = MetadataCache(Generation(), ttl=0.2, validated_ttl=60, max_entries=2)
+    key = cache.key("ListNamespaces", {"id": []})
+    cache.store(cache.begin(key, "ListNamespaces"), "old")
+    assert cache.lookup(key, "ListNamespaces") == "old"
+    time.sleep(0.25)
+    assert cache.lookup(key, "ListNamespaces") is MISS
+
+
+def test_glue_outside_changes_are_seen_within_the_ttl(
+    clean_moto: MotoEndpoint, tmp_path: Path
+) -> None:
+    properties = glue_properties(clean_moto.url, root=str(tmp_path / "warehouse"))
+    with running_server("glue", properties, metadata_cache_ttl=1.0) as url, httpx.Client(
+        base_url=url, timeout=30
+    ) as client:
+        assert client.post("/v1/namespace/ns/create", json={}).status_code == 200
+        created = client.post(f"/v1/table/{TABLE}/create", content=arrow_stream(sample_table(2)))
+        assert created.status_code == 200, created.text
+        assert listed(client) == ["t"]
+        started = time.monotonic()
+        clean_moto.client("glue").delete_table(DatabaseName="ns", Name="t")
+        while listed(client) == ["t"]:
+            assert time.monotonic() - started < 1.0 + 0.5, "stale beyond the TTL"
+            time.sleep(0.05)
+        assert describe(client).status_code == 404

@@ -1,0 +1,94 @@
+"""Workers: their default count, and the metadata cache of a real multi-worker server: a write
+through one worker is seen at once by every worker, although each keeps its own entries for a
+minute (glue on moto: no storage check, only the TTL and the shared generation)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests import glue_support
+from tests.glue_support import MotoEndpoint, glue_properties
+from tests.lance_data import arrow_stream, sample_table
+from tests.test_gateway import Adapter, start_adapter
+
+moto_endpoint = glue_support.moto_endpoint
+clean_moto = glue_support.clean_moto
+TABLE = "ns$t"
+ROUNDS = 24  # requests per check, each on a new connection, so both workers answer
+
+
+def default_workers_on_cpus(cpus: set[int]) -> int:
+    """`workers` as the CLI would load it, in a process allowed to run on `cpus` only."""
+    script = (
+        f"import os; os.sched_setaffinity(0, {sorted(cpus)!r}); "
+        "from app.config import load_settings; print(load_settings(environ={}).workers)"
+    )
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("LANCE_ADAPTER_")}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            check=True, env=environment, cwd=Path(__file__).parents[1])
+    return int(result.stdout)
+
+
+def test_the_default_worker_count_follows_the_usable_cpus() -> None:
+    usable = os.sched_getaffinity(0)
+    assert default_workers_on_cpus(usable) == len(usable)
+    assert default_workers_on_cpus({min(usable)}) == 1
+
+
+@pytest.fixture
+def two_workers(clean_moto: MotoEndpoint, tmp_path: Path) -> Iterator[Adapter]:
+    properties = glue_properties(clean_moto.url, root=str(tmp_path / "warehouse"))
+    options = [item for key, value in properties.items() for item in ("--prop", f"{key}={value}")]
+    adapter = start_adapter(
+        tmp_path, "--impl", "glue", "--workers", "2", *options,
+        LANCE_ADAPTER_METADATA_CACHE_TTL="60",
+    )
+    yield adapter
+    adapter.stop()
+
+
+def describe(adapter: Adapter) -> httpx.Response:
+    # A new connection per request: the kernel hands connections to either worker.
+    return httpx.post(
+        f"{adapter.url}/v1/table/{TABLE}/describe", json={"load_detailed_metadata": True},
+        timeout=30,
+    )
+
+
+def versions_seen(adapter: Adapter) -> set[int | None]:
+    answers = [describe(adapter) for _ in range(ROUNDS)]
+    assert all(answer.status_code == 200 for answer in answers), answers[0].text
+    return {answer.json().get("version") for answer in answers}
+
+
+def describing_pids(adapter: Adapter) -> set[int]:
+    return {
+        line["pid"] for line in adapter.log_lines()
+        if line.get("operation") == "DescribeTable" and line.get("status") == 200
+    }
+
+
+def test_a_write_on_one_worker_is_seen_at_once_by_every_worker(two_workers: Adapter) -> None:
+    url = two_workers.url
+    assert httpx.post(f"{url}/v1/namespace/ns/create", json={}).status_code == 200
+    created = httpx.post(f"{url}/v1/table/{TABLE}/create", content=arrow_stream(sample_table(2)))
+    assert created.status_code == 200, created.text
+    (first,) = versions_seen(two_workers)
+    assert len(describing_pids(two_workers)) == 2, "both workers must hold a cached answer"
+
+    inserted = httpx.post(
+        f"{url}/v1/table/{TABLE}/insert", content=arrow_stream(sample_table(1, start=9))
+    )
+    assert inserted.status_code == 200, inserted.text
+    assert versions_seen(two_workers) == {first + 1}
+
+    assert httpx.post(f"{url}/v1/table/{TABLE}/drop", json={}).status_code == 200
+    gone = [describe(two_workers).status_code for _ in range(ROUNDS)]
+    assert gone == [404] * ROUNDS
