@@ -139,12 +139,14 @@ def fresh_session_reads(
 
 def read_in_this_process(arguments: argparse.Namespace) -> None:
     spark = local_spark(f"bench-read-{arguments.read_only}", arguments.cores, arguments.memory)
-    if arguments.read_only == "parquet":
-        read = lambda: aggregate(spark.read.parquet(arguments.parquet_path))  # noqa: E731
-    else:
+
+    def read() -> list:
+        if arguments.read_only == "parquet":
+            return aggregate(spark.read.parquet(arguments.parquet_path))
         # Spark prunes Parquet columns itself; Python sources are told explicitly.
-        reader = spark.read.format("lance").options(**lance_options(arguments.uri))
-        read = lambda: aggregate(reader.options(columns=AGGREGATED).load())  # noqa: E731
+        options = {**lance_options(arguments.uri), "columns": AGGREGATED}
+        return aggregate(spark.read.format("lance").options(**options).load())
+
     fresh = seconds(read)
     warm = min(seconds(read) for _ in range(arguments.warm_reads))
     spark.stop()

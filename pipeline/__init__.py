@@ -7,7 +7,15 @@ to run a read task, and that must not pull in the namespace client or the write 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING
+
+if importlib.util.find_spec("pyspark") is None:
+    raise ModuleNotFoundError(
+        "No module named 'pyspark': the Spark pipeline needs this project's `spark` extra, "
+        "e.g. .venv/bin/python -m pip install -e '.[spark]' (README: Spark pipelines, Set-up)",
+        name="pyspark",
+    )
 
 if TYPE_CHECKING:
     from pipeline.api import (

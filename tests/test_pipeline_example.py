@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 from pyspark.sql import SparkSession
@@ -37,3 +39,14 @@ def test_example_pipeline_writes_reads_and_summarises(
 def test_example_reports_an_unreachable_adapter(capsys: pytest.CaptureFixture[str]) -> None:
     assert example.main(["--uri", "http://127.0.0.1:9", "--rows", "10"]) == 1
     assert "cannot reach the Lance REST namespace" in capsys.readouterr().out
+
+
+def test_without_pyspark_the_error_names_the_spark_extra() -> None:
+    # -S: no site-packages, so no pyspark, as after `./run serve` installed the project.
+    code = f"import sys; sys.path.insert(0, {str(pipeline_support.REPO_ROOT)!r}); import pipeline"
+    finished = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert finished.returncode != 0
+    assert "No module named 'pyspark'" in finished.stderr
+    assert "pip install -e '.[spark]'" in finished.stderr

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime
+import subprocess
+import sys
 
 import lance
 import pyarrow as pa
@@ -209,3 +211,30 @@ def test_direct_implementation_and_adapter_see_the_same_table(
 
     assert load(spark, adapter_url, table_name).count() == 42
     assert spark.read.format("lance").options(**direct).load().count() == 42
+
+
+def test_read_tasks_import_neither_the_namespace_client_nor_the_write_side() -> None:
+    # What a planning or read task unpickles: the source and the reader.
+    code = (
+        "import sys, pipeline.source, pipeline.read; "
+        "print(sorted(m for m in sys.modules if m.startswith(('lance_namespace', 'pipeline.'))))"
+    )
+    finished = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=pipeline_support.REPO_ROOT,
+        check=True,
+    )
+    loaded = finished.stdout.strip()
+    assert "lance_namespace" not in loaded, loaded
+    assert loaded == str(
+        [
+            "pipeline.filters",
+            "pipeline.options",
+            "pipeline.read",
+            "pipeline.schema",
+            "pipeline.source",
+        ]
+    )
