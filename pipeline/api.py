@@ -19,9 +19,13 @@ from pipeline.tables import inspect_table
 from pipeline.write import effective_mode
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
-# Arrow Java checks bounds on every element it hands Spark; without those checks, a read
-# of vector columns spends far less of the JVM's time copying them into Spark rows.
-ARROW_JAVA_OPTIONS = "-Darrow.enable_unsafe_memory_access=true"
+# Arrow Java checks bounds, and that a value is not null, on every element it hands Spark;
+# without those checks a read of vector columns spends far less of the JVM's time copying
+# them into Spark rows. Spark tests nullable values for null itself before reading them,
+# and the reader fails on a null where the schema promises none (vector elements).
+ARROW_JAVA_OPTIONS = (
+    "-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false"
+)
 
 
 def session_conf() -> dict[str, str]:
