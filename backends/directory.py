@@ -104,6 +104,7 @@ from backends.modes import (
     WriteMode,
     parse_mode,
 )
+from backends.orphans import sweep_orphans
 from backends.properties import storage_options
 from backends.tables.access import TableLocation
 from backends.tables.errors import translate_native
@@ -126,6 +127,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         self._root = properties.get("root", "")
         self._root_path = self._root.removeprefix("file://").lstrip("/")
         self._storage_options = storage_options(properties)
+        sweep_orphans(self._root)
 
     def backend_name(self) -> str:
         return "DirectoryNamespace"
