@@ -38,6 +38,18 @@ def local_root_path(root: str) -> Path | None:
     return Path(os.path.abspath(root or "."))
 
 
+def manifest_table_ids(root: Path) -> set[str] | None:
+    """The `$`-joined ids of the manifest's tables; None when it cannot be read."""
+    manifest = root / MANIFEST_DIRECTORY
+    if not manifest.is_dir():
+        return None
+    try:
+        rows = lance.dataset(str(manifest)).to_table(columns=["object_id", "object_type"])
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return {row["object_id"] for row in rows.to_pylist() if row["object_type"] == "table"}
+
+
 def registered_locations(root: Path) -> set[Path] | None:
     """Resolved locations of every table in the manifest; None when it cannot be read."""
     manifest = root / MANIFEST_DIRECTORY
