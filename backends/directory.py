@@ -89,6 +89,7 @@ from lance_namespace import (
     RestoreTableRequest,
     RestoreTableResponse,
     TableExistsRequest,
+    TableExistsResponse,
     TableNotFoundError,
     UnsupportedOperationError,
     UpdateTableRequest,
@@ -109,7 +110,7 @@ from backends.modes import (
     WriteMode,
     parse_mode,
 )
-from backends.orphans import local_root_path, manifest_table_ids, sweep_orphans
+from backends.orphans import local_root_path, manifest_tables, sweep_orphans
 from backends.properties import storage_options
 from backends.tables.access import TableLocation
 from backends.tables.errors import translate_native
@@ -157,7 +158,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         return "DirectoryNamespace"
 
     def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
-        return self._translated("describe_table", request)
+        return self._described(request)
 
     def storage_root(self) -> str:
         return storage_root(self._root)
@@ -293,11 +294,44 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
             message = f"table {table} is declared but has no data yet"
             raise InvalidTableStateError(message) from error
 
-    def table_exists(self, request: TableExistsRequest) -> None:
-        return self._translated("table_exists", request)
+    def _manifest_tables(self) -> dict[str, str] | None:
+        root = local_root_path(self._root)
+        return manifest_tables(root) if root is not None else None
+
+    def _from_manifest(self, request: Any) -> DescribeTableResponse | None:
+        """The entry of a table the native lookup misses: it looks for a root table's
+        `<name>.lance` percent-encoded, so names with non-ASCII characters or `%` are never
+        found although the manifest holds them."""
+        table_id = list(request.id or [])
+        stored = (self._manifest_tables() or {}).get("$".join(table_id))
+        if stored is None:
+            return None
+        location = self._in_root(stored) if stored else stored
+        return DescribeTableResponse(table=table_id[-1], namespace=table_id[:-1],
+                                     location=location, table_uri=location)
+
+    def _described(self, request: Any) -> DescribeTableResponse:
+        try:
+            return self._translated("describe_table", request)
+        except TableNotFoundError:
+            found = self._from_manifest(request)
+            if found is None:
+                raise
+            return found
+
+    def _natively_found(self, request: Any) -> bool:
+        try:
+            self._translated("table_exists", TableExistsRequest(id=request.id, **caller(request)))
+        except TableNotFoundError:
+            return False
+        return True
+
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+        self._described(DescribeTableRequest(id=request.id, **caller(request)))
+        return TableExistsResponse()
 
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
-        return self._translated("describe_table", request)
+        return self._described(request)
 
     def merge_insert_into_table(
         self, request: MergeInsertIntoTableRequest, request_data: bytes
@@ -311,7 +345,12 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         return self._native("delete_from_table", request)
 
     def count_table_rows(self, request: CountTableRowsRequest) -> CountTableRowsResponse:
-        return self._native("count_table_rows", request)
+        try:
+            return self._translated("count_table_rows", request)
+        except TableNotFoundError:
+            if self._natively_found(request) or self._from_manifest(request) is None:
+                return self._native("count_table_rows", request)  # declared, or absent
+        return MetadataNamespace.count_table_rows(self, request)
 
     def query_table(self, request: QueryTableRequest) -> QueryTableResponse:
         return self._native("query_table", request)
@@ -393,8 +432,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         """A root table found only by its `<name>.lance` directory has no manifest entry to
         deregister: refused before anything is written, not half-renamed and rolled back."""
         require_storable_id(renamed_id(request))
-        root = local_root_path(self._root)
-        ids = manifest_table_ids(root) if root is not None else None
+        ids = self._manifest_tables()
         if ids is not None and "$".join(request.id or []) not in ids and self._exists(request):
             raise UnsupportedOperationError(
                 f"table {'$'.join(request.id or [])} is only a directory under the root, not in "

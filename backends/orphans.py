@@ -38,16 +38,19 @@ def local_root_path(root: str) -> Path | None:
     return Path(os.path.abspath(root or "."))
 
 
-def manifest_table_ids(root: Path) -> set[str] | None:
-    """The `$`-joined ids of the manifest's tables; None when it cannot be read."""
+def manifest_tables(root: Path) -> dict[str, str] | None:
+    """Each table of the manifest: its `$`-joined id and its location as stored (relative to
+    the root, or a full URI); None when there is no readable manifest."""
     manifest = root / MANIFEST_DIRECTORY
     if not manifest.is_dir():
         return None
+    columns = ["object_id", "object_type", "location"]
     try:
-        rows = lance.dataset(str(manifest)).to_table(columns=["object_id", "object_type"])
+        rows = lance.dataset(str(manifest)).to_table(columns=columns).to_pylist()
     except (OSError, ValueError, RuntimeError):
         return None
-    return {row["object_id"] for row in rows.to_pylist() if row["object_type"] == "table"}
+    return {row["object_id"]: row["location"] or "" for row in rows
+            if row["object_type"] == "table"}
 
 
 def registered_locations(root: Path) -> set[Path] | None:
