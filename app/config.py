@@ -37,6 +37,11 @@ class Settings:
     log_level: str = "info"
     max_concurrency: int = 32
     max_body_bytes: int = 512 * 1024 * 1024
+    # Seconds a request's whole body may take to arrive; a slower one is answered 408.
+    body_read_timeout: float = 30.0
+    # Bytes of request bodies one process holds at once (read or being served); past it a
+    # request is answered 503 / code 17 with Retry-After. Default: 2 GiB, 4 max-size bodies.
+    max_in_flight_body_bytes: int = 2 * 1024 * 1024 * 1024
     timeout_keep_alive: int = 5
     # Seconds uvicorn waits for in-flight requests after SIGTERM before closing them.
     timeout_graceful_shutdown: int = 30
@@ -170,7 +175,7 @@ def load_settings(
     _apply(settings, {k: v for k, v in (overrides or {}).items() if v is not None})
     if not 0 <= settings.port <= 65535:
         raise SettingsError(f"port must be between 0 and 65535, got {settings.port}")
-    for name in ("workers", "max_concurrency", "max_body_bytes"):
+    for name in ("workers", "max_concurrency", "max_body_bytes", "max_in_flight_body_bytes"):
         if getattr(settings, name) < 1:
             raise SettingsError(f"setting '{name}' must be at least 1")
     check_service_settings(settings)
@@ -186,6 +191,8 @@ def check_service_settings(settings: Settings) -> None:
     if settings.log_level.lower() not in LOG_LEVELS:
         raise SettingsError(f"log_level must be one of {', '.join(LOG_LEVELS)}, "
                             f"got {settings.log_level!r}")
+    if settings.body_read_timeout < 0:
+        raise SettingsError("setting 'body_read_timeout' must not be negative")
     if settings.readiness_timeout <= 0:
         raise SettingsError("setting 'readiness_timeout' must be positive")
     if settings.timeout_graceful_shutdown < 0:

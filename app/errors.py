@@ -10,6 +10,7 @@ from lance_namespace import (
     InternalError,
     InvalidInputError,
     LanceNamespaceError,
+    ServiceUnavailableError,
     UnsupportedOperationError,
 )
 from pydantic import ValidationError
@@ -52,10 +53,33 @@ class BodyTooLargeError(InvalidInputError):
     """The request body is larger than the configured limit (HTTP 413, code 13)."""
 
 
+class BodyTimeoutError(InvalidInputError):
+    """The request body did not arrive within the read deadline (HTTP 408, code 13)."""
+
+
+class BodiesInFlightError(ServiceUnavailableError):
+    """The process holds as many request body bytes as it may (HTTP 503, code 17)."""
+
+
+RETRY_AFTER_SECONDS = 1
+
+
 def http_status(error: LanceNamespaceError) -> int:
     if isinstance(error, BodyTooLargeError):
         return 413
+    if isinstance(error, BodyTimeoutError):
+        return 408
     return HTTP_STATUS_BY_CODE.get(ErrorCode(error.code), 500)
+
+
+def error_headers(error: LanceNamespaceError) -> dict[str, str]:
+    """Headers of the error answer. A body left unread means the connection is closed,
+    so a slow or refused client does not keep its connection past the answer."""
+    if isinstance(error, BodiesInFlightError):
+        return {"retry-after": str(RETRY_AFTER_SECONDS), "connection": "close"}
+    if isinstance(error, (BodyTimeoutError, BodyTooLargeError)):
+        return {"connection": "close"}
+    return {}
 
 
 def invalid_input_from_validation(error: ValidationError) -> InvalidInputError:

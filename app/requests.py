@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -12,7 +14,8 @@ from lance_namespace import InvalidInputError
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 
-from app.errors import BodyTooLargeError
+from app.config import Settings
+from app.errors import BodiesInFlightError, BodyTimeoutError, BodyTooLargeError
 from app.lancedb_remote import adapt_lancedb_request, is_lancedb_remote
 from app.spec import BodyKind, Operation, QueryParameter
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, WriteMode, parse_mode
@@ -53,21 +56,88 @@ def split_identifier(raw: str, delimiter: str) -> list[str]:
     return raw.split(delimiter)
 
 
-async def read_body(request: Request, max_bytes: int) -> bytes:
+@dataclass
+class BodyLimits:
+    """How large, how slow and how many request bodies one server process accepts.
+
+    `in_flight` counts the bytes of every body being read or being served; a request
+    reserves its bytes as they arrive and `release_body` gives them back when it ends.
+    """
+
+    max_bytes: int
+    read_timeout: float
+    max_in_flight: int
+    in_flight: int = 0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> BodyLimits:
+        return cls(settings.max_body_bytes, settings.body_read_timeout,
+                   settings.max_in_flight_body_bytes)
+
+    def reserve(self, request: Request, size: int) -> None:
+        if self.in_flight + size > self.max_in_flight:
+            raise BodiesInFlightError(
+                f"the server is holding {self.max_in_flight} bytes of request bodies; "
+                "retry later"
+            )
+        self.in_flight += size
+        request.scope[RESERVED_KEY] = request.scope.get(RESERVED_KEY, 0) + size
+
+
+RESERVED_KEY = "lance_adapter.body_bytes_reserved"
+LIMITS_KEY = "lance_adapter.body_limits"
+
+
+def release_body(request: Request) -> None:
+    """Give back the bytes `request` reserved; safe to call more than once."""
+    limits: BodyLimits | None = request.scope.pop(LIMITS_KEY, None)
+    reserved = request.scope.pop(RESERVED_KEY, 0)
+    if limits is not None:
+        limits.in_flight -= reserved
+
+
+def _declared_length(request: Request, max_bytes: int) -> int | None:
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+    if declared is None or not declared.isdigit():
+        return None
+    if int(declared) > max_bytes:
         raise BodyTooLargeError(f"request body is larger than {max_bytes} bytes")
-    chunks: list[bytes] = []
-    size = 0
+    return int(declared)
+
+
+async def _receive_into(
+    request: Request, buffer: bytearray, limits: BodyLimits, size: int
+) -> int:
     async for chunk in request.stream():
+        if size + len(chunk) > limits.max_bytes:
+            raise BodyTooLargeError(f"request body is larger than {limits.max_bytes} bytes")
+        limits.reserve(request, max(0, size + len(chunk) - len(buffer)))
+        buffer[size:size + len(chunk)] = chunk
         size += len(chunk)
-        if size > max_bytes:
-            raise BodyTooLargeError(f"request body is larger than {max_bytes} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+    return size
 
 
-def parse_json_object(body: bytes) -> dict[str, Any]:
+async def read_body(request: Request, limits: BodyLimits) -> bytearray:
+    """The whole body in one buffer, within the size, deadline and in-flight limits.
+
+    The bytes stay reserved until `release_body(request)`, including on errors.
+    """
+    declared = _declared_length(request, limits.max_bytes)
+    request.scope[LIMITS_KEY] = limits
+    limits.reserve(request, declared or 0)
+    buffer = bytearray(declared or 0)
+    try:
+        async with asyncio.timeout(limits.read_timeout or None):
+            size = await _receive_into(request, buffer, limits, 0)
+    except TimeoutError:
+        raise BodyTimeoutError(
+            f"request body did not arrive within {limits.read_timeout:g} seconds"
+        ) from None
+    del buffer[size:]
+    return buffer
+
+
+def parse_json_object(body: bytes | bytearray) -> dict[str, Any]:
     if not body.strip():
         return {}
     try:
@@ -79,17 +149,21 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
     return value
 
 
-def check_arrow_stream(body: bytes) -> bytes:
-    """Reject anything that is not a complete Arrow IPC stream before a backend sees it."""
+def check_arrow_stream(body: bytearray | bytes) -> bytes:
+    """Reject anything that is not a complete Arrow IPC stream before a backend sees it.
+
+    The stream is read batch by batch straight from the request's buffer; the one copy
+    made is the immutable `bytes` the backend is given.
+    """
     if not body:
         raise InvalidInputError("request body must be an Arrow IPC stream, got no bytes")
     try:
-        with pa.ipc.open_stream(body) as reader:
+        with pa.ipc.open_stream(pa.py_buffer(body)) as reader:
             for _ in reader:
                 pass
     except (pa.ArrowInvalid, pa.ArrowException, OSError) as error:
         raise InvalidInputError(f"request body is not an Arrow IPC stream: {error}") from None
-    return body
+    return bytes(body)
 
 
 def _coerce(parameter: QueryParameter, raw: str) -> Any:
@@ -213,11 +287,11 @@ def finish_fields(
 
 
 async def read_route_request(
-    operation: Operation, request: Request, max_body_bytes: int
+    operation: Operation, request: Request, limits: BodyLimits
 ) -> tuple[dict[str, Any], bytes | None]:
     """Fields and Arrow data of a request to the operation's /v1/ route."""
     path_params = dict(request.path_params)
-    body = await read_body(request, max_body_bytes)
+    body = await read_body(request, limits)
     data = None
     fields: dict[str, Any] = {}
     if operation.body is BodyKind.JSON:
@@ -240,14 +314,14 @@ async def read_route_request(
 
 
 async def read_operation_request(
-    operation: Operation, request: Request, max_body_bytes: int
+    operation: Operation, request: Request, limits: BodyLimits
 ) -> tuple[dict[str, Any], bytes | None]:
     """Fields and Arrow data of a request to the operation's POST /<OperationId> route.
 
     The request model is the JSON body, except for operations that carry Arrow data:
     their fields come from the query (`id` joined with `delimiter`) and the body is the data.
     """
-    body = await read_body(request, max_body_bytes)
+    body = await read_body(request, limits)
     if not operation.takes_data:
         return finish_fields(operation, parse_json_object(body), request.headers), None
     query = request.query_params

@@ -23,7 +23,7 @@ from app.auth import IDENTITY_KEY, AuthMiddleware, load_credentials
 from app.config import Settings
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
-from app.errors import as_namespace_error
+from app.errors import as_namespace_error, error_headers
 from app.observability import (
     ERROR_CODE_KEY,
     MULTIPROC_ENV,
@@ -33,7 +33,7 @@ from app.observability import (
     register_secrets,
 )
 from app.ops import Readiness, local_root, operations_routes
-from app.requests import read_operation_request, read_route_request
+from app.requests import BodyLimits, read_operation_request, read_route_request, release_body
 from app.responses import render, render_error, render_model
 from app.routing import LanceRoutes, RouteTable
 from app.spec import SPEC_PATH, Operation, load_operations
@@ -46,21 +46,23 @@ SETTINGS_ENV = "LANCE_ADAPTER_SETTINGS_JSON"
 RUNTIME_DIR_ENV = "LANCE_ADAPTER_RUNTIME_DIR"
 
 RequestReader = Callable[
-    [Operation, Request, int], Awaitable[tuple[dict[str, Any], bytes | None]]
+    [Operation, Request, BodyLimits], Awaitable[tuple[dict[str, Any], bytes | None]]
 ]
 Renderer = Callable[[Operation, Any, Any], Response]
 
 
 def _error(request: Request, error: LanceNamespaceError) -> Response:
     request.scope[ERROR_CODE_KEY] = int(error.code)
-    return render_error(error, request.url.path)
+    response = render_error(error, request.url.path)
+    response.headers.update(error_headers(error))
+    return response
 
 
 @dataclass(frozen=True)
 class _Service:
     dispatcher: Dispatcher
     metrics: Metrics
-    max_body: int
+    max_body: BodyLimits
     auth_on: bool
 
 
@@ -92,6 +94,8 @@ class OperationEndpoint:
             return self.answer(self.operation, response, request.headers)
         except Exception as error:
             return _error(request, as_namespace_error(error))
+        finally:
+            release_body(request)
 
     async def _call_backend(self, fields: dict[str, Any], data: bytes | None) -> Any:
         start, succeeded = time.perf_counter(), False
@@ -117,7 +121,8 @@ def operation_routes(
 ) -> LanceRoutes:
     """Every operation at its /v1/ route and at POST /<OperationId>, as one route table."""
     service = _Service(
-        dispatcher, metrics or Metrics(), settings.max_body_bytes, settings.auth_mode != "off"
+        dispatcher, metrics or Metrics(), BodyLimits.from_settings(settings),
+        settings.auth_mode != "off",
     )
     endpoints: dict[tuple[str, bool], Any] = {}
     for operation in operations:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from urllib.parse import quote
 
 from lance.namespace import DirectoryNamespace
 from lance_namespace import (
@@ -63,6 +64,7 @@ from lance_namespace import (
     GetTableTagVersionResponse,
     InsertIntoTableRequest,
     InsertIntoTableResponse,
+    InvalidInputError,
     InvalidTableStateError,
     LanceNamespaceError,
     ListTableBranchesRequest,
@@ -82,8 +84,12 @@ from lance_namespace import (
     QueryTableResponse,
     RegisterTableRequest,
     RegisterTableResponse,
+    RenameTableRequest,
+    RenameTableResponse,
     RestoreTableRequest,
     RestoreTableResponse,
+    TableExistsRequest,
+    TableExistsResponse,
     TableNotFoundError,
     UnsupportedOperationError,
     UpdateTableRequest,
@@ -104,10 +110,11 @@ from backends.modes import (
     WriteMode,
     parse_mode,
 )
+from backends.orphans import local_root_path, manifest_tables, sweep_orphans
 from backends.properties import storage_options
 from backends.tables.access import TableLocation
 from backends.tables.errors import translate_native
-from backends.tables.lifecycle import caller
+from backends.tables.lifecycle import caller, renamed_id
 
 # The spellings the native operations accept.
 _NATIVE_CREATE_MODES = {
@@ -115,6 +122,25 @@ _NATIVE_CREATE_MODES = {
     CreateMode.EXIST_OK: "ExistOk",
     CreateMode.OVERWRITE: "Overwrite",
 }
+
+
+# Longest file name of common file systems. The native storage layer percent-encodes a
+# name's bytes when it walks the root, so a directory name must fit once encoded: a longer
+# one would make every listing of the root fail.
+MAX_FILE_NAME_BYTES = 255
+_NESTED_PREFIX_BYTES = len("0123abcd_")
+
+
+def require_storable_id(table_id: list[str]) -> None:
+    """InvalidInputError unless the table's directory name fits the file system."""
+    joined = "$".join(table_id)
+    name = f"{joined}.lance" if len(table_id) == 1 else joined
+    encoded = len(quote(name, safe="")) + (0 if len(table_id) == 1 else _NESTED_PREFIX_BYTES)
+    if encoded > MAX_FILE_NAME_BYTES:
+        raise InvalidInputError(
+            f"table id {joined[:40]}... is too long to store: its directory name would be "
+            f"{encoded} bytes percent-encoded, at most {MAX_FILE_NAME_BYTES} are possible"
+        )
 
 
 class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
@@ -126,12 +152,13 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         self._root = properties.get("root", "")
         self._root_path = self._root.removeprefix("file://").lstrip("/")
         self._storage_options = storage_options(properties)
+        sweep_orphans(self._root)
 
     def backend_name(self) -> str:
         return "DirectoryNamespace"
 
     def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
-        return DirectoryNamespace.describe_table(self, request)
+        return self._described(request)
 
     def storage_root(self) -> str:
         return storage_root(self._root)
@@ -206,11 +233,13 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         return DirectoryNamespace.list_tables(self, request)
 
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
+        require_storable_id(list(request.id or []))
         self._require_namespace(list(request.id or [])[:-1], request)
-        return DirectoryNamespace.declare_table(self, request)
+        return self._native("declare_table", request)
 
     def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
         mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
+        require_storable_id(list(request.id or []))
         self._require_namespace(list(request.id or [])[:-1], request)
         native = request.model_copy(update={"mode": _NATIVE_CREATE_MODES[mode]})
         return self._native("create_table", native, request_data)
@@ -224,6 +253,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         mode = parse_mode(request.mode, RegisterMode, RegisterMode.CREATE)
+        require_storable_id(list(request.id or []))
         self._require_namespace(list(request.id or [])[:-1], request)
         location = self._relative_to_root(request.location)
         require_lance_table(self._in_root(location), self._storage_options)
@@ -243,18 +273,65 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
 
     # -- native operations, with their errors given the spec's precise codes ----------------
 
-    def _native(self, name: str, *arguments: Any) -> Any:
+    def _translated(self, name: str, *arguments: Any) -> Any:
+        """The native operation, its errors given the spec's codes (a name too long for the
+        file system is bad input, not an internal error)."""
         try:
             return getattr(DirectoryNamespace, name)(self, *arguments)
         except (LanceNamespaceError, ValueError, OSError, RuntimeError) as error:
             translated = translate_native(error, self._root_path)
-            if isinstance(translated, TableNotFoundError) and self._exists(arguments[0]):
-                table = "$".join(arguments[0].id or [])
-                message = f"table {table} is declared but has no data yet"
-                raise InvalidTableStateError(message) from error
             if translated is error:
                 raise
             raise translated from error
+
+    def _native(self, name: str, *arguments: Any) -> Any:
+        try:
+            return self._translated(name, *arguments)
+        except TableNotFoundError as error:
+            if not self._exists(arguments[0]):
+                raise
+            table = "$".join(arguments[0].id or [])
+            message = f"table {table} is declared but has no data yet"
+            raise InvalidTableStateError(message) from error
+
+    def _manifest_tables(self) -> dict[str, str] | None:
+        root = local_root_path(self._root)
+        return manifest_tables(root) if root is not None else None
+
+    def _from_manifest(self, request: Any) -> DescribeTableResponse | None:
+        """The entry of a table the native lookup misses: it looks for a root table's
+        `<name>.lance` percent-encoded, so names with non-ASCII characters or `%` are never
+        found although the manifest holds them."""
+        table_id = list(request.id or [])
+        stored = (self._manifest_tables() or {}).get("$".join(table_id))
+        if stored is None:
+            return None
+        location = self._in_root(stored) if stored else stored
+        return DescribeTableResponse(table=table_id[-1], namespace=table_id[:-1],
+                                     location=location, table_uri=location)
+
+    def _described(self, request: Any) -> DescribeTableResponse:
+        try:
+            return self._translated("describe_table", request)
+        except TableNotFoundError:
+            found = self._from_manifest(request)
+            if found is None:
+                raise
+            return found
+
+    def _natively_found(self, request: Any) -> bool:
+        try:
+            self._translated("table_exists", TableExistsRequest(id=request.id, **caller(request)))
+        except TableNotFoundError:
+            return False
+        return True
+
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+        self._described(DescribeTableRequest(id=request.id, **caller(request)))
+        return TableExistsResponse()
+
+    def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
+        return self._described(request)
 
     def merge_insert_into_table(
         self, request: MergeInsertIntoTableRequest, request_data: bytes
@@ -268,7 +345,12 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         return self._native("delete_from_table", request)
 
     def count_table_rows(self, request: CountTableRowsRequest) -> CountTableRowsResponse:
-        return self._native("count_table_rows", request)
+        try:
+            return self._translated("count_table_rows", request)
+        except TableNotFoundError:
+            if self._natively_found(request) or self._from_manifest(request) is None:
+                return self._native("count_table_rows", request)  # declared, or absent
+        return MetadataNamespace.count_table_rows(self, request)
 
     def query_table(self, request: QueryTableRequest) -> QueryTableResponse:
         return self._native("query_table", request)
@@ -345,7 +427,19 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
     # -- native operations that fail or answer wrongly: the generic ones instead ------------
 
     list_all_tables = MetadataNamespace.list_all_tables
-    rename_table = MetadataNamespace.rename_table
+
+    def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
+        """A root table found only by its `<name>.lance` directory has no manifest entry to
+        deregister: refused before anything is written, not half-renamed and rolled back."""
+        require_storable_id(renamed_id(request))
+        ids = self._manifest_tables()
+        if ids is not None and "$".join(request.id or []) not in ids and self._exists(request):
+            raise UnsupportedOperationError(
+                f"table {'$'.join(request.id or [])} is only a directory under the root, not in "
+                "the manifest: RegisterTable it under the new name instead"
+            )
+        return MetadataNamespace.rename_table(self, request)
+
     # Natively a registered table at a nested location cannot be dropped (its path is
     # re-encoded as one name): deregister, then delete the data at the location described.
     drop_table = MetadataNamespace.drop_table
@@ -364,5 +458,5 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         self, request: CreateTableVersionRequest
     ) -> CreateTableVersionResponse:
         """Natively a dict in and out: the official models here."""
-        answer: Any = DirectoryNamespace.create_table_version(self, request.model_dump())
+        answer: Any = self._translated("create_table_version", request.model_dump())
         return CreateTableVersionResponse.from_dict(answer)

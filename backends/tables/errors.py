@@ -49,6 +49,8 @@ _MESSAGE_RULES: tuple[tuple[type[LanceNamespaceError], tuple[str, ...]], ...] = 
     (InvalidInputError, ("os error 36",)),
     (InvalidInputError, ("code: 36,",)),
     (InvalidInputError, ("invalidinput",)),
+    (InvalidInputError, ("must request at least one column",)),
+    (InvalidInputError, ("failed to read staging manifest",)),
     (ConcurrentModificationError, ("conflict",)),
     (ConcurrentModificationError, ("retryable",)),
 )
