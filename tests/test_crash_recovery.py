@@ -39,7 +39,7 @@ def _start(root: Path, port: int) -> subprocess.Popen:
     with (root.parent / "server.log").open("a") as log:  # a pipe nobody reads could block
         process = subprocess.Popen(
             [CLI, "serve", "--impl", "dir", "--prop", f"root={root}", "--host", "127.0.0.1",
-             "--port", str(port), "--log-level", "warning"],
+             "--port", str(port), "--log-level", "warning", "--workers", "1"],
             stdout=log, stderr=log, env=cli_environment(),
         )
     wait_until_serving(f"http://127.0.0.1:{port}", process)
