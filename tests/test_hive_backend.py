@@ -298,7 +298,7 @@ def test_declare_table_at_a_given_location(hive2: Hive2Namespace, database: str,
                                            tmp_path: Path) -> None:
     location = str(tmp_path / "elsewhere" / "t.lance")
     hive2.declare_table(ln.DeclareTableRequest(id=[database, "placed"], location=location))
-    described = hive2.describe_table(ln.DescribeTableRequest(id=[f"{database}$placed"]))
+    described = hive2.describe_table(ln.DescribeTableRequest(id=[database, "placed"]))
     assert described.location == location
 
 
@@ -505,8 +505,8 @@ def test_hive3_falls_back_to_the_hive_catalog(
     with metastore_client(hive_metastore.port) as client:
         stored = client.get_table(name, "t")
     assert stored.tableType == "EXTERNAL_TABLE" and stored.parameters["table_type"] == "lance"
-    assert hive3.list_tables(ln.ListTablesRequest(id=[f"hive${name}"])).tables == ["t"]
-    described = hive3.describe_table(ln.DescribeTableRequest(id=[f"hive${name}$t"]))
+    assert hive3.list_tables(ln.ListTablesRequest(id=["hive", name])).tables == ["t"]
+    described = hive3.describe_table(ln.DescribeTableRequest(id=["hive", name, "t"]))
     assert described.location == declared.location
     hive3.deregister_table(ln.DeregisterTableRequest(id=["hive", name, "t"]))
     hive3.drop_namespace(ln.DropNamespaceRequest(id=["hive", name]))

@@ -103,7 +103,7 @@ def test_databases_live_in_their_catalog(
     hive3.create_namespace(ln.CreateNamespaceRequest(
         id=[catalog, "sales"], properties={"database.description": "in a catalog", "k": "v"}
     ))
-    hive3.create_namespace(ln.CreateNamespaceRequest(id=[f"{catalog}$marketing"]))
+    hive3.create_namespace(ln.CreateNamespaceRequest(id=[catalog, "marketing"]))
     assert hive3.list_namespaces(ln.ListNamespacesRequest(id=[catalog])).namespaces == [
         "marketing", "sales"
     ]
@@ -150,7 +150,7 @@ def test_tables_in_a_catalog_database(
     assert stored.sd.location == declared.location
 
     assert hive3.list_tables(ln.ListTablesRequest(id=[catalog, "db"])).tables == ["events"]
-    described = hive3.describe_table(ln.DescribeTableRequest(id=[f"{catalog}$db$events"]))
+    described = hive3.describe_table(ln.DescribeTableRequest(id=[catalog, "db", "events"]))
     assert described.location == declared.location
     hive3.table_exists(ln.TableExistsRequest(id=[catalog, "db", "events"]))
     with pytest.raises(ln.TableNotFoundError):

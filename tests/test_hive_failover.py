@@ -111,7 +111,8 @@ def test_adapter_recovers_after_the_metastore_restarts(
     properties = {"uri": restartable_metastore.uri, "root": str(tmp_path), "client.pool-size": "2",
                   **FAST_TIMEOUTS}
     database = unique("restart")
-    with running_server("hive2", properties) as url:
+    # Uncached: every call must reach the metastore, so its outage shows.
+    with running_server("hive2", properties, metadata_cache=False) as url:
         client = RestNamespace(uri=url)
         client.create_namespace(ln.CreateNamespaceRequest(id=[database]))
         client.declare_table(ln.DeclareTableRequest(id=[database, "before"]))
