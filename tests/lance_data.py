@@ -5,9 +5,11 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from lance_namespace import ListTablesRequest
 
 VECTOR_DIMENSION = 8
 
@@ -53,3 +55,16 @@ def error_code(body: str | bytes) -> int:
 def tree_snapshot(root: Path) -> dict[str, int]:
     """Every file under `root` with its size: proves an operation wrote nothing."""
     return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*") if p.is_file()}
+
+
+def all_list_pages(namespace: Any, limit: int, **request: Any) -> list[list[str]]:
+    """Every page of ListAllTables at `limit`, following the page tokens to the end."""
+    pages, token = [], None
+    while True:
+        response = namespace.list_all_tables(
+            ListTablesRequest(limit=limit, page_token=token, **request)
+        )
+        pages.append(response.tables)
+        token = response.page_token
+        if not token:
+            return pages

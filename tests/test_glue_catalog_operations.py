@@ -23,7 +23,7 @@ from tests.glue_support import (
     free_port,
     glue_properties,
 )
-from tests.lance_data import sample_table
+from tests.lance_data import all_list_pages, sample_table
 
 # The shared fixtures, by name (pytest finds fixtures among module attributes).
 moto_endpoint = glue_support.moto_endpoint
@@ -285,15 +285,7 @@ def test_alter_table_refuses_the_lance_marker(
 # -- ListAllTables ------------------------------------------------------------------------------
 
 
-def all_pages(glue: GlueNamespace, limit: int, **request: Any) -> list[list[str]]:
-    pages, token = [], None
-    while True:
-        page_request = ln.ListTablesRequest(limit=limit, page_token=token, **request)
-        response = glue.list_all_tables(page_request)
-        pages.append(response.tables)
-        token = response.page_token
-        if not token:
-            return pages
+
 
 
 def test_list_all_tables_pages_across_databases(
@@ -310,9 +302,9 @@ def test_list_all_tables_pages_across_databases(
         DatabaseName="db_c", TableInput={"Name": "hive", "TableType": "EXTERNAL_TABLE"}
     )
 
-    pages = all_pages(glue, limit=2)
+    pages = all_list_pages(glue, limit=2)
     assert pages == [["db_a$x", "db_a$y"], ["db_b$declared", "db_c$z"]]
-    with_data = all_pages(glue, limit=2, include_declared=False)
+    with_data = all_list_pages(glue, limit=2, include_declared=False)
     assert with_data == [["db_a$x", "db_a$y"], ["db_c$z"]]
     unpaged = glue.list_all_tables(ln.ListTablesRequest())
     assert unpaged.tables == ["db_a$x", "db_a$y", "db_b$declared", "db_c$z"]

@@ -15,6 +15,7 @@ import pytest
 from backends.extensions import AlterNamespaceRequest, AlterTableRequest
 from backends.hive import Hive2Namespace, Hive3Namespace
 from tests.hive_support import HiveMetastoreProcess, create_raw_table, metastore_client
+from tests.lance_data import all_list_pages
 
 
 def unique(prefix: str) -> str:
@@ -215,15 +216,7 @@ def test_alter_table_refuses_the_lance_markers(hive2: Hive2Namespace, tmp_path: 
 # -- ListAllTables ------------------------------------------------------------------------------
 
 
-def all_pages(hive, limit: int, **request: object) -> list[list[str]]:
-    pages, token = [], None
-    while True:
-        request_page = ln.ListTablesRequest(limit=limit, page_token=token, **request)
-        response = hive.list_all_tables(request_page)
-        pages.append(response.tables)
-        token = response.page_token
-        if not token:
-            return pages
+
 
 
 def test_list_all_tables_pages_across_databases(
@@ -240,7 +233,7 @@ def test_list_all_tables_pages_across_databases(
     port = hive_metastore.port
     create_raw_table(port, databases[2], "plain", "EXTERNAL_TABLE", {}, tmp_path / "p")
 
-    pages = all_pages(hive2, limit=2)
+    pages = all_list_pages(hive2, limit=2)
     listed = [table_id for page in pages for table_id in page]
     assert all(len(page) <= 2 for page in pages)
     assert listed == sorted(set(listed))
@@ -252,7 +245,7 @@ def test_list_all_tables_pages_across_databases(
         f"{databases[2]}$c",
     ]
 
-    with_data = [i for page in all_pages(hive2, 2, include_declared=False) for i in page]
+    with_data = [i for page in all_list_pages(hive2, 2, include_declared=False) for i in page]
     assert [i for i in with_data if i.startswith(prefix)] == [
         f"{databases[0]}$a",
         f"{databases[0]}$b",

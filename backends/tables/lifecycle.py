@@ -120,24 +120,18 @@ def rename_by_reregistering(
     new_id = renamed_id(request)
     if new_id == list(request.id or []):
         raise InvalidInputError("RenameTable to the same id changes nothing")
-    if has_data(table):
-        namespace.register_table(
-            RegisterTableRequest(
-                id=new_id,
-                location=registered_location,
-                properties=table.properties or None,
-                **caller(request),
-            )
-        )
-    else:
-        namespace.declare_table(
-            DeclareTableRequest(
-                id=new_id,
-                location=registered_location,
-                properties=table.properties or None,
-                **caller(request),
-            )
-        )
+    # Data is adopted (RegisterTable); a table without data yet is declared again.
+    register, request_class = (
+        (namespace.register_table, RegisterTableRequest)
+        if has_data(table)
+        else (namespace.declare_table, DeclareTableRequest)
+    )
+    register(request_class(
+        id=new_id,
+        location=registered_location,
+        properties=table.properties or None,
+        **caller(request),
+    ))
     try:
         namespace.deregister_table(DeregisterTableRequest(id=request.id, **caller(request)))
     except BaseException:
