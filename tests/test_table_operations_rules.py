@@ -294,3 +294,28 @@ def test_list_all_tables_walks_pages_and_honours_include_declared(
     assert with_data.tables == ["cat$sub$b", "cat$sub$c"]
     dotted = namespace.list_all_tables(ListTablesRequest(id=["cat", "sub"]), delimiter=".")
     assert dotted.tables == ["cat.sub.b", "cat.sub.c", "cat.sub.declared"]
+
+
+def test_a_version_range_as_wide_as_the_integers_is_not_expanded(data_root) -> None:
+    """BatchDeleteTableVersions tests versions against the ranges; it never lists a range."""
+    from lance_namespace import BatchDeleteTableVersionsRequest, CreateTableRequest
+    from lance_namespace_urllib3_client.models import VersionRange
+
+    from tests.lance_data import arrow_stream, sample_table
+    from tests.table_operations_support import backend, read_back
+
+    namespace = backend("metadata-only", data_root)
+    table = ["cat", "wide"]
+    namespace.create_table(CreateTableRequest(id=table), arrow_stream(sample_table(3)))
+    namespace.create_table(CreateTableRequest(id=table, mode="overwrite"),
+                           arrow_stream(sample_table(4)))
+    deleted = namespace.batch_delete_table_versions(BatchDeleteTableVersionsRequest(
+        id=table, ranges=[VersionRange(start_version=0, end_version=2)]
+    ))
+    assert deleted.deleted_count == 1
+    with pytest.raises(LanceNamespaceError) as refused:
+        namespace.batch_delete_table_versions(BatchDeleteTableVersionsRequest(
+            id=table, ranges=[VersionRange(start_version=0, end_version=2**63 - 1)]
+        ))
+    assert refused.value.code == 13  # it covers the latest version
+    assert read_back(namespace, table).count_rows() == 4

@@ -94,15 +94,19 @@ def delete_versions(
     """Delete the versions of the ranges (start inclusive, end exclusive). The latest version
     holds the table's current state, so it is never deleted: end -1 means up to it."""
     latest = dataset.latest_version
-    wanted: set[int] = set()
+    # Ranges may be as wide as 2^63: test each existing version against them, never expand.
+    bounds: list[tuple[int, int]] = []
     for version_range in request.ranges or []:
         end = latest if version_range.end_version == -1 else version_range.end_version
         if version_range.start_version < 0 or end < version_range.start_version:
             raise InvalidInputError(f"invalid version range {version_range.to_dict()}")
-        wanted.update(range(version_range.start_version, end))
-    if latest in wanted:
+        bounds.append((version_range.start_version, end))
+    if any(start <= latest < end for start, end in bounds):
         raise InvalidInputError(f"the latest version {latest} cannot be deleted")
-    existing = sorted(wanted & set(_versions(dataset)))
+    existing = sorted(
+        version for version in set(_versions(dataset))
+        if any(start <= version < end for start, end in bounds)
+    )
     if existing:
         with lance_errors(dataset.uri):
             dataset.cleanup_old_versions(versions=existing, error_if_tagged_old_versions=True)
