@@ -131,15 +131,28 @@ MAX_FILE_NAME_BYTES = 255
 _NESTED_PREFIX_BYTES = len("0123abcd_")
 
 
-def require_storable_id(table_id: list[str]) -> None:
-    """InvalidInputError unless the table's directory name fits the file system."""
+# Percent-encodings the native layer may stack on a name between the request and the file
+# system (seen: three, `%F2` stored as `%2525F2`; the lookup of a root table adds one).
+_ENCODING_PASSES = 4
+
+
+def storable_id(table_id: list[str]) -> bool:
+    """True when the table's directory name fits the file system however it is encoded."""
     joined = "$".join(table_id)
     name = f"{joined}.lance" if len(table_id) == 1 else joined
-    encoded = len(quote(name, safe="")) + (0 if len(table_id) == 1 else _NESTED_PREFIX_BYTES)
-    if encoded > MAX_FILE_NAME_BYTES:
+    for _ in range(_ENCODING_PASSES):
+        name = quote(name, safe="")
+    encoded = len(name) + (0 if len(table_id) == 1 else _NESTED_PREFIX_BYTES)
+    return encoded <= MAX_FILE_NAME_BYTES
+
+
+def require_storable_id(table_id: list[str]) -> None:
+    """InvalidInputError unless the table's directory name fits the file system."""
+    if not storable_id(table_id):
+        joined = "$".join(table_id)
         raise InvalidInputError(
-            f"table id {joined[:40]}... is too long to store: its directory name would be "
-            f"{encoded} bytes percent-encoded, at most {MAX_FILE_NAME_BYTES} are possible"
+            f"table id {joined[:40]}... is too long to store: its directory name, "
+            f"percent-encoded, would pass the file system's {MAX_FILE_NAME_BYTES} bytes"
         )
 
 
@@ -311,6 +324,9 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
                                      location=location, table_uri=location)
 
     def _described(self, request: Any) -> DescribeTableResponse:
+        if not storable_id(list(request.id or [])):
+            # No such table can be stored; the native lookup would fail walking for it.
+            raise TableNotFoundError(f"table {'$'.join(request.id or [])[:40]}... not found")
         try:
             return self._translated("describe_table", request)
         except TableNotFoundError:

@@ -142,7 +142,7 @@ def _fuzz_operation(operation: Any, http: httpx.Client, tally: Tally) -> None:
     operation_id = operation.definition.raw.get("operationId")
     examples = SLOW_OPERATIONS.get(operation_id, EXAMPLES_PER_OPERATION)
 
-    @settings(max_examples=examples, deadline=None, database=None,
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
               phases=[Phase.generate], suppress_health_check=list(HealthCheck))
     @given(case=operation.as_strategy())
     def run(case: Any) -> None:
