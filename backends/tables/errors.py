@@ -34,6 +34,9 @@ _MESSAGE_RULES: tuple[tuple[type[LanceNamespaceError], tuple[str, ...]], ...] = 
     (TableBranchAlreadyExistsError, ("branch", "already exists")),
     (TableVersionNotFoundError, ("version", "does not exist")),
     (TableVersionNotFoundError, ("_versions/", "not found")),
+    # The native lookup misses a table it cannot locate on storage (e.g. a root table whose
+    # name it percent-encodes differently from the manifest).
+    (TableNotFoundError, ("dataset at path", "was not found")),
     (TableIndexNotFoundError, ("index", "not found")),
     (TableColumnNotFoundError, ("column", "does not exist")),
     (TableColumnNotFoundError, ("field", "not found")),
