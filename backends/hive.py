@@ -676,22 +676,12 @@ class _HiveNamespace(MetadataNamespace):
         return names
 
     def _tables_with_data(self, ref: DatabaseRef, names: list[str]) -> list[str]:
-        with_data: list[str] = []
-        for start in range(0, len(names), TABLE_BATCH_SIZE):
-            batch = names[start : start + TABLE_BATCH_SIZE]
-            tables = self._call(
-                lambda client, batch=batch: client.get_table_objects_by_name(
-                    ref.thrift_name, batch
-                ),
-                "namespace",
-            )
-            with_data.extend(
-                table.tableName
-                for table in tables
-                if table.sd
-                and open_lance_table(plain_location(table.sd.location) or "", self._storage_options)
-            )
-        return with_data
+        return [
+            table.tableName
+            for table in self._table_objects(ref, names)
+            if table.sd
+            and open_lance_table(plain_location(table.sd.location) or "", self._storage_options)
+        ]
 
     # -- identifiers -------------------------------------------------------------------------
 
@@ -844,17 +834,18 @@ class _HiveNamespace(MetadataNamespace):
         )
 
     def _lance_tables_among(self, ref: DatabaseRef, names: list[str]) -> list[str]:
-        found: list[str] = []
+        return [t.tableName for t in self._table_objects(ref, names) if is_lance_table(t)]
+
+    def _table_objects(self, ref: DatabaseRef, names: list[str]) -> Iterator[Table]:
+        """The metastore's table objects of `names`, fetched a batch at a time."""
         for start in range(0, len(names), TABLE_BATCH_SIZE):
             batch = names[start : start + TABLE_BATCH_SIZE]
-            tables = self._call(
+            yield from self._call(
                 lambda client, batch=batch: client.get_table_objects_by_name(
                     ref.thrift_name, batch
                 ),
                 "namespace",
             )
-            found.extend(table.tableName for table in tables if is_lance_table(table))
-        return found
 
     def _table_or_none(self, ref: DatabaseRef, name: str) -> Table | None:
         try:
