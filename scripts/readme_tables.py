@@ -86,11 +86,25 @@ def support_matrix() -> str:
     return "\n".join(lines)
 
 
-TABLES: dict[str, Callable[[], str]] = {"routes": route_table, "support": support_matrix}
+def settings_tables() -> dict[str, Callable[[], str]]:
+    """Each backend's property table, under a marker named after its settings class."""
+    from backends import IMPLS, resolve_impl
+    from backends.settings import settings_table
+
+    tables: dict[str, Callable[[], str]] = {}
+    for impl in IMPLS:
+        settings_class = getattr(resolve_impl(impl), "settings_class", None)
+        if settings_class is not None:
+            tables[settings_class.__name__] = lambda c=settings_class: settings_table(c)
+    return tables
+
+
+def all_tables() -> dict[str, Callable[[], str]]:
+    return {"routes": route_table, "support": support_matrix, **settings_tables()}
 
 
 def rendered(text: str) -> str:
-    for name, build in TABLES.items():
+    for name, build in all_tables().items():
         pattern = re.compile(
             rf"(<!-- {name}:begin -->\n)(?:.*?\n)?(<!-- {name}:end -->)", re.DOTALL
         )

@@ -159,3 +159,5 @@ def test_the_readme_tables_are_generated_from_the_current_code() -> None:
     text = readme.README.read_text()
     assert readme.rendered(text) == text, "run scripts/readme_tables.py"
     assert text.count("| ") > len(OPERATIONS)
+    for name in readme.all_tables():
+        assert f"<!-- {name}:begin -->" in text, f"README has no place for the {name} table"

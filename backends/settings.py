@@ -1,0 +1,305 @@
+"""One convention for backend settings.
+
+Each backend declares a frozen dataclass subclassing `BackendSettings`; every field is made by
+`setting(...)` with its property key, default, unit and documentation. `from_properties` parses
+and validates all of them in one place, and the README's property tables are generated from the
+same declarations (`scripts/readme_tables.py`), so code and documentation cannot drift apart.
+
+The settings every remote backend shares have one spelling and unit: `client.connect-timeout-ms`,
+`client.read-timeout-ms`, `client.max-retries` and `client.pool-size`, made by the field
+helpers at the bottom. A key that was renamed stays readable as a deprecated `Alias`, converted
+to today's unit, with a warning in the log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Self
+
+from backends.properties import STORAGE_PREFIX, ConfigurationError
+
+logger = logging.getLogger(__name__)
+
+_SETTING = "lance.setting"
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+
+CONNECT_TIMEOUT_KEY = "client.connect-timeout-ms"
+READ_TIMEOUT_KEY = "client.read-timeout-ms"
+MAX_RETRIES_KEY = "client.max-retries"
+POOL_SIZE_KEY = "client.pool-size"
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class Alias:
+    """A deprecated key of a setting; `to_current` turns its value into today's unit."""
+
+    key: str
+    parse: Callable[[str], Any] | None = None
+    to_current: Callable[[Any], Any] = _same
+    unit: str = ""
+
+    @classmethod
+    def seconds(cls, key: str) -> Alias:
+        """An old key in seconds of a setting now in milliseconds."""
+        return cls(key, float, lambda seconds: round(seconds * 1000), unit="s")
+
+    @classmethod
+    def attempts(cls, key: str) -> Alias:
+        """An old key counting attempts of a setting now counting retries."""
+        return cls(key, int, lambda attempts: attempts - 1)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How one property is spelled, documented and checked."""
+
+    key: str
+    doc: str
+    unit: str = ""
+    aliases: tuple[Alias, ...] = ()
+    required: bool = False
+    minimum: float | None = None
+    choices: tuple[str, ...] = ()
+    secret: bool = False
+
+    @property
+    def is_prefix(self) -> bool:
+        """A key ending in `.` gathers every property under it (e.g. `storage.`)."""
+        return self.key.endswith(".")
+
+
+def setting(
+    key: str,
+    default: Any = None,
+    doc: str = "",
+    *,
+    unit: str = "",
+    aliases: tuple[Alias, ...] = (),
+    required: bool = False,
+    minimum: float | None = None,
+    choices: tuple[str, ...] = (),
+    secret: bool = False,
+) -> Any:
+    """A settings field read from property `key`."""
+    declared = Setting(key, doc, unit, aliases, required, minimum, choices, secret)
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda: type(default)(default), metadata={_SETTING: declared})
+    return field(default=default, metadata={_SETTING: declared})
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackendSettings:
+    """Base of every backend's settings; subclasses are frozen, keyword-only dataclasses."""
+
+    # Keys read by the code the backend wraps (e.g. pylance's DirectoryNamespace), passed on
+    # untouched: not unknown, so no warning.
+    passthrough_keys: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def declared(cls) -> list[tuple[dataclasses.Field[Any], Setting]]:
+        """Every field with its `Setting`, in declaration order."""
+        fields = dataclasses.fields(cls)
+        return [(f, f.metadata[_SETTING]) for f in fields if _SETTING in f.metadata]
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str]) -> Self:
+        """Parse and validate `properties`; ConfigurationError names the first bad one."""
+        hints = typing.get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for declared_field, declared in cls.declared():
+            if declared.is_prefix:
+                values[declared_field.name] = _prefixed(properties, declared.key)
+                continue
+            found = _lookup(properties, declared)
+            if found is None:
+                if declared.required:
+                    raise ConfigurationError(f"missing required property '{declared.key}'")
+                continue
+            values[declared_field.name] = _read(hints[declared_field.name], declared, *found)
+        cls._warn_unknown(properties)
+        settings = cls(**values)
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Checks across settings; a subclass raises ConfigurationError."""
+
+    @classmethod
+    def known_keys(cls) -> set[str]:
+        keys = set(cls.passthrough_keys)
+        for _, declared in cls.declared():
+            keys.add(declared.key)
+            keys.update(alias.key for alias in declared.aliases)
+        return keys
+
+    @classmethod
+    def _warn_unknown(cls, properties: Mapping[str, str]) -> None:
+        known = cls.known_keys()
+        prefixes = tuple(key for key in known if key.endswith("."))
+        for key in properties:
+            if key not in known and not key.startswith(prefixes):
+                logger.warning("%s: unknown property '%s' is ignored", cls.__name__, key)
+
+
+def _prefixed(properties: Mapping[str, str], prefix: str) -> dict[str, str]:
+    return {
+        key[len(prefix):]: str(value) for key, value in properties.items() if key.startswith(prefix)
+    }
+
+
+def _lookup(properties: Mapping[str, str], declared: Setting) -> tuple[str, Alias | None] | None:
+    """The raw value of a setting and the alias it came through, if any; empty is unset."""
+    value = properties.get(declared.key)
+    if value is not None and str(value).strip() != "":
+        return str(value).strip(), None
+    for alias in declared.aliases:
+        value = properties.get(alias.key)
+        if value is not None and str(value).strip() != "":
+            logger.warning(
+                "property '%s' is deprecated: use '%s'%s",
+                alias.key,
+                declared.key,
+                f" (in {declared.unit}, not {alias.unit})" if alias.unit else "",
+            )
+            return str(value).strip(), alias
+    return None
+
+
+def _read(hint: Any, declared: Setting, raw: str, alias: Alias | None) -> Any:
+    key = alias.key if alias else declared.key
+    parse = (alias.parse if alias and alias.parse else None) or _parser(hint)
+    try:
+        value = parse(raw)
+    except ValueError:
+        raise ConfigurationError(
+            f"property '{key}' must be {_describe(hint)}, got {raw!r}"
+        ) from None
+    if alias:
+        value = alias.to_current(value)
+    _validate(declared, value)
+    return value
+
+
+def _parser(hint: Any) -> Callable[[str], Any]:
+    base = _without_none(hint)
+    if base is bool:
+        return _parse_bool
+    if base in (int, float):
+        return base
+    if typing.get_origin(base) is tuple:
+        return lambda raw: tuple(part.strip() for part in raw.split(",") if part.strip())
+    return str
+
+
+def _without_none(hint: Any) -> Any:
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        rest = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return rest[0] if len(rest) == 1 else hint
+    return hint
+
+
+def _describe(hint: Any) -> str:
+    base = _without_none(hint)
+    return {bool: "true or false", int: "an integer", float: "a number"}.get(base, "text")
+
+
+def _parse_bool(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueError(raw)
+
+
+def _validate(declared: Setting, value: Any) -> None:
+    if declared.minimum is not None and value < declared.minimum:
+        raise ConfigurationError(
+            f"property '{declared.key}' must be at least {declared.minimum:g}, got {value}"
+        )
+    if declared.choices and value not in declared.choices:
+        allowed = ", ".join(repr(choice) for choice in declared.choices)
+        raise ConfigurationError(
+            f"property '{declared.key}' must be one of {allowed}, got {value!r}"
+        )
+
+
+# -- the settings remote backends share: one spelling, one unit ---------------------------------
+
+
+def connect_timeout_ms(default: int, *aliases: Alias) -> Any:
+    return setting(
+        CONNECT_TIMEOUT_KEY, default, "How long to wait for a connection to the catalog.",
+        unit="ms", aliases=aliases, minimum=1,
+    )
+
+
+def read_timeout_ms(default: int, *aliases: Alias) -> Any:
+    return setting(
+        READ_TIMEOUT_KEY, default, "How long to wait for the catalog's answer.",
+        unit="ms", aliases=aliases, minimum=1,
+    )
+
+
+def max_retries(default: int, *aliases: Alias) -> Any:
+    return setting(
+        MAX_RETRIES_KEY, default, "Retries of a failed idempotent catalog call.",
+        aliases=aliases, minimum=0,
+    )
+
+
+def pool_size(default: int, *aliases: Alias) -> Any:
+    return setting(
+        POOL_SIZE_KEY, default, "Connections kept open to the catalog.",
+        aliases=aliases, minimum=1,
+    )
+
+
+def storage_settings() -> Any:
+    return setting(
+        STORAGE_PREFIX, {}, "Lance storage options for the tables' storage, e.g. "
+        "`storage.aws_region`; never sent to clients.", secret=True,
+    )
+
+
+def root_setting(default: str | None, doc: str = "Where new tables are stored.") -> Any:
+    return setting("root", default, doc)
+
+
+def settings_table(settings_class: type[BackendSettings]) -> str:
+    """The README table of a backend's properties."""
+    lines = ["| property | default | unit | meaning |", "|---|---|---|---|"]
+    for declared_field, declared in settings_class.declared():
+        key = f"`{declared.key}*`" if declared.is_prefix else f"`{declared.key}`"
+        default = _default_text(declared_field, declared)
+        meaning = declared.doc
+        if declared.choices:
+            meaning += " One of " + ", ".join(f"`{choice}`" for choice in declared.choices) + "."
+        if declared.aliases:
+            old = ", ".join(f"`{alias.key}`" for alias in declared.aliases)
+            meaning += f" Deprecated alias: {old}."
+        lines.append(f"| {key} | {default} | {declared.unit} | {meaning} |")
+    return "\n".join(lines)
+
+
+def _default_text(declared_field: dataclasses.Field[Any], declared: Setting) -> str:
+    if declared.required:
+        return "required"
+    if declared.is_prefix or declared_field.default is None:
+        return ""
+    default = declared_field.default
+    if isinstance(default, bool):
+        return str(default).lower()
+    if isinstance(default, tuple):
+        return ", ".join(default)
+    return f"`{default}`"

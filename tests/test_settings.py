@@ -1,0 +1,101 @@
+"""The settings convention of backends/settings.py, on a settings class made for the test."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pytest
+
+from backends.properties import ConfigurationError
+from backends.settings import (
+    Alias,
+    BackendSettings,
+    connect_timeout_ms,
+    max_retries,
+    setting,
+    settings_table,
+    storage_settings,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleSettings(BackendSettings):
+    endpoint: str = setting("endpoint", doc="The catalog.", required=True)
+    mode: str = setting("mode", "fast", "How.", choices=("fast", "safe"))
+    connect_timeout_ms: int = connect_timeout_ms(
+        10_000, Alias.seconds("client.connect-timeout"), Alias("connect_timeout", int)
+    )
+    max_retries: int = max_retries(3, Alias.attempts("client.max_attempts"))
+    warehouses: tuple[str, ...] = setting("warehouses", (), "Names.")
+    verbose: bool = setting("verbose", False, "Talk more.")
+    token: str | None = setting("token", None, "A secret.", secret=True)
+    storage: Mapping[str, str] = storage_settings()
+
+
+def test_defaults_and_parsing() -> None:
+    settings = SampleSettings.from_properties(
+        {"endpoint": "http://x", "warehouses": "a, b,", "verbose": "YES", "storage.region": "r"}
+    )
+    assert settings.endpoint == "http://x"
+    assert settings.mode == "fast"
+    assert settings.connect_timeout_ms == 10_000
+    assert settings.max_retries == 3
+    assert settings.warehouses == ("a", "b")
+    assert settings.verbose is True
+    assert settings.token is None
+    assert settings.storage == {"region": "r"}
+
+
+def test_deprecated_aliases_convert_units_and_warn(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="backends.settings"):
+        settings = SampleSettings.from_properties(
+            {"endpoint": "e", "client.connect-timeout": "2.5", "client.max_attempts": "5"}
+        )
+    assert settings.connect_timeout_ms == 2500
+    assert settings.max_retries == 4
+    assert "'client.connect-timeout' is deprecated: use 'client.connect-timeout-ms'" in caplog.text
+    assert "'client.max_attempts' is deprecated" in caplog.text
+
+
+def test_current_key_wins_over_alias() -> None:
+    settings = SampleSettings.from_properties(
+        {"endpoint": "e", "client.connect-timeout-ms": "7", "connect_timeout": "9"}
+    )
+    assert settings.connect_timeout_ms == 7
+
+
+@pytest.mark.parametrize(
+    ("properties", "message"),
+    [
+        ({}, "missing required property 'endpoint'"),
+        ({"endpoint": "  "}, "missing required property 'endpoint'"),
+        ({"endpoint": "e", "mode": "slow"}, "'mode' must be one of 'fast', 'safe'"),
+        ({"endpoint": "e", "verbose": "maybe"}, "'verbose' must be true or false"),
+        ({"endpoint": "e", "client.connect-timeout-ms": "0"}, "must be at least 1"),
+        ({"endpoint": "e", "client.connect-timeout-ms": "ten"}, "must be an integer"),
+        ({"endpoint": "e", "client.connect-timeout": "x"}, "'client.connect-timeout' must be"),
+        ({"endpoint": "e", "client.max-retries": "-1"}, "must be at least 0"),
+    ],
+)
+def test_bad_properties_are_configuration_errors(properties: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        SampleSettings.from_properties(properties)
+
+
+def test_unknown_keys_are_logged(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="backends.settings"):
+        SampleSettings.from_properties({"endpoint": "e", "endpiont": "typo", "storage.x": "1"})
+    assert "unknown property 'endpiont'" in caplog.text
+    assert "storage.x" not in caplog.text
+
+
+def test_table_documents_every_setting() -> None:
+    table = settings_table(SampleSettings)
+    assert "| `endpoint` | required |" in table
+    assert "| `client.connect-timeout-ms` | `10000` | ms |" in table
+    assert "Deprecated alias: `client.connect-timeout`, `connect_timeout`." in table
+    assert "One of `fast`, `safe`." in table
+    assert "| `storage.*` |" in table
+    assert len(table.splitlines()) == 2 + len(SampleSettings.declared())
