@@ -15,6 +15,8 @@ from lance_namespace import (
 )
 from pydantic import ValidationError
 
+from backends.tables.errors import without_source_location
+
 logger = logging.getLogger("lance_adapter")
 
 HTTP_STATUS_BY_CODE: dict[ErrorCode, int] = {
@@ -109,7 +111,6 @@ def as_namespace_error(error: BaseException) -> LanceNamespaceError:
 
 # What an error message may carry of the server's machine: source locations of the native
 # libraries, backtraces, and local paths. The answer drops them; the log keeps them.
-_SOURCE_LOCATION = re.compile(r",?\s*(?:/[^\s,:]+)+\.rs:\d+(?::\d+)?")
 _BACKTRACE = re.compile(r",?\s*backtrace:.*", re.IGNORECASE | re.DOTALL)
 _LOCAL_PATH = re.compile(
     r"(?<![\w.:/])(?:file://)?/(?!v1/)(?:[^\s/'\",:;)]+/)+[^\s'\",:;)]*"
@@ -120,7 +121,7 @@ _LOCAL_PATH = re.compile(
 def public_message(message: str) -> str:
     """`message` without source locations, backtraces and local paths."""
     cleaned = _BACKTRACE.sub("", message)
-    cleaned = _SOURCE_LOCATION.sub("", cleaned)
+    cleaned = without_source_location(cleaned)
     return _LOCAL_PATH.sub("<path>", cleaned).strip()
 
 

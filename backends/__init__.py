@@ -51,6 +51,7 @@ def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> La
     """Build the backend `impl` with `properties`, with every generic table operation."""
     from backends.containment import contain
     from backends.plugin import with_table_operations
+    from backends.tables.errors import without_source_location
 
     merged = {**DEFAULT_PROPERTIES.get(impl, {}), **(properties or {})}
     namespace_class = resolve_impl(impl)
@@ -60,6 +61,9 @@ def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> La
         raise
     except (TypeError, ValueError, LanceNamespaceError) as error:
         raise ConfigurationError(f"cannot configure impl '{impl}': {error}") from error
+    except OSError as error:  # e.g. an unreachable object-store root
+        reason = without_source_location(str(error))
+        raise ConfigurationError(f"cannot open the storage of impl '{impl}': {reason}") from error
     loaded = with_table_operations(namespace)
     root_of = getattr(loaded, "storage_root", None)
     return contain(loaded, root_of() if root_of else None)

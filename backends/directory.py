@@ -15,7 +15,7 @@ only some spellings and ignores the namespace and registration modes.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 from lance.namespace import DirectoryNamespace
@@ -102,6 +102,7 @@ from lance_namespace import (
 
 from backends.base import MetadataNamespace
 from backends.conventions import join_location, require_lance_table, storage_root
+from backends.directory_settings import DirectorySettings
 from backends.modes import (
     CreateMode,
     DropBehavior,
@@ -111,7 +112,7 @@ from backends.modes import (
     parse_mode,
 )
 from backends.orphans import local_root_path, manifest_tables, sweep_orphans
-from backends.properties import storage_options
+from backends.settings import BackendSettings
 from backends.tables.access import TableLocation
 from backends.tables.errors import translate_native
 from backends.tables.lifecycle import caller, renamed_id
@@ -160,11 +161,14 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
     """`DirectoryNamespace` first in the method order: its native operations win; the base
     supplies what it lacks and the fixes below choose the base explicitly."""
 
+    settings_class: ClassVar[type[BackendSettings]] = DirectorySettings
+
     def __init__(self, **properties: str) -> None:
-        super().__init__(**properties)
-        self._root = properties.get("root", "")
+        settings = DirectorySettings.from_properties(properties)
+        super().__init__(**settings.native_properties(properties))
+        self._root = settings.root
         self._root_path = self._root.removeprefix("file://").lstrip("/")
-        self._storage_options = storage_options(properties)
+        self._storage_options = dict(settings.storage)
         sweep_orphans(self._root)
 
     def backend_name(self) -> str:

@@ -270,3 +270,31 @@ def test_run_shows_pips_error_and_retries_next_time(checkout: Path) -> None:
     assert result.returncode == 1
     assert "pip install failed" in result.stderr
     assert not (checkout / ".venv" / ".installed").exists()
+
+
+def test_a_directory_switch_that_is_not_a_boolean_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = run_cli("serve", "--prop", f"root={tmp_path}", "--prop", "manifest_enabled=maybe",
+                     "--port", str(free_port()))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "lance-adapter: property 'manifest_enabled' must be true or false, got 'maybe'"
+    ]
+    assert not any(tmp_path.iterdir())
+
+
+def test_an_unreachable_object_store_root_is_one_line_and_exit_2() -> None:
+    secret = "server-secret-never-printed"
+    result = run_cli(
+        "serve", "--port", str(free_port()), "--prop", "root=s3://bucket/lance",
+        "--prop", f"storage.aws_endpoint=http://127.0.0.1:{free_port()}",
+        "--prop", "storage.allow_http=true", "--prop", "storage.aws_region=us-east-1",
+        "--prop", "storage.aws_access_key_id=AKIDEXAMPLE",
+        "--prop", f"storage.aws_secret_access_key={secret}",
+        "--prop", "storage.client_max_retries=0",
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("lance-adapter: cannot open the storage of impl 'dir': ")
+    assert ".rs:" not in lines[0] and "Traceback" not in result.stderr
+    assert secret not in result.stderr + result.stdout

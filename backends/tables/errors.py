@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 
 from lance.commit import CommitConflictError
@@ -60,11 +61,22 @@ _MESSAGE_RULES: tuple[tuple[type[LanceNamespaceError], tuple[str, ...]], ...] = 
 _INPUT_ERRORS = (ValueError, TypeError, KeyError, NotImplementedError)
 
 
+# Where the native libraries say which source line raised an error: of no use to a client
+# or an operator reading one line.
+SOURCE_LOCATION = re.compile(r",?\s*(?:/[^\s,:]+)+\.rs:\d+(?::\d+)?")
+# The prefix the native layer puts on what it did not classify; wrong once re-coded.
+_INTERNAL_PREFIX = re.compile(r"^\s*internal error:\s*", re.IGNORECASE)
+
+
+def without_source_location(message: str) -> str:
+    return SOURCE_LOCATION.sub("", message)
+
+
 def _by_message(message: str) -> LanceNamespaceError | None:
     lowered = message.lower()
     for error_class, words in _MESSAGE_RULES:
         if all(word in lowered for word in words):
-            return error_class(message)
+            return error_class(_INTERNAL_PREFIX.sub("", message))
     return None
 
 

@@ -1,0 +1,49 @@
+"""The `dir` backend's settings: what it reads itself, and pylance's `DirectoryNamespace`
+switches, checked here because the native layer takes any text (`manifest_enabled=maybe`
+would silently mean false)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from backends.settings import BackendSettings, root_setting, setting, storage_settings
+
+DEFAULT_ROOT = "./lance-data"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DirectorySettings(BackendSettings):
+    # The native credential vending keys (credential_vendor.*) are issue-18 territory: passed
+    # on, documented with vending.
+    passthrough_keys: ClassVar[frozenset[str]] = frozenset({"credential_vendor."})
+
+    root: str = root_setting(
+        DEFAULT_ROOT, "The directory of the tables: a path or a URI such as `s3://bucket/prefix`."
+    )
+    storage: Mapping[str, str] = storage_settings()
+    manifest_enabled: bool | None = setting(
+        "manifest_enabled", None, "Track tables and namespaces in the `__manifest` table "
+        "(pylance's default: true). Nested namespaces need it."
+    )
+    dir_listing_enabled: bool | None = setting(
+        "dir_listing_enabled", None, "Also find root tables by listing the directory "
+        "(pylance's default: true)."
+    )
+    inline_optimization_enabled: bool | None = setting(
+        "inline_optimization_enabled", None, "Compact the manifest table as it is written."
+    )
+    table_version_tracking_enabled: bool | None = setting(
+        "table_version_tracking_enabled", None, "Track table versions in the manifest."
+    )
+
+    def native_properties(self, properties: Mapping[str, str]) -> dict[str, str]:
+        """The properties for `DirectoryNamespace`, with the switches spelled as it parses."""
+        native = {key: str(value) for key, value in properties.items()}
+        native["root"] = self.root
+        for declared_field, declared in self.declared():
+            value = getattr(self, declared_field.name)
+            if isinstance(value, bool):
+                native[declared.key] = "true" if value else "false"
+        return native
