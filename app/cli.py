@@ -21,7 +21,7 @@ from app.auth import load_credentials
 from app.config import AUTH_MODES, Settings, SettingsError, load_settings
 from app.observability import MULTIPROC_ENV, log_config
 from app.ops import local_root
-from app.server import RUNTIME_DIR_ENV, SETTINGS_ENV, create_app
+from app.server import RUNTIME_DIR_ENV, SETTINGS_FILE_ENV, create_app
 from backends import ConfigurationError, load_namespace
 
 
@@ -119,11 +119,18 @@ def _prepare_multiprocess_metrics() -> None:
         atexit.register(shutil.rmtree, directory, ignore_errors=True)
 
 
-def _prepare_runtime_dir() -> None:
-    """The files the workers of this server share (the metadata cache's generation)."""
+def _prepare_runtime_dir(settings: Settings) -> None:
+    """The files the workers of this server share: the metadata cache's generation, and the
+    settings, which may hold secrets: in a file only this user reads (mkdtemp makes the
+    directory 0700), named by an environment variable, never in the environment itself."""
     directory = tempfile.mkdtemp(prefix="lance-adapter-run-")
-    os.environ[RUNTIME_DIR_ENV] = directory
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    settings_file = Path(directory) / "settings.json"
+    descriptor = os.open(settings_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as output:
+        output.write(settings.to_json())
+    os.environ[RUNTIME_DIR_ENV] = directory
+    os.environ[SETTINGS_FILE_ENV] = str(settings_file)
 
 
 def serve(settings: Settings) -> None:
@@ -145,8 +152,7 @@ def serve(settings: Settings) -> None:
     }
     if settings.workers > 1:
         _prepare_multiprocess_metrics()
-        _prepare_runtime_dir()
-        os.environ[SETTINGS_ENV] = settings.to_json()
+        _prepare_runtime_dir(settings)
         # A worker imports the backend libraries before it answers the supervisor's pings:
         # give it longer than uvicorn's 5 s on a small, busy machine.
         uvicorn.run("app.server:create_app_from_environment", factory=True,

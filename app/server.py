@@ -41,7 +41,7 @@ from backends import IMPLS
 from backends.cache import GENERATION_FILE, Generation, MetadataCache, directory_stamper
 from backends.properties import without_credentials
 
-SETTINGS_ENV = "LANCE_ADAPTER_SETTINGS_JSON"
+SETTINGS_FILE_ENV = "LANCE_ADAPTER_SETTINGS_FILE"
 # The directory of files the workers of one server share (the cache generation counter).
 RUNTIME_DIR_ENV = "LANCE_ADAPTER_RUNTIME_DIR"
 
@@ -254,7 +254,7 @@ def create_app_from_environment() -> AdapterApp:
     """The uvicorn factory used by worker processes: settings come from the parent CLI."""
     from backends import load_namespace
 
-    settings = Settings.from_json(os.environ[SETTINGS_ENV])
+    settings = Settings.from_json(Path(os.environ[SETTINGS_FILE_ENV]).read_text())
     if os.environ.get(MULTIPROC_ENV):
         from prometheus_client.multiprocess import mark_process_dead
 

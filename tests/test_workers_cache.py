@@ -92,3 +92,34 @@ def test_a_write_on_one_worker_is_seen_at_once_by_every_worker(two_workers: Adap
     assert httpx.post(f"{url}/v1/table/{TABLE}/drop", json={}).status_code == 200
     gone = [describe(two_workers).status_code for _ in range(ROUNDS)]
     assert gone == [404] * ROUNDS
+
+
+def process_tree(pid: int) -> list[int]:
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [pid, *(p for child in children for p in process_tree(int(child)))]
+
+
+def test_worker_settings_with_secrets_stay_out_of_the_environment(tmp_path: Path) -> None:
+    secret = "server-secret-of-the-workers"
+    adapter = start_adapter(
+        tmp_path, "--workers", "2", "--prop", f"root={tmp_path / 'data'}",
+        "--prop", f"storage.aws_secret_access_key={secret}",
+    )
+    try:
+        pids = process_tree(adapter.process.pid)
+        assert len(pids) >= 3, "a supervisor and two workers"
+        environments = [Path(f"/proc/{pid}/environ").read_bytes() for pid in pids]
+        assert not any(secret.encode() in environment for environment in environments)
+        settings_files = [
+            value.split(b"=", 1)[1].decode()
+            for environment in environments[1:]
+            for value in environment.split(b"\0")
+            if value.startswith(b"LANCE_ADAPTER_SETTINGS_FILE=")
+        ]
+        settings_file = settings_files[0]  # the workers inherit it from the supervisor
+        assert os.stat(settings_file).st_mode & 0o077 == 0
+        assert secret in Path(settings_file).read_text()
+        assert httpx.get(f"{adapter.url}/v1/namespace/$/list", timeout=10).status_code == 200
+    finally:
+        adapter.stop()
+    assert not Path(settings_file).exists()
