@@ -101,6 +101,7 @@ from lance_namespace import (
 )
 
 from backends.base import MetadataNamespace
+from backends.containment import moving_table
 from backends.conventions import join_location, require_lance_table, storage_root
 from backends.directory_settings import DirectorySettings
 from backends.modes import (
@@ -112,6 +113,7 @@ from backends.modes import (
     parse_mode,
 )
 from backends.orphans import local_root_path, manifest_tables, sweep_orphans
+from backends.root_tables import listed_directory, rename_root_table
 from backends.settings import BackendSettings
 from backends.tables.access import TableLocation
 from backends.tables.errors import translate_native
@@ -302,10 +304,15 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
             raise translated from error
 
     def _native(self, name: str, *arguments: Any) -> Any:
+        """The native operation; on a table its lookup misses (see `_from_manifest`), the
+        base's, which finds the table through `describe_table_entry`."""
         try:
             return self._translated(name, *arguments)
         except TableNotFoundError as error:
-            if not self._exists(arguments[0]):
+            request = arguments[0]
+            if self._from_manifest(request) is not None and not self._natively_found(request):
+                return getattr(MetadataNamespace, name)(self, *arguments)
+            if not self._exists(request):
                 raise
             table = "$".join(arguments[0].id or [])
             message = f"table {table} is declared but has no data yet"
@@ -365,12 +372,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         return self._native("delete_from_table", request)
 
     def count_table_rows(self, request: CountTableRowsRequest) -> CountTableRowsResponse:
-        try:
-            return self._translated("count_table_rows", request)
-        except TableNotFoundError:
-            if self._natively_found(request) or self._from_manifest(request) is None:
-                return self._native("count_table_rows", request)  # declared, or absent
-        return MetadataNamespace.count_table_rows(self, request)
+        return self._native("count_table_rows", request)
 
     def query_table(self, request: QueryTableRequest) -> QueryTableResponse:
         return self._native("query_table", request)
@@ -458,7 +460,13 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
                 f"table {'$'.join(request.id or [])} is only a directory under the root, not in "
                 "the manifest: RegisterTable it under the new name instead"
             )
-        return MetadataNamespace.rename_table(self, request)
+        table = self.locate(request)
+        directory = listed_directory(local_root_path(self._root), table)
+        if directory is None:
+            return MetadataNamespace.rename_table(self, request)
+        with moving_table(table.id):
+            rename_root_table(self, request, table, directory)
+        return RenameTableResponse()
 
     # Natively a registered table at a nested location cannot be dropped (its path is
     # re-encoded as one name): deregister, then delete the data at the location described.

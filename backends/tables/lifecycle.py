@@ -113,7 +113,7 @@ def rename_by_reregistering(
     namespace: LanceNamespace,
     request: RenameTableRequest,
     table: TableLocation,
-    registered_location: str,
+    registered_location: str | None,
 ) -> None:
     """Register the table's data under the new id, then deregister the old id; when that
     fails, the new registration is undone. The data stays where it is."""

@@ -163,3 +163,12 @@ def test_paging_lists_every_item_once_in_order(backend: ContractBackend) -> None
     assert paged_all == all_tables and len(set(paged_all)) == len(paged_all)
     mine = [layout.joined([*layout.namespace, name]) for name in sorted(names)]
     assert layout.own_entries(paged_all) == mine
+
+
+def test_a_declared_table_without_data_counts_as_an_invalid_state(
+    backend: ContractBackend,
+) -> None:
+    client, layout = backend.client(), backend.new_layout()
+    client.declare_table(DeclareTableRequest(id=layout.table))
+    assert code_of(client.count_table_rows, CountTableRowsRequest(id=layout.table)) == 19
+    client.describe_table(DescribeTableRequest(id=layout.table))

@@ -1,0 +1,72 @@
+"""Renaming a root table of a local `dir` root.
+
+The native namespace also finds root tables by listing `<name>.lance` directories, so a root
+table renamed by re-registering alone would still be listed (and its name taken) under its
+old directory. Its directory is moved first, atomically on a local file system; a failed
+re-registration moves it back. Object storage has no atomic move: there such a rename is
+refused before anything changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from lance_namespace import (
+    LanceNamespace,
+    RenameTableRequest,
+    TableAlreadyExistsError,
+    UnsupportedOperationError,
+)
+
+from backends.tables import lifecycle
+from backends.tables.access import TableLocation, has_data
+from backends.tables.lifecycle import renamed_id
+
+ROOT_TABLE_SUFFIX = ".lance"
+
+
+def listed_directory(root: Path | None, table: TableLocation) -> Path | None:
+    """The directory that makes `table` a listed root table, if it has one."""
+    if len(table.id) != 1:
+        return None
+    name = f"{table.id[0]}{ROOT_TABLE_SUFFIX}"
+    if root is None:
+        if table.location.rstrip("/").endswith(f"/{name}"):
+            raise UnsupportedOperationError(
+                "a root table on object storage cannot be renamed (its directory cannot be "
+                "moved atomically); tables in a namespace can"
+            )
+        return None
+    directory = Path(table.location.removeprefix("file://"))
+    return directory if directory == root / name else None
+
+
+def rename_root_table(
+    namespace: LanceNamespace, request: RenameTableRequest, table: TableLocation, old: Path
+) -> None:
+    """Move the table's directory to the one its new id gets, then re-register it there."""
+    if not has_data(table):
+        # Declared again where the native namespace puts the new id; the old directory holds
+        # only the declaration's reservation.
+        lifecycle.rename_by_reregistering(namespace, request, table, None)
+        shutil.rmtree(old, ignore_errors=True)
+        return
+    new_id = renamed_id(request)
+    if len(new_id) == 1:
+        new_name = f"{new_id[0]}{ROOT_TABLE_SUFFIX}"
+    else:  # never listed as a root table: no `.lance` suffix
+        new_name = f"{uuid.uuid4().hex[:8]}_{'$'.join(new_id)}"
+    new = old.parent / new_name
+    if new.exists():
+        raise TableAlreadyExistsError(f"table {'$'.join(new_id)} already exists")
+    os.rename(old, new)
+    try:
+        moved = dataclasses.replace(table, location=str(new))
+        lifecycle.rename_by_reregistering(namespace, request, moved, moved.location)
+    except BaseException:
+        os.rename(new, old)
+        raise
