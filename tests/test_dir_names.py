@@ -92,3 +92,21 @@ def test_a_renamed_root_table_frees_its_name_and_is_listed_under_the_new_one(
     assert counts == [2, 4, 3]
     described = http.post("/v1/table/new_b/describe", json={}).json()
     assert Path(described["location"]).name == "new_b.lance"
+
+
+def test_a_hundred_nesting_levels_work_and_a_table_too_deep_to_store_is_13(
+    http: httpx.Client,
+) -> None:
+    levels = [f"deep{level}" for level in range(100)]
+    for depth in range(1, len(levels) + 1):
+        created = http.post(f"/v1/namespace/{'$'.join(levels[:depth])}/create", json={})
+        assert created.status_code == 200, (depth, created.text)
+    listed = http.get(f"/v1/namespace/{'$'.join(levels[:-1])}/list").json()
+    assert listed["namespaces"] == ["deep99"]
+    too_deep = http.post(f"/v1/table/{'$'.join(levels)}$t/create",
+                         content=arrow_stream(sample_table(3)), headers=ARROW)
+    assert (too_deep.status_code, too_deep.json()["code"]) == (400, 13)
+    assert http.get(f"/v1/namespace/{'$'.join(levels)}/table/list").json()["tables"] == []
+    shallow = http.post(f"/v1/table/{'$'.join(levels[:10])}$t/create",
+                        content=arrow_stream(sample_table(3)), headers=ARROW)
+    assert shallow.status_code == 200, shallow.text
