@@ -115,7 +115,7 @@ from backends.modes import (
 from backends.orphans import local_root_path, manifest_tables, sweep_orphans
 from backends.root_tables import listed_directory, rename_root_table
 from backends.settings import BackendSettings
-from backends.tables.access import TableLocation
+from backends.tables.access import TableLocation, open_dataset
 from backends.tables.errors import translate_native
 from backends.tables.lifecycle import caller, renamed_id
 
@@ -261,7 +261,10 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         require_storable_id(list(request.id or []))
         self._require_namespace(list(request.id or [])[:-1], request)
         native = request.model_copy(update={"mode": _NATIVE_CREATE_MODES[mode]})
-        return self._native("create_table", native, request_data)
+        created = self._native("create_table", native, request_data)
+        if created.version is None:  # natively unset when ExistOk found the table
+            created.version = open_dataset(self.locate(request)).version
+        return created
 
     def insert_into_table(
         self, request: InsertIntoTableRequest, request_data: bytes

@@ -59,9 +59,10 @@ def _count(namespace: LanceNamespace, table_id: list[str] = TABLE) -> int:
 def test_create_modes_in_every_spelling(namespace: LanceNamespace) -> None:
     namespace.create_table(CreateTableRequest(id=TABLE), arrow_stream(sample_table(100)))
     for spelling in ("exist_ok", "ExistOk", "EXIST_OK", "exist-ok", "existok"):
-        namespace.create_table(
+        found = namespace.create_table(
             CreateTableRequest(id=TABLE, mode=spelling), arrow_stream(sample_table(1))
         )
+        assert found.version == 1, f"{spelling} answers the existing table's version"
         assert read_back(namespace, TABLE).count_rows() == 100, f"{spelling} keeps the data"
     for spelling in ("create", "Create", "CREATE"):
         with pytest.raises(LanceNamespaceError) as refused:
