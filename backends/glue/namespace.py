@@ -269,7 +269,9 @@ class GlueNamespace(MetadataNamespace):
         namespace, table = glue_table_identifier(parts)
         return namespace, table, self._catalog.database_ref(namespace)
 
-    def _get_lance_table(self, ref: DatabaseRef, table: str, namespace: list[str]) -> dict:
+    def _get_lance_table(
+        self, ref: DatabaseRef, table: str, namespace: list[str]
+    ) -> dict[str, Any]:
         glue_table = self._catalog.get_table(ref, table, namespace)
         if not is_lance_table(glue_table):
             raise InvalidInputError(

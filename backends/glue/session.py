@@ -43,6 +43,8 @@ MAX_ROLE_DURATION_SEC = 43200
 
 @dataclass(frozen=True, kw_only=True)
 class GlueSettings(BackendSettings):
+    """Every property the Glue backend reads, parsed and checked once."""
+
     catalog_id: str | None = setting(
         "catalog_id", None, "Catalog ID of the starting (root) catalog, e.g. `123456789012` or "
         "a child catalog `123456789012:sales`. Unset: Glue's default catalog of the caller; in "
