@@ -53,3 +53,8 @@ def require_object_identifier(parts: Sequence[str] | None, kind: str = "table") 
     if not validated:
         raise InvalidInputError(f"{kind} identifier must not be empty")
     return validated
+
+
+def joined_identifier(parts: Sequence[str] | None) -> str:
+    """An identifier as one string, its parts joined by `$` (as in messages and routes)."""
+    return "$".join(parts or [])
