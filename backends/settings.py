@@ -92,9 +92,11 @@ def setting(
 ) -> Any:
     """A settings field read from property `key`."""
     declared = Setting(key, doc, unit, aliases, required, minimum, choices, secret)
+    metadata = {_SETTING: declared}
     if isinstance(default, (dict, list)):
-        return field(default_factory=lambda: type(default)(default), metadata={_SETTING: declared})
-    return field(default=default, metadata={_SETTING: declared})
+        factory = lambda: type(default)(default)  # noqa: E731
+        return field(default_factory=factory, metadata=metadata, repr=not secret)
+    return field(default=default, metadata=metadata, repr=not secret)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,6 +188,8 @@ def _read(hint: Any, declared: Setting, raw: str, alias: Alias | None) -> Any:
         ) from None
     if alias:
         value = alias.to_current(value)
+    if declared.choices and isinstance(value, str):
+        value = value.lower()
     _validate(declared, value)
     return value
 
@@ -268,7 +272,8 @@ def pool_size(default: int, *aliases: Alias) -> Any:
 def storage_settings() -> Any:
     return setting(
         STORAGE_PREFIX, {}, "Lance storage options for the tables' storage, e.g. "
-        "`storage.aws_region`; never sent to clients.", secret=True,
+        "`storage.aws_region`; answers to clients carry them without their credentials.",
+        secret=True,
     )
 
 

@@ -99,3 +99,17 @@ def test_table_documents_every_setting() -> None:
     assert "One of `fast`, `safe`." in table
     assert "| `storage.*` |" in table
     assert len(table.splitlines()) == 2 + len(SampleSettings.declared())
+
+
+def test_secrets_are_masked_in_the_repr() -> None:
+    settings = SampleSettings.from_properties(
+        {"endpoint": "e", "token": "t0ps3cret", "storage.aws_secret_access_key": "k3y",
+         "storage.region": "eu"}
+    )
+    shown = repr(settings)
+    assert "t0ps3cret" not in shown and "k3y" not in shown
+    assert "endpoint='e'" in shown
+
+
+def test_choices_are_case_insensitive() -> None:
+    assert SampleSettings.from_properties({"endpoint": "e", "mode": "SAFE"}).mode == "safe"
