@@ -9,10 +9,9 @@ property `table_type=lance`.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 from lance_namespace import (
@@ -69,9 +68,7 @@ from backends.extensions import (
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import require_object_identifier, validate_identifier
 from backends.paging import paginate
-from backends.properties import ConfigurationError, require, storage_options
 from backends.rest_catalog_client import (
-    ClientSettings,
     ErrorRules,
     OAuth2ClientCredentials,
     RestCatalogClient,
@@ -81,8 +78,9 @@ from backends.rest_catalog_client import (
     string_map,
     validate_location,
 )
+from backends.rest_catalog_settings import IcebergSettings
+from backends.settings import BackendSettings
 
-DEFAULT_READ_TIMEOUT_MS = 30_000
 NAMESPACE_SEPARATOR = "%1F"  # the unit separator \x1F, URL-encoded
 LOAD_CONCURRENCY = 8
 DUMMY_SCHEMA: dict[str, Any] = {
@@ -126,27 +124,21 @@ COMMIT_ERRORS: ErrorRules = {
 class IcebergNamespace(MetadataNamespace):
     """Lance tables registered in an Iceberg REST Catalog."""
 
+    settings_class: ClassVar[type[BackendSettings]] = IcebergSettings
+
     def __init__(self, **properties: str) -> None:
-        self.endpoint = require(properties, "endpoint").rstrip("/")
-        if not self.endpoint.startswith(("http://", "https://")):
-            raise ConfigurationError("endpoint must start with http:// or https://")
-        auth_token = properties.get("auth_token") or None
-        credential = properties.get("credential") or None
-        if auth_token and credential:
-            raise ConfigurationError("set only one of auth_token and credential")
+        settings = IcebergSettings.from_properties(properties)
+        self.endpoint = settings.endpoint.rstrip("/")
         oauth = None
-        if credential:
+        if settings.credential:
             oauth = OAuth2ClientCredentials(
-                f"{self.endpoint}/v1/oauth/tokens", credential, scope="catalog"
+                f"{self.endpoint}/v1/oauth/tokens", settings.credential, scope="catalog"
             )
-        settings = ClientSettings.from_properties(properties, DEFAULT_READ_TIMEOUT_MS)
-        self.root = storage_root(properties.get("root") or os.getcwd())
+        self.root = storage_root(settings.root)
         # The protocol cannot list warehouses; ListAllTables covers the ones named here.
-        self.warehouses = [
-            name.strip() for name in properties.get("warehouses", "").split(",") if name.strip()
-        ]
-        self.storage_options = storage_options(properties)
-        self.client = RestCatalogClient(self.endpoint, settings, auth_token=auth_token, oauth=oauth)
+        self.warehouses = list(settings.warehouses)
+        self.storage_options = dict(settings.storage)
+        self.client = RestCatalogClient(self.endpoint, settings, oauth=oauth)
         self._prefixes: dict[str, str] = {}
         self._prefix_lock = threading.Lock()
 

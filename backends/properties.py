@@ -11,13 +11,6 @@ class ConfigurationError(ValueError):
     """A backend was configured with a missing or malformed property."""
 
 
-def require(properties: Mapping[str, str], key: str) -> str:
-    value = properties.get(key)
-    if value is None or str(value).strip() == "":
-        raise ConfigurationError(f"missing required property '{key}'")
-    return str(value)
-
-
 def int_property(properties: Mapping[str, str], key: str, default: int) -> int:
     value = properties.get(key)
     if value is None or value == "":
@@ -36,18 +29,6 @@ def float_property(properties: Mapping[str, str], key: str, default: float) -> f
         return float(value)
     except ValueError:
         raise ConfigurationError(f"property '{key}' must be a number, got {value!r}") from None
-
-
-def bool_property(properties: Mapping[str, str], key: str, default: bool) -> bool:
-    value = properties.get(key)
-    if value is None or value == "":
-        return default
-    lowered = str(value).strip().lower()
-    if lowered in ("true", "1", "yes", "on"):
-        return True
-    if lowered in ("false", "0", "no", "off"):
-        return False
-    raise ConfigurationError(f"property '{key}' must be true or false, got {value!r}")
 
 
 def storage_options(properties: Mapping[str, str]) -> dict[str, str]:

@@ -31,12 +31,8 @@ from lance_namespace import (
     UnauthenticatedError,
 )
 
-from backends.properties import (
-    ConfigurationError,
-    bool_property,
-    float_property,
-    int_property,
-)
+from backends.properties import ConfigurationError
+from backends.rest_catalog_settings import RestCatalogSettings
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -64,30 +60,6 @@ class ErrorReply:
     status: int
     kind: str
     message: str
-
-
-@dataclass(frozen=True)
-class ClientSettings:
-    """Connection settings read from the common backend properties."""
-
-    connect_timeout_seconds: float
-    read_timeout_seconds: float
-    max_retries: int
-    forward_caller_token: bool = False
-
-    @classmethod
-    def from_properties(
-        cls, properties: Mapping[str, str], default_read_timeout_ms: int
-    ) -> ClientSettings:
-        connect_ms = float_property(properties, "connect_timeout", 10_000)
-        read_ms = float_property(properties, "read_timeout", default_read_timeout_ms)
-        max_retries = int_property(properties, "max_retries", 3)
-        forward = bool_property(properties, "forward_caller_token", False)
-        if connect_ms <= 0 or read_ms <= 0:
-            raise ConfigurationError("connect_timeout and read_timeout must be positive")
-        if max_retries < 0:
-            raise ConfigurationError(f"max_retries must not be negative, got {max_retries}")
-        return cls(connect_ms / 1000.0, read_ms / 1000.0, max_retries, forward)
 
 
 def parse_error_reply(response: httpx.Response) -> ErrorReply:
@@ -210,21 +182,16 @@ class RestCatalogClient:
     def __init__(
         self,
         base_url: str,
-        settings: ClientSettings,
+        settings: RestCatalogSettings,
         *,
-        auth_token: str | None = None,
         oauth: OAuth2ClientCredentials | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.settings = settings
-        self._auth_token = auth_token
+        self._auth_token = settings.auth_token
         self._oauth = oauth
-        timeout = httpx.Timeout(
-            connect=settings.connect_timeout_seconds,
-            read=settings.read_timeout_seconds,
-            write=settings.read_timeout_seconds,
-            pool=settings.connect_timeout_seconds,
-        )
+        connect, read = settings.connect_timeout_ms / 1000, settings.read_timeout_ms / 1000
+        timeout = httpx.Timeout(connect=connect, read=read, write=read, pool=connect)
         self._http = httpx.Client(
             timeout=timeout,
             limits=httpx.Limits(max_connections=32, max_keepalive_connections=16),

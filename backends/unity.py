@@ -13,7 +13,7 @@ import json
 import logging
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -70,9 +70,7 @@ from backends.extensions import (
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import require_object_identifier, validate_identifier
 from backends.paging import paginate
-from backends.properties import require, storage_options
 from backends.rest_catalog_client import (
-    ClientSettings,
     ErrorRules,
     RestCatalogClient,
     acts_for_the_caller,
@@ -81,11 +79,11 @@ from backends.rest_catalog_client import (
     string_map,
     validate_location,
 )
+from backends.rest_catalog_settings import UnitySettings
+from backends.settings import BackendSettings
 
 logger = logging.getLogger(__name__)
 API_PATH = "/api/2.1/unity-catalog"
-DEFAULT_READ_TIMEOUT_MS = 300_000
-DEFAULT_ROOT = "/tmp/lance"
 PAGE_SIZE = 1000
 # Unity Catalog's own rule for catalog, schema and table names.
 UNITY_NAME = re.compile(r"[A-Za-z0-9_@-]{1,255}")
@@ -126,15 +124,15 @@ COPIED_TABLE_FIELDS = (
 class UnityNamespace(MetadataNamespace):
     """Lance tables registered in Unity Catalog as EXTERNAL tables."""
 
+    settings_class: ClassVar[type[BackendSettings]] = UnitySettings
+
     def __init__(self, **properties: str) -> None:
-        self.endpoint = require(properties, "endpoint").rstrip("/")
+        settings = UnitySettings.from_properties(properties)
+        self.endpoint = settings.endpoint.rstrip("/")
         base_url = self.endpoint if self.endpoint.endswith(API_PATH) else self.endpoint + API_PATH
-        settings = ClientSettings.from_properties(properties, DEFAULT_READ_TIMEOUT_MS)
-        self.root = storage_root(properties.get("root") or DEFAULT_ROOT)
-        self.storage_options = storage_options(properties)
-        self.client = RestCatalogClient(
-            base_url, settings, auth_token=properties.get("auth_token") or None
-        )
+        self.root = storage_root(settings.root)
+        self.storage_options = dict(settings.storage)
+        self.client = RestCatalogClient(base_url, settings)
 
     def storage_root(self) -> str:
         return self.root

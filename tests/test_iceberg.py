@@ -117,8 +117,8 @@ def write_lance(location: str, rows: int = 3) -> None:
 
 def test_configuration_defaults(iceberg: IcebergFixture) -> None:
     namespace = IcebergNamespace(endpoint=iceberg.url)
-    assert namespace.client.settings.connect_timeout_seconds == 10.0
-    assert namespace.client.settings.read_timeout_seconds == 30.0
+    assert namespace.client.settings.connect_timeout_ms == 10_000
+    assert namespace.client.settings.read_timeout_ms == 30_000
     assert namespace.client.settings.max_retries == 3
     assert namespace.root == os.getcwd()
     assert iceberg.url in namespace.namespace_id()

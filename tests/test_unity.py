@@ -142,8 +142,8 @@ def write_lance(location: str, table: pa.Table | None = None) -> None:
 
 def test_configuration_defaults(unity: UnityFixture) -> None:
     namespace = UnityNamespace(endpoint=unity.url)
-    assert namespace.client.settings.connect_timeout_seconds == 10.0
-    assert namespace.client.settings.read_timeout_seconds == 300.0
+    assert namespace.client.settings.connect_timeout_ms == 10_000
+    assert namespace.client.settings.read_timeout_ms == 300_000
     assert namespace.client.settings.max_retries == 3
     assert namespace.root == "/tmp/lance"
     assert namespace.client.base_url == f"{unity.url}/api/2.1/unity-catalog"

@@ -1,0 +1,244 @@
+"""The metastore's Thrift client: connections, the pooled fail-over client, and the one place
+where metastore and transport failures become Lance errors."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import TypeVar
+from urllib.parse import urlparse
+
+from hive_metastore import ThriftHiveMetastore
+from hive_metastore.ttypes import (
+    AlreadyExistsException,
+    InvalidObjectException,
+    InvalidOperationException,
+    MetaException,
+    NoSuchObjectException,
+)
+from lance_namespace import (
+    InternalError,
+    InvalidInputError,
+    LanceNamespaceError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    ServiceUnavailableError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
+from thrift.protocol import TBinaryProtocol
+from thrift.Thrift import TApplicationException
+from thrift.transport import TSocket, TTransport
+from thrift.transport.TTransport import TTransportException
+
+from backends.properties import ConfigurationError
+
+T = TypeVar("T")
+
+DEFAULT_PORT = 9083
+
+
+# ---------------------------------------------------------------------------------------------
+# Error translation: the one place where metastore and transport failures become Lance errors.
+
+
+def translate_hms_error(error: Exception, subject: str) -> LanceNamespaceError:
+    """The Lance error for a failed metastore call about a `subject` ("namespace" or "table")."""
+    if isinstance(error, LanceNamespaceError):
+        return error
+    message = getattr(error, "message", None) or str(error) or type(error).__name__
+    if _is_transport_failure(error):
+        return ServiceUnavailableError(f"Hive Metastore is unavailable: {message}")
+    if isinstance(error, NoSuchObjectException):
+        if subject == "table":
+            return TableNotFoundError(f"table not found: {message}")
+        return NamespaceNotFoundError(f"namespace not found: {message}")
+    if isinstance(error, AlreadyExistsException):
+        if subject == "table":
+            return TableAlreadyExistsError(f"table already exists: {message}")
+        return NamespaceAlreadyExistsError(f"namespace already exists: {message}")
+    if isinstance(error, InvalidOperationException) and "not empty" in message:
+        return NamespaceNotEmptyError(message)
+    if isinstance(error, InvalidObjectException | InvalidOperationException):
+        return InvalidInputError(f"Hive Metastore rejected the request: {message}")
+    if isinstance(error, TApplicationException):
+        if error.type == TApplicationException.UNKNOWN_METHOD:
+            return UnsupportedOperationError(f"the metastore does not support this: {message}")
+        return InternalError(f"Hive Metastore protocol error: {message}")
+    if isinstance(error, MetaException):
+        return InternalError(f"Hive Metastore error: {message}")
+    return InternalError(f"unexpected Hive Metastore failure: {message}")
+
+
+# Exceptions the metastore answers with; after them the connection is still usable.
+HMS_ANSWERS = (
+    NoSuchObjectException,
+    AlreadyExistsException,
+    InvalidObjectException,
+    InvalidOperationException,
+    MetaException,
+    TApplicationException,
+)
+
+
+def _is_transport_failure(error: Exception) -> bool:
+    return isinstance(error, TTransportException | OSError | EOFError)
+
+
+def _is_timeout(error: Exception) -> bool:
+    if isinstance(error, TimeoutError):
+        return True
+    if isinstance(error, TTransportException):
+        return error.type == TTransportException.TIMED_OUT or isinstance(
+            getattr(error, "inner", None), TimeoutError
+        )
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Connections
+
+
+@dataclass(frozen=True)
+class MetastoreAddress:
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, uri: str) -> MetastoreAddress:
+        parsed = urlparse(uri.strip())
+        if parsed.scheme != "thrift" or not parsed.hostname:
+            raise ConfigurationError(f"metastore uri must be thrift://host:port, got {uri!r}")
+        try:
+            port = parsed.port or DEFAULT_PORT
+        except ValueError:
+            raise ConfigurationError(f"metastore uri has a bad port: {uri!r}") from None
+        return cls(parsed.hostname, port)
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """How long to wait for a connection and for an answer, in milliseconds."""
+
+    connect_ms: int
+    read_ms: int
+
+
+class MetastoreConnection:
+    """One open Thrift connection to a metastore."""
+
+    def __init__(self, address: MetastoreAddress, timeouts: Timeouts):
+        self.address = address
+        socket = TSocket.TSocket(address.host, address.port)
+        socket.setTimeout(timeouts.connect_ms)
+        self._transport = TTransport.TBufferedTransport(socket)
+        # The accelerated (C) protocol of thrift 0.13 breaks on Python >= 3.10 (PY_SSIZE_T_CLEAN).
+        protocol = TBinaryProtocol.TBinaryProtocol(self._transport)
+        self.client = ThriftHiveMetastore.Client(protocol)
+        self._transport.open()
+        socket.setTimeout(timeouts.read_ms)
+
+    def close(self) -> None:
+        # Closing a broken socket may fail; the connection is discarded either way.
+        with suppress(Exception):
+            self._transport.close()
+
+
+class MetastoreClientPool:
+    """At most `size` connections, tried against each address in order (failover).
+
+    A call that fails on a transport error closes its connection and every idle one (they
+    were opened against the same, now gone, metastore process) and is retried once on a fresh
+    connection, so the pool recovers by itself after a metastore restart.
+    """
+
+    def __init__(self, addresses: Sequence[MetastoreAddress], size: int, timeouts: Timeouts):
+        self._addresses = list(addresses)
+        self._timeouts = timeouts
+        self._slots = threading.BoundedSemaphore(size)
+        self._idle: queue.LifoQueue[MetastoreConnection] = queue.LifoQueue()
+        wait_ms = timeouts.connect_ms * len(self._addresses) + timeouts.read_ms
+        self._wait_timeout = wait_ms / 1000
+        self._preferred = 0  # index of the address that last accepted a connection
+
+    def run(self, operation: Callable[[ThriftHiveMetastore.Client], T], subject: str) -> T:
+        with self._slot():
+            try:
+                return self._run_with_retry(operation)
+            except Exception as error:
+                raise translate_hms_error(error, subject) from error
+
+    def close(self) -> None:
+        self._discard_idle()
+
+    def _run_with_retry(self, operation: Callable[[ThriftHiveMetastore.Client], T]) -> T:
+        connection, reused = self._checkout()
+        try:
+            return self._run_once(connection, operation)
+        except Exception as error:
+            if not _is_transport_failure(error):
+                raise
+            self._discard_idle()  # opened against the same, now gone, metastore process
+            # A timed-out metastore is not retried: that would double the caller's wait.
+            if not reused or _is_timeout(error):
+                raise
+        return self._run_once(self._open(), operation)
+
+    def _run_once(
+        self, connection: MetastoreConnection, operation: Callable[[ThriftHiveMetastore.Client], T]
+    ) -> T:
+        """Run `operation`; the connection goes back to the pool only if it is still in step
+        (a result or an answer from the metastore), otherwise it is closed."""
+        try:
+            result = operation(connection.client)
+        except HMS_ANSWERS:
+            self._idle.put(connection)
+            raise
+        except BaseException:
+            connection.close()
+            raise
+        self._idle.put(connection)
+        return result
+
+    @contextmanager
+    def _slot(self) -> Iterator[None]:
+        if not self._slots.acquire(timeout=self._wait_timeout):
+            raise ServiceUnavailableError("every Hive Metastore client is busy; try again later")
+        try:
+            yield
+        finally:
+            self._slots.release()
+
+    def _checkout(self) -> tuple[MetastoreConnection, bool]:
+        try:
+            return self._idle.get_nowait(), True
+        except queue.Empty:
+            return self._open(), False
+
+    def _open(self) -> MetastoreConnection:
+        """A new connection, to the address that last worked first, then the others in order."""
+        failures = []
+        start = self._preferred
+        for offset in range(len(self._addresses)):
+            index = (start + offset) % len(self._addresses)
+            address = self._addresses[index]
+            try:
+                connection = MetastoreConnection(address, self._timeouts)
+            except Exception as error:
+                failures.append(f"{address.host}:{address.port} ({error})")
+                continue
+            self._preferred = index
+            return connection
+        raise ServiceUnavailableError("cannot reach the Hive Metastore at " + ", ".join(failures))
+
+    def _discard_idle(self) -> None:
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                return
