@@ -66,14 +66,13 @@ from backends.extensions import (
     AlterTableResponse,
 )
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
-from backends.names import require_object_identifier, validate_identifier
+from backends.names import joined_identifier, require_object_identifier, validate_identifier
 from backends.paging import paginate
 from backends.rest_catalog_client import (
     ErrorRules,
     OAuth2ClientCredentials,
     RestCatalogClient,
     acts_for_the_caller,
-    joined_identifier,
     property_changes,
     string_map,
     validate_location,

@@ -11,26 +11,6 @@ class ConfigurationError(ValueError):
     """A backend was configured with a missing or malformed property."""
 
 
-def int_property(properties: Mapping[str, str], key: str, default: int) -> int:
-    value = properties.get(key)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ConfigurationError(f"property '{key}' must be an integer, got {value!r}") from None
-
-
-def float_property(properties: Mapping[str, str], key: str, default: float) -> float:
-    value = properties.get(key)
-    if value is None or value == "":
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise ConfigurationError(f"property '{key}' must be a number, got {value!r}") from None
-
-
 def storage_options(properties: Mapping[str, str]) -> dict[str, str]:
     """The `storage.*` properties with the prefix removed, as Lance storage options."""
     return {

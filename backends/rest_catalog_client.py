@@ -368,8 +368,3 @@ def property_changes(
             f"properties {', '.join(touched)} mark the entry as a Lance table and cannot change"
         )
     return updates, removals
-
-
-def joined_identifier(parts: list[str]) -> str:
-    """A table identifier as a ListAllTables answer spells it: its levels joined with `$`."""
-    return "$".join(parts)

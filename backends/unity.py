@@ -68,13 +68,12 @@ from backends.extensions import (
     AlterNamespaceResponse,
 )
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
-from backends.names import require_object_identifier, validate_identifier
+from backends.names import joined_identifier, require_object_identifier, validate_identifier
 from backends.paging import paginate
 from backends.rest_catalog_client import (
     ErrorRules,
     RestCatalogClient,
     acts_for_the_caller,
-    joined_identifier,
     property_changes,
     string_map,
     validate_location,
