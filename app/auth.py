@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lance_namespace import UnauthenticatedError
@@ -18,6 +18,8 @@ from app.observability import ERROR_CODE_KEY, register_secrets
 
 # The identity the endpoints hand to the backend when auth is on (None: strip it).
 IDENTITY_KEY = "lance_adapter.identity"
+# The name `auth_tokens_file` gives the caller's token (None: unnamed), for credential vending.
+PRINCIPAL_KEY = "lance_adapter.principal"
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 _AUTHORIZATION = b"authorization"
 _API_KEY = b"x-api-key"
@@ -25,6 +27,12 @@ _API_KEY = b"x-api-key"
 
 def load_credentials(settings: Settings) -> tuple[bytes, ...]:
     """The accepted tokens: `auth_tokens` (comma-separated) and `auth_tokens_file` lines."""
+    return tuple(load_identities(settings))
+
+
+def load_identities(settings: Settings) -> dict[bytes, str | None]:
+    """Each accepted token with the identity it names: an entry `<identity> <token>` names
+    one (credential vending grants access by it); a bare `<token>` none."""
     values = [value.strip() for value in settings.auth_tokens.split(",")]
     if settings.auth_tokens_file:
         try:
@@ -33,11 +41,18 @@ def load_credentials(settings: Settings) -> tuple[bytes, ...]:
             message = f"cannot read auth_tokens_file {settings.auth_tokens_file}: {error.strerror}"
             raise SettingsError(message) from None
         values += [line.strip() for line in text.splitlines() if not line.startswith("#")]
-    tokens = tuple(dict.fromkeys(value for value in values if value))
-    if settings.auth_mode == "token" and not tokens:
+    named = dict(_named_token(value) for value in values if value)
+    if settings.auth_mode == "token" and not named:
         raise SettingsError("auth_mode 'token' needs auth_tokens or auth_tokens_file")
-    register_secrets(tokens)
-    return tuple(token.encode() for token in tokens)
+    register_secrets(named)
+    return {token.encode(): identity for token, identity in named.items()}
+
+
+def _named_token(entry: str) -> tuple[str, str | None]:
+    words = entry.split()
+    if len(words) > 2:
+        raise SettingsError("an auth token entry is `<token>` or `<identity> <token>`")
+    return (words[1], words[0]) if len(words) == 2 else (words[0], None)
 
 
 def presented_credential(headers: list[tuple[bytes, bytes]]) -> tuple[str, bytes] | None:
@@ -57,7 +72,8 @@ class AuthMiddleware:
     """401 (code 16) for a missing or wrong credential on every route but the health ones."""
 
     def __init__(
-        self, app: ASGIApp, mode: str, tokens: tuple[bytes, ...], routes: Sequence[BaseRoute] = ()
+        self, app: ASGIApp, mode: str, tokens: Mapping[bytes, str | None],
+        routes: Sequence[BaseRoute] = (),
     ) -> None:
         self.app = app
         self.forward = mode == "forward"
@@ -82,6 +98,7 @@ class AuthMiddleware:
             return
         kind, value = credential
         scope[IDENTITY_KEY] = {kind: value.decode("latin-1")} if self.forward else None
+        scope[PRINCIPAL_KEY] = self.tokens.get(value)
         await self.app(scope, receive, send)
 
     def _name_operation(self, scope: Scope) -> None:

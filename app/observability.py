@@ -165,6 +165,11 @@ class Metrics:
             "lance_adapter_requests_in_flight", "Requests being served right now",
             registry=self.registry, multiprocess_mode="livesum",
         )
+        self.vends = Counter(
+            "lance_adapter_credentials_vended", "Credentials handed out by credential vending, "
+            "by identity ('none': unnamed), access and source (minted by STS, or cached)",
+            ["identity", "access", "source"], registry=self.registry,
+        )
         self._request_children: dict[tuple[str, int, str], tuple[Any, Any]] = {}
         self._backend_children: dict[tuple[str, bool], Any] = {}
 
@@ -186,6 +191,10 @@ class Metrics:
             child = self.backend.labels(operation, "ok" if ok else "error")
             self._backend_children[(operation, ok)] = child
         child.observe(seconds)
+
+    def observe_vend(self, identity: str | None, access: str, minted: bool) -> None:
+        source = "minted" if minted else "cached"
+        self.vends.labels(identity or NO_CODE, access, source).inc()
 
     def render(self) -> bytes:
         if not self.multiprocess:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import os
 import time
@@ -19,7 +20,7 @@ from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from app.auth import IDENTITY_KEY, AuthMiddleware, load_credentials
+from app.auth import IDENTITY_KEY, PRINCIPAL_KEY, AuthMiddleware, load_identities
 from app.config import Settings
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
@@ -40,6 +41,7 @@ from app.spec import SPEC_PATH, Operation, load_operations
 from backends import IMPLS
 from backends.cache import GENERATION_FILE, Generation, MetadataCache, directory_stamper
 from backends.properties import without_credentials
+from backends.vending import CredentialVendor, credential_vendor, with_vended
 
 SETTINGS_FILE_ENV = "LANCE_ADAPTER_SETTINGS_FILE"
 # The directory of files the workers of one server share (the cache generation counter).
@@ -49,6 +51,8 @@ RequestReader = Callable[
     [Operation, Request, BodyLimits], Awaitable[tuple[dict[str, Any], bytes | None]]
 ]
 Renderer = Callable[[Operation, Any, Any], Response]
+# The answers that carry vended credentials when vending is on (the spec's vend_credentials).
+VENDING_OPERATIONS = frozenset({"DescribeTable", "DeclareTable"})
 
 
 def _error(request: Request, error: LanceNamespaceError) -> Response:
@@ -64,6 +68,7 @@ class _Service:
     metrics: Metrics
     max_body: BodyLimits
     auth_on: bool
+    vendor: CredentialVendor | None = None
 
 
 class OperationEndpoint:
@@ -91,11 +96,24 @@ class OperationEndpoint:
             if self.service.auth_on:
                 fields["identity"] = request.scope.get(IDENTITY_KEY)
             response = without_credentials(await self._call_backend(fields, data))
+            response = await self._with_vended(fields, request.scope, response)
             return self.answer(self.operation, response, request.headers)
         except Exception as error:
             return _error(request, as_namespace_error(error))
         finally:
             release_body(request)
+
+    async def _with_vended(self, fields: dict[str, Any], scope: Scope, response: Any) -> Any:
+        """The answer with credentials for the caller's access, when vending is on and the
+        request does not refuse them (`vend_credentials: false`); unset asks for them."""
+        vendor = self.service.vendor
+        location = getattr(response, "location", None)
+        if (vendor is None or self.operation.backend_id not in VENDING_OPERATIONS
+                or not location or fields.get("vend_credentials") is False):
+            return response
+        table = "$".join(fields.get("id") or [])
+        vended = await asyncio.to_thread(vendor.vend, location, scope.get(PRINCIPAL_KEY), table)
+        return with_vended(response, vended)
 
     async def _call_backend(self, fields: dict[str, Any], data: bytes | None) -> Any:
         start, succeeded = time.perf_counter(), False
@@ -118,11 +136,12 @@ def operation_routes(
     dispatcher: Dispatcher,
     settings: Settings,
     metrics: Metrics | None = None,
+    vendor: CredentialVendor | None = None,
 ) -> LanceRoutes:
     """Every operation at its /v1/ route and at POST /<OperationId>, as one route table."""
     service = _Service(
         dispatcher, metrics or Metrics(), BodyLimits.from_settings(settings),
-        settings.auth_mode != "off",
+        settings.auth_mode != "off", vendor,
     )
     endpoints: dict[tuple[str, bool], Any] = {}
     for operation in operations:
@@ -150,7 +169,7 @@ def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
     """Innermost first: auth, then ids/metrics/logs (incl. root_path), then proxy headers."""
     if settings.auth_mode != "off":
         app.add_middleware(AuthMiddleware, mode=settings.auth_mode,
-                           tokens=load_credentials(settings), routes=app.router.routes)
+                           tokens=load_identities(settings), routes=app.router.routes)
     app.add_middleware(ObservabilityMiddleware, metrics=metrics,
                        access_log=settings.access_log, root_path=settings.root_path,
                        access_log_sample=settings.access_log_sample)
@@ -231,7 +250,11 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> A
     )
     metrics = Metrics()
     register_secrets(secret_property_values(settings.properties))
-    app.lance_routes = operation_routes(operations, dispatcher, settings, metrics)
+    vendor = credential_vendor(settings.properties)
+    if vendor is not None:
+        vendor.add_listener(lambda vend: metrics.observe_vend(vend.identity, vend.access,
+                                                              vend.minted))
+    app.lance_routes = operation_routes(operations, dispatcher, settings, metrics, vendor)
     app.router.routes.append(app.lance_routes)
     app.router.routes.append(_route("/rest.yaml", _spec, ["GET"], "rest.yaml"))
     app.router.routes.extend(docs_routes())

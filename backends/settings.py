@@ -33,6 +33,8 @@ CONNECT_TIMEOUT_KEY = "client.connect-timeout-ms"
 READ_TIMEOUT_KEY = "client.read-timeout-ms"
 MAX_RETRIES_KEY = "client.max-retries"
 POOL_SIZE_KEY = "client.pool-size"
+# Properties every backend accepts and leaves to the server (credential vending).
+SHARED_PREFIXES = frozenset({"vending."})
 
 
 def _same(value: Any) -> Any:
@@ -138,7 +140,7 @@ class BackendSettings:
 
     @classmethod
     def known_keys(cls) -> set[str]:
-        keys = set(cls.passthrough_keys)
+        keys = set(cls.passthrough_keys) | SHARED_PREFIXES
         for _, declared in cls.declared():
             keys.add(declared.key)
             keys.update(alias.key for alias in declared.aliases)

@@ -1,0 +1,30 @@
+"""Credential vending (opt-in): temporary S3 credentials scoped to one table's prefix.
+
+`credential_vendor(properties)` builds the vendor the `vending.*` properties configure (None
+when off); `CredentialVendor.vend` mints or reuses credentials for a table location and an
+identity's access; `with_vended` puts them into a DescribeTable / DeclareTable answer.
+"""
+
+from backends.vending.policy import TablePrefix, session_policy
+from backends.vending.settings import READ, READ_WRITE, VENDING_PREFIX, VendingSettings
+from backends.vending.vendor import (
+    CredentialVendor,
+    VendedCredentials,
+    VendRecord,
+    credential_vendor,
+    with_vended,
+)
+
+__all__ = [
+    "READ",
+    "READ_WRITE",
+    "VENDING_PREFIX",
+    "CredentialVendor",
+    "TablePrefix",
+    "VendRecord",
+    "VendedCredentials",
+    "VendingSettings",
+    "credential_vendor",
+    "session_policy",
+    "with_vended",
+]

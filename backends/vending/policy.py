@@ -1,0 +1,72 @@
+"""The inline session policy of one table: its own S3 prefix, nothing else."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from backends.vending.settings import READ_WRITE
+
+READ_ACTIONS = ("s3:GetObject",)
+WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload")
+S3_SCHEMES = ("s3", "s3a")
+# IAM reads `*`, `?` and `$` in a Resource or StringLike value as wildcards / variables; these
+# policy variables stand for the characters themselves.
+_IAM_LITERALS = {"$": "${$}", "*": "${*}", "?": "${?}"}
+
+
+@dataclass(frozen=True)
+class TablePrefix:
+    """A table's place in S3: its bucket, and its key prefix ending in `/`."""
+
+    bucket: str
+    prefix: str
+
+    @classmethod
+    def of(cls, location: str) -> TablePrefix | None:
+        """The prefix of an `s3://` location; None for any other storage."""
+        parts = urlsplit(location)
+        if parts.scheme not in S3_SCHEMES or not parts.netloc:
+            return None
+        key = unquote(parts.path).strip("/")
+        if not key:
+            return None  # a table at a bucket's root would be granted the whole bucket
+        return cls(parts.netloc, key + "/")
+
+
+def partition(region: str | None) -> str:
+    if region and region.startswith("cn-"):
+        return "aws-cn"
+    if region and region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def iam_literal(text: str) -> str:
+    return "".join(_IAM_LITERALS.get(character, character) for character in text)
+
+
+def session_policy(table: TablePrefix, access: str, region: str | None = None) -> dict[str, Any]:
+    """Objects under the table's prefix (read, or read and write) and listing only there."""
+    arn = f"arn:{partition(region)}:s3:::{table.bucket}"
+    prefix = iam_literal(table.prefix)
+    actions = READ_ACTIONS + (WRITE_ACTIONS if access == READ_WRITE else ())
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "TableObjects",
+                "Effect": "Allow",
+                "Action": list(actions),
+                "Resource": f"{arn}/{prefix}*",
+            },
+            {
+                "Sid": "TableListing",
+                "Effect": "Allow",
+                "Action": "s3:ListBucket",
+                "Resource": arn,
+                "Condition": {"StringLike": {"s3:prefix": f"{prefix}*"}},
+            },
+        ],
+    }

@@ -1,0 +1,300 @@
+"""Credential vending (issue 18): table-scoped STS credentials, enforced for real.
+
+The enforcement point is `tests/support/s3_policy_gate.py`, a stand-in for AWS in front of
+moto (moto ignores session policies and expiry): it verifies each request's signature against
+the session moto's STS minted and evaluates that session's policy and expiry. The defect tests
+widen the minted policy or drop the expiry and show the same checks then come out the other way,
+so it is the gate, not luck, that denies.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import botocore.exceptions
+import httpx
+import pytest
+
+import backends.vending.vendor as vendor_module
+from backends.properties import ConfigurationError, is_credential
+from backends.vending import (
+    READ,
+    READ_WRITE,
+    CredentialVendor,
+    TablePrefix,
+    VendingSettings,
+    session_policy,
+)
+from tests.support.vending import (
+    BUCKET,
+    REGION,
+    ROLE_ARN,
+    SERVER_KEY,
+    SERVER_SECRET,
+    Storage,
+    adapter,
+    adapter_properties,
+    gated_storage,
+    quiet_moto,
+    run_client,
+    vending_on,
+)
+
+
+@pytest.fixture(scope="module")
+def storage() -> Iterator[Storage]:
+    quiet_moto()
+    with gated_storage() as gated:
+        yield gated
+
+
+def describe(url: str, table: str, **fields: Any) -> dict[str, Any]:
+    answer = httpx.post(f"{url}/v1/table/{table}/describe", json=fields, timeout=30,
+                        headers=fields.pop("headers", None))
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def reached(s3: Any, call: str, **arguments: Any) -> bool:
+    """True when the gate let the call through; False on its denial."""
+    try:
+        getattr(s3, call)(**arguments)
+    except botocore.exceptions.ClientError as error:
+        assert error.response["Error"]["Code"] in ("AccessDenied", "ExpiredToken"), error
+        return False
+    return True
+
+
+def reach(storage: Storage, options: dict[str, str], own: str, neighbour: str) -> dict[str, bool]:
+    """What credentials vended for the table under `own` reach (both are key prefixes)."""
+    s3 = storage.s3(options)
+    return {
+        "own object": reached(s3, "get_object", Bucket=BUCKET, Key=f"{own}/probe"),
+        "own listing": reached(s3, "list_objects_v2", Bucket=BUCKET, Prefix=f"{own}/"),
+        "neighbour object": reached(s3, "get_object", Bucket=BUCKET, Key=f"{neighbour}/probe"),
+        "neighbour listing": reached(s3, "list_objects_v2", Bucket=BUCKET, Prefix=own),
+        "bucket root": reached(s3, "list_objects_v2", Bucket=BUCKET),
+        "other bucket object": reached(s3, "get_object", Bucket=BUCKET, Key="top-level"),
+    }
+
+
+ONLY_OWN = {"own object": True, "own listing": True, "neighbour object": False,
+            "neighbour listing": False, "bucket root": False, "other bucket object": False}
+
+
+def put_probes(storage: Storage, *prefixes: str) -> None:
+    admin = storage.s3()
+    admin.put_object(Bucket=BUCKET, Key="top-level", Body=b"x")
+    for prefix in prefixes:
+        admin.put_object(Bucket=BUCKET, Key=f"{prefix}/probe", Body=b"x")
+
+
+def vendor_for(storage: Storage, duration_ms: int = 900_000, **extra: str) -> CredentialVendor:
+    settings = VendingSettings.from_properties({
+        "vending.enabled": "true", "vending.role-arn": ROLE_ARN, "vending.region": REGION,
+        "vending.sts-endpoint": storage.gate.url, "vending.duration-ms": str(duration_ms),
+        **extra,
+    })
+    server_keys = {"aws_access_key_id": SERVER_KEY, "aws_secret_access_key": SERVER_SECRET,
+                   "aws_endpoint": storage.gate.url}
+    return CredentialVendor(settings, server_keys)
+
+
+# ---------------------------------------------------------------- the policy and the settings
+
+
+def test_the_minted_policy_allows_only_the_tables_prefix() -> None:
+    table = TablePrefix.of("s3://bucket/db/t1")
+    assert table == TablePrefix("bucket", "db/t1/")
+    assert session_policy(table, READ_WRITE) == {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Sid": "TableObjects", "Effect": "Allow",
+             "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject",
+                        "s3:AbortMultipartUpload"],
+             "Resource": "arn:aws:s3:::bucket/db/t1/*"},
+            {"Sid": "TableListing", "Effect": "Allow", "Action": "s3:ListBucket",
+             "Resource": "arn:aws:s3:::bucket",
+             "Condition": {"StringLike": {"s3:prefix": "db/t1/*"}}},
+        ],
+    }
+    assert session_policy(table, READ)["Statement"][0]["Action"] == ["s3:GetObject"]
+
+
+def test_wildcards_in_a_location_are_literals_and_only_s3_is_vended_for() -> None:
+    policy = session_policy(TablePrefix("b", "ns$t*?/"), READ)
+    assert policy["Statement"][0]["Resource"] == "arn:aws:s3:::b/ns${$}t${*}${?}/*"
+    assert TablePrefix.of("/data/t1.lance") is None
+    assert TablePrefix.of("gs://bucket/t1") is None
+    assert TablePrefix.of("s3://bucket") is None  # a table at the root: never the whole bucket
+
+
+def test_vending_is_off_by_default_and_checked_when_on() -> None:
+    assert VendingSettings.from_backend_properties({"root": "/x"}).enabled is False
+    with pytest.raises(ConfigurationError, match=r"vending\.role-arn"):
+        VendingSettings.from_properties({"vending.enabled": "true"})
+    with pytest.raises(ConfigurationError, match=r"vending\.access\.bi"):
+        VendingSettings.from_properties({"vending.access.bi": "admin"})
+    settings = VendingSettings.from_properties({"vending.access.etl": "READ-WRITE"})
+    assert (settings.access_of("etl"), settings.access_of("bi"), settings.access_of(None)) == (
+        READ_WRITE, READ, READ)
+
+
+# ---------------------------------------------------------------- scoping, enforced by the gate
+
+
+def test_credentials_reach_their_prefix_and_not_a_neighbouring_one(storage: Storage) -> None:
+    """t1 and t10 side by side (as Hive and Glue place tables): t1's credentials stay in t1/."""
+    put_probes(storage, "db/t1", "db/t10")
+    vended = vendor_for(storage).vend(f"s3://{BUCKET}/db/t1", None, "db$t1")
+    assert vended is not None
+    assert reach(storage, dict(vended.storage_options), "db/t1", "db/t10") == ONLY_OWN
+
+
+def test_a_widened_policy_is_caught(storage: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The defect the checks above exist for: a policy of the whole bucket. Minted through it,
+    the same credentials reach the neighbour and the root, so the assertion above fails."""
+    put_probes(storage, "db/w1", "db/w10")
+
+    def whole_bucket(table: TablePrefix, access: str, region: str | None = None) -> dict:
+        return session_policy(TablePrefix(table.bucket, ""), access, region)
+
+    monkeypatch.setattr(vendor_module, "session_policy", whole_bucket)
+    vended = vendor_for(storage).vend(f"s3://{BUCKET}/db/w1", None, "db$w1")
+    assert vended is not None
+    seen = reach(storage, dict(vended.storage_options), "db/w1", "db/w10")
+    assert seen != ONLY_OWN
+    assert seen["neighbour object"] and seen["bucket root"] and seen["other bucket object"]
+
+
+def test_read_credentials_cannot_write(storage: Storage) -> None:
+    vendor = vendor_for(storage, **{"vending.access.etl": "read-write"})
+    reader = vendor.vend(f"s3://{BUCKET}/db/r1", "bi", "db$r1")
+    writer = vendor.vend(f"s3://{BUCKET}/db/r1", "etl", "db$r1")
+    assert reader is not None and writer is not None
+    put = {"Bucket": BUCKET, "Key": "db/r1/data.lance", "Body": b"x"}
+    assert not reached(storage.s3(dict(reader.storage_options)), "put_object", **put)
+    assert reached(storage.s3(dict(writer.storage_options)), "put_object", **put)
+    assert not reached(storage.s3(dict(writer.storage_options)), "put_object",
+                       **{**put, "Key": "db/r10/data.lance"})
+
+
+def test_expired_credentials_are_refused(storage: Storage) -> None:
+    put_probes(storage, "db/e1")
+    vended = vendor_for(storage, duration_ms=2000).vend(f"s3://{BUCKET}/db/e1", None, "db$e1")
+    assert vended is not None
+    s3 = storage.s3(dict(vended.storage_options))
+    assert reached(s3, "get_object", Bucket=BUCKET, Key="db/e1/probe")
+    time.sleep(max(0.0, vended.expires_at_millis / 1000 - time.time()) + 0.3)
+    with pytest.raises(botocore.exceptions.ClientError, match="ExpiredToken"):
+        s3.get_object(Bucket=BUCKET, Key="db/e1/probe")
+
+
+def test_a_burst_of_vends_costs_one_sts_call(storage: Storage) -> None:
+    vendor = vendor_for(storage)
+    before = len(storage.gate.sessions)
+    results: list[Any] = []
+    threads = [threading.Thread(target=lambda: results.append(
+        vendor.vend(f"s3://{BUCKET}/db/b1", None, "db$b1"))) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(storage.gate.sessions) == before + 1
+    assert len({r.storage_options["aws_access_key_id"] for r in results}) == 1
+
+
+# ---------------------------------------------------------------- through the namespace
+
+
+def test_a_client_without_credentials_writes_and_reads(
+    storage: Storage, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="lance_adapter.vending")
+    properties = vending_on(storage.gate.url, access="read-write")
+    with adapter(properties) as url:
+        assert run_client("write", url, "t1") == {"rows": 1000}
+        assert run_client("append", url, "t1") == {"rows": 1001}
+        assert run_client("write", url, "t10") == {"rows": 1000}
+        options = describe(url, "t1")["storage_options"]
+        t10 = run_client("open-with", url, f"s3://{BUCKET}/warehouse/t10.lance", "{}",
+                         json.dumps(options))
+        metrics = httpx.get(f"{url}/metrics").text
+    assert "error" in t10 and "AccessDenied" in t10["stderr"]
+    assert storage.gate.keys_used(), "the client used vended session keys"
+    put_probes(storage, "warehouse/t1.lance", "warehouse/t10.lance")
+    assert reach(storage, options, "warehouse/t1.lance", "warehouse/t10.lance") == ONLY_OWN
+    assert 'lance_adapter_credentials_vended_total{access="read-write",identity="none"' in metrics
+    audit = [r.getMessage() for r in caplog.records if r.name == "lance_adapter.vending"]
+    assert any("read-write credentials for table t1 " in line for line in audit)
+    assert not any(options["aws_secret_access_key"] in line for line in audit)
+
+
+def test_identities_get_their_own_access(storage: Storage, tmp_path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("etl token-etl\nbi token-bi\n")
+    properties = vending_on(storage.gate.url, **{"access.etl": "read-write"})
+    with adapter(properties, auth_mode="token", auth_tokens_file=str(tokens)) as url:
+        assert run_client("write", url, "i1", json.dumps(
+            {"header.Authorization": "Bearer token-etl"})) == {"rows": 1000}
+        etl = describe(url, "i1", headers={"Authorization": "Bearer token-etl"})
+        bi = describe(url, "i1", headers={"Authorization": "Bearer token-bi"})
+    put = {"Bucket": BUCKET, "Key": "warehouse/i1.lance/new", "Body": b"x"}
+    assert reached(storage.s3(etl["storage_options"]), "put_object", **put)
+    assert not reached(storage.s3(bi["storage_options"]), "put_object", **put)
+    assert reached(storage.s3(bi["storage_options"]), "get_object", Bucket=BUCKET,
+                   Key="warehouse/i1.lance/new")
+
+
+def long_read(storage: Storage, table: str) -> dict[str, Any]:
+    """A client reading one dataset for 4 s while its credentials live 2 s."""
+    properties = vending_on(storage.gate.url, access="read-write", duration_ms="2000")
+    with adapter(properties) as url:
+        assert run_client("write", url, table) == {"rows": 1000}
+        before = set(storage.gate.sessions)
+        answer = run_client("read-for", url, table, "{}", "4.5")
+    answer["sessions used"] = storage.gate.keys_used() - before
+    return answer
+
+
+def test_a_long_read_outlives_its_credentials_through_refresh(storage: Storage) -> None:
+    answer = long_read(storage, "long1")
+    assert "error" not in answer, answer
+    assert set(answer["reads"]) == {1000} and len(answer["reads"]) >= 3
+    assert len(answer["sessions used"]) >= 2, "DescribeTable was called again for new keys"
+
+
+def test_dropping_the_expiry_is_caught(
+    storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The defect: no `expires_at_millis`. The client never refreshes and the read fails once
+    the credentials expire, so the refresh test above would fail."""
+    options = vendor_module.CredentialVendor._options
+
+    def without_expiry(self: CredentialVendor, *arguments: Any) -> dict[str, str]:
+        answered = options(self, *arguments)
+        answered.pop("expires_at_millis")
+        return answered
+
+    monkeypatch.setattr(vendor_module.CredentialVendor, "_options", without_expiry)
+    answer = long_read(storage, "long2")
+    assert "ExpiredToken" in answer.get("stderr", ""), answer
+
+
+def test_no_credential_is_answered_with_vending_off_or_refused(storage: Storage) -> None:
+    with adapter(adapter_properties(storage.gate.url)) as url:
+        assert httpx.post(f"{url}/v1/table/off1/declare", json={"vend_credentials": True},
+                          timeout=30).status_code == 200
+        answers = [describe(url, "off1", vend_credentials=True), describe(url, "off1")]
+    with adapter(vending_on(storage.gate.url)) as url:
+        httpx.post(f"{url}/v1/table/off2/declare", json={}, timeout=30)
+        answers.append(describe(url, "off2", vend_credentials=False))
+    for answer in answers:
+        options = answer.get("storage_options") or {}
+        assert not [key for key in options if is_credential(key)], options
+        assert "expires_at_millis" not in options
