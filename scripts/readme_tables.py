@@ -90,12 +90,14 @@ def settings_tables() -> dict[str, Callable[[], str]]:
     """Each backend's property table, under a marker named after its settings class."""
     from backends import IMPLS, resolve_impl
     from backends.settings import settings_table
+    from backends.vending import VendingSettings
 
     tables: dict[str, Callable[[], str]] = {}
     for impl in IMPLS:
         settings_class = getattr(resolve_impl(impl), "settings_class", None)
         if settings_class is not None:
             tables[settings_class.__name__] = lambda c=settings_class: settings_table(c)
+    tables["VendingSettings"] = lambda: settings_table(VendingSettings)  # every backend's
     return tables
 
 

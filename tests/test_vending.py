@@ -21,6 +21,8 @@ import httpx
 import pytest
 
 import backends.vending.vendor as vendor_module
+from app.auth import load_identities
+from app.config import Settings, SettingsError
 from backends.properties import ConfigurationError, is_credential
 from backends.vending import (
     READ,
@@ -79,12 +81,12 @@ def reach(storage: Storage, options: dict[str, str], own: str, neighbour: str) -
         "neighbour object": reached(s3, "get_object", Bucket=BUCKET, Key=f"{neighbour}/probe"),
         "neighbour listing": reached(s3, "list_objects_v2", Bucket=BUCKET, Prefix=own),
         "bucket root": reached(s3, "list_objects_v2", Bucket=BUCKET),
-        "other bucket object": reached(s3, "get_object", Bucket=BUCKET, Key="top-level"),
+        "object outside tables": reached(s3, "get_object", Bucket=BUCKET, Key="top-level"),
     }
 
 
 ONLY_OWN = {"own object": True, "own listing": True, "neighbour object": False,
-            "neighbour listing": False, "bucket root": False, "other bucket object": False}
+            "neighbour listing": False, "bucket root": False, "object outside tables": False}
 
 
 def put_probes(storage: Storage, *prefixes: str) -> None:
@@ -145,6 +147,13 @@ def test_vending_is_off_by_default_and_checked_when_on() -> None:
         READ_WRITE, READ, READ)
 
 
+def test_token_entries_name_identities() -> None:
+    settings = Settings(auth_mode="token", auth_tokens="etl tok-etl, tok-plain")
+    assert load_identities(settings) == {b"tok-etl": "etl", b"tok-plain": None}
+    with pytest.raises(SettingsError, match="identity"):
+        load_identities(Settings(auth_mode="token", auth_tokens="a b c"))
+
+
 # ---------------------------------------------------------------- scoping, enforced by the gate
 
 
@@ -169,7 +178,7 @@ def test_a_widened_policy_is_caught(storage: Storage, monkeypatch: pytest.Monkey
     assert vended is not None
     seen = reach(storage, dict(vended.storage_options), "db/w1", "db/w10")
     assert seen != ONLY_OWN
-    assert seen["neighbour object"] and seen["bucket root"] and seen["other bucket object"]
+    assert seen["neighbour object"] and seen["bucket root"] and seen["object outside tables"]
 
 
 def test_read_credentials_cannot_write(storage: Storage) -> None:

@@ -46,8 +46,8 @@ class VendingSettings(BackendSettings):
         "vending.sts-endpoint", None, "Custom STS endpoint. Unset: AWS.",
     )
     region: str | None = setting(
-        "vending.region", None, "Region of the STS client, and `aws_region` of the answer when "
-        "the storage options name none. Unset: `storage.aws_region`, then the AWS default.",
+        "vending.region", None, "Region of the STS client and the `aws_region` answered. Unset: "
+        "`storage.aws_region`; with neither, the AWS default region and no `aws_region`.",
     )
     s3_endpoint: str | None = setting(
         "vending.s3-endpoint", None, "The S3 endpoint answered to clients as `aws_endpoint` "
