@@ -19,8 +19,8 @@ from lance_namespace import LanceNamespace
 
 from app.auth import load_credentials
 from app.config import AUTH_MODES, Settings, SettingsError, load_settings
+from app.health import local_root
 from app.observability import MULTIPROC_ENV, log_config
-from app.ops import local_root
 from app.server import RUNTIME_DIR_ENV, SETTINGS_ENV, create_app
 from backends import ConfigurationError, load_namespace
 

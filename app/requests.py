@@ -17,19 +17,19 @@ from starlette.requests import Request
 from app.config import Settings
 from app.errors import BodiesInFlightError, BodyTimeoutError, BodyTooLargeError
 from app.lancedb_remote import adapt_lancedb_request, is_lancedb_remote
+from app.protocol import API_KEY_HEADER, AUTHORIZATION_HEADER, CONTEXT_HEADER_PREFIX
 from app.spec import BodyKind, Operation, QueryParameter
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, WriteMode, parse_mode
 from backends.names import validate_identifier
 from backends.properties import refused_client_storage_options
 
 DEFAULT_DELIMITER = "$"
-IDENTITY_HEADERS = frozenset({"authorization", "x-api-key"})
+IDENTITY_HEADERS = frozenset({AUTHORIZATION_HEADER, API_KEY_HEADER})
 # Transport headers every request has; they are not caller context.
 TRANSPORT_HEADERS = frozenset(
     {"host", "content-length", "content-type", "accept", "accept-encoding", "connection",
      "user-agent", "transfer-encoding", "expect"}
 )
-CONTEXT_HEADER_PREFIX = "header."
 
 # Operations that may address the root namespace (the empty identifier).
 ROOT_OPERATIONS = frozenset(
@@ -202,10 +202,10 @@ def query_fields(operation: Operation, query: QueryParams) -> dict[str, Any]:
 def header_fields(headers: Mapping[str, str]) -> dict[str, Any]:
     """`identity` from the credential headers, `context` from every other header."""
     identity: dict[str, str] = {}
-    api_key = headers.get("x-api-key")
+    api_key = headers.get(API_KEY_HEADER)
     if api_key:
         identity["api_key"] = api_key
-    scheme, _, token = headers.get("authorization", "").partition(" ")
+    scheme, _, token = headers.get(AUTHORIZATION_HEADER, "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         identity["auth_token"] = token.strip()
     context = {

@@ -1,4 +1,4 @@
-"""Operations endpoints outside the Lance routes: /healthz, /readyz and /metrics."""
+"""The health endpoints outside the Lance routes: /healthz, /readyz and /metrics."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from backends import DEFAULT_PROPERTIES
 
 logger = logging.getLogger("lance_adapter")
 _NO_STORE = {"cache-control": "no-store"}
+# The routes `health_routes` serves; they answer without credentials (app.auth).
+HEALTH_PATHS = ("/healthz", "/readyz", "/metrics")
 
 
 Probe = Callable[[], None]
@@ -95,7 +97,7 @@ def _named(name: str, endpoint: Callable[[Request], Awaitable[Response]]) -> Rou
     return Route(f"/{name}", endpoint, methods=["GET"], name=name)
 
 
-def operations_routes(readiness: Readiness, metrics: Metrics) -> list[Route]:
+def health_routes(readiness: Readiness, metrics: Metrics) -> list[Route]:
     async def healthz(_: Request) -> Response:
         return JSONResponse({"status": "ok"}, headers=_NO_STORE)
 
