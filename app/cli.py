@@ -19,8 +19,8 @@ from lance_namespace import LanceNamespace
 
 from app.auth import load_credentials
 from app.config import AUTH_MODES, Settings, SettingsError, load_settings
+from app.health import local_root
 from app.observability import MULTIPROC_ENV, log_config
-from app.ops import local_root
 from app.server import RUNTIME_DIR_ENV, SETTINGS_FILE_ENV, create_app
 from backends import ConfigurationError, load_namespace
 
@@ -81,7 +81,6 @@ def _check_local_root(settings: Settings) -> None:
 
 def _announce(namespace: LanceNamespace, settings: Settings) -> None:
     """One start-up line naming the backend, its root or endpoint, and the address."""
-    logging.config.dictConfig(log_config(settings.log_level))
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     logging.getLogger("lance_adapter").info(
         "serving impl '%s' (%s) at http://%s:%d%s", settings.impl, namespace.namespace_id(),
@@ -134,6 +133,8 @@ def _prepare_runtime_dir(settings: Settings) -> None:
 
 
 def serve(settings: Settings) -> None:
+    # Logging first: what loading the backend logs (e.g. a deprecated property) is JSON too.
+    logging.config.dictConfig(log_config(settings.log_level))
     _check_local_root(settings)
     namespace = load_namespace(settings.impl, settings.properties)
     load_credentials(settings)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
-from lance_namespace import LanceNamespace, LanceNamespaceError, UnsupportedOperationError
+from lance_namespace import LanceNamespace, UnsupportedOperationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
@@ -23,18 +23,17 @@ from app.auth import IDENTITY_KEY, AuthMiddleware, load_credentials
 from app.config import Settings
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
-from app.errors import as_namespace_error, error_headers
+from app.errors import as_namespace_error, render_error
+from app.health import Readiness, health_routes, local_root
 from app.observability import (
-    ERROR_CODE_KEY,
     MULTIPROC_ENV,
     OPERATION_ATTRIBUTE,
     Metrics,
     ObservabilityMiddleware,
     register_secrets,
 )
-from app.ops import Readiness, local_root, operations_routes
 from app.requests import BodyLimits, read_operation_request, read_route_request, release_body
-from app.responses import render, render_error, render_model
+from app.responses import render, render_model
 from app.routing import LanceRoutes, RouteTable
 from app.spec import SPEC_PATH, Operation, load_operations
 from backends import IMPLS
@@ -49,13 +48,6 @@ RequestReader = Callable[
     [Operation, Request, BodyLimits], Awaitable[tuple[dict[str, Any], bytes | None]]
 ]
 Renderer = Callable[[Operation, Any, Any], Response]
-
-
-def _error(request: Request, error: LanceNamespaceError) -> Response:
-    request.scope[ERROR_CODE_KEY] = int(error.code)
-    response = render_error(error, request.url.path)
-    response.headers.update(error_headers(error))
-    return response
 
 
 @dataclass(frozen=True)
@@ -93,7 +85,7 @@ class OperationEndpoint:
             response = without_credentials(await self._call_backend(fields, data))
             return self.answer(self.operation, response, request.headers)
         except Exception as error:
-            return _error(request, as_namespace_error(error))
+            return render_error(as_namespace_error(error), request.scope, request.url.path)
         finally:
             release_body(request)
 
@@ -139,7 +131,7 @@ def operation_routes(
 async def _no_such_route(request: Request, error: Exception) -> Response:
     status = error.status_code if isinstance(error, HTTPException) else 404
     message = f"no operation at {request.method} {request.url.path} (HTTP {status})"
-    return _error(request, UnsupportedOperationError(message))
+    return render_error(UnsupportedOperationError(message), request.scope, request.url.path)
 
 
 async def _spec(_: Request) -> Response:
@@ -236,7 +228,7 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> A
     app.router.routes.append(_route("/rest.yaml", _spec, ["GET"], "rest.yaml"))
     app.router.routes.extend(docs_routes())
     readiness = Readiness.for_backend(namespace, settings)
-    app.router.routes.extend(operations_routes(readiness, metrics))
+    app.router.routes.extend(health_routes(readiness, metrics))
     _add_middleware(app, settings, metrics)
     app.state.namespace = namespace
     app.state.settings = settings

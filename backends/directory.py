@@ -112,6 +112,7 @@ from backends.modes import (
     WriteMode,
     parse_mode,
 )
+from backends.names import joined_id
 from backends.orphans import local_root_path, manifest_tables, sweep_orphans
 from backends.root_tables import listed_directory, rename_root_table
 from backends.settings import BackendSettings
@@ -141,7 +142,7 @@ _ENCODING_PASSES = 4
 
 def storable_id(table_id: list[str]) -> bool:
     """True when the table's directory name fits the file system however it is encoded."""
-    joined = "$".join(table_id)
+    joined = joined_id(table_id)
     name = f"{joined}.lance" if len(table_id) == 1 else joined
     for _ in range(_ENCODING_PASSES):
         name = quote(name, safe="")
@@ -152,7 +153,7 @@ def storable_id(table_id: list[str]) -> bool:
 def require_storable_id(table_id: list[str]) -> None:
     """InvalidInputError unless the table's directory name fits the file system."""
     if not storable_id(table_id):
-        joined = "$".join(table_id)
+        joined = joined_id(table_id)
         raise InvalidInputError(
             f"table id {joined[:40]}... is too long to store: its directory name, "
             f"percent-encoded, would pass the file system's {MAX_FILE_NAME_BYTES} bytes"
@@ -317,7 +318,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
                 return getattr(MetadataNamespace, name)(self, *arguments)
             if not self._exists(request):
                 raise
-            table = "$".join(arguments[0].id or [])
+            table = joined_id(arguments[0].id)
             message = f"table {table} is declared but has no data yet"
             raise InvalidTableStateError(message) from error
 
@@ -330,7 +331,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         `<name>.lance` percent-encoded, so names with non-ASCII characters or `%` are never
         found although the manifest holds them."""
         table_id = list(request.id or [])
-        stored = (self._manifest_tables() or {}).get("$".join(table_id))
+        stored = (self._manifest_tables() or {}).get(joined_id(table_id))
         if stored is None:
             return None
         location = self._in_root(stored) if stored else stored
@@ -340,7 +341,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
     def _described(self, request: Any) -> DescribeTableResponse:
         if not storable_id(list(request.id or [])):
             # No such table can be stored; the native lookup would fail walking for it.
-            raise TableNotFoundError(f"table {'$'.join(request.id or [])[:40]}... not found")
+            raise TableNotFoundError(f"table {joined_id(request.id)[:40]}... not found")
         try:
             return self._translated("describe_table", request)
         except TableNotFoundError:
@@ -458,9 +459,9 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         deregister: refused before anything is written, not half-renamed and rolled back."""
         require_storable_id(renamed_id(request))
         ids = self._manifest_tables()
-        if ids is not None and "$".join(request.id or []) not in ids and self._exists(request):
+        if ids is not None and joined_id(request.id) not in ids and self._exists(request):
             raise UnsupportedOperationError(
-                f"table {'$'.join(request.id or [])} is only a directory under the root, not in "
+                f"table {joined_id(request.id)} is only a directory under the root, not in "
                 "the manifest: RegisterTable it under the new name instead"
             )
         table = self.locate(request)
