@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -26,7 +25,6 @@ from app.docs import docs_routes
 from app.errors import as_namespace_error, render_error
 from app.health import Readiness, health_routes, local_root
 from app.observability import (
-    MULTIPROC_ENV,
     OPERATION_ATTRIBUTE,
     Metrics,
     ObservabilityMiddleware,
@@ -36,13 +34,10 @@ from app.requests import BodyLimits, read_operation_request, read_route_request,
 from app.responses import render, render_model
 from app.routing import LanceRoutes, RouteTable
 from app.spec import SPEC_PATH, Operation, load_operations
+from app.workers import RUNTIME_DIR_ENV
 from backends import IMPLS
 from backends.cache import GENERATION_FILE, Generation, MetadataCache, directory_stamper
 from backends.properties import without_credentials
-
-SETTINGS_FILE_ENV = "LANCE_ADAPTER_SETTINGS_FILE"
-# The directory of files the workers of one server share (the cache generation counter).
-RUNTIME_DIR_ENV = "LANCE_ADAPTER_RUNTIME_DIR"
 
 RequestReader = Callable[
     [Operation, Request, BodyLimits], Awaitable[tuple[dict[str, Any], bytes | None]]
@@ -240,15 +235,3 @@ def secret_property_values(properties: dict[str, str]) -> list[str]:
     """Backend property values that are credentials (kept out of every log line)."""
     words = ("token", "secret", "password", "credential", "key_id", "api_key")
     return [value for key, value in properties.items() if any(w in key.lower() for w in words)]
-
-
-def create_app_from_environment() -> AdapterApp:
-    """The uvicorn factory used by worker processes: settings come from the parent CLI."""
-    from backends import load_namespace
-
-    settings = Settings.from_json(Path(os.environ[SETTINGS_FILE_ENV]).read_text())
-    if os.environ.get(MULTIPROC_ENV):
-        from prometheus_client.multiprocess import mark_process_dead
-
-        atexit.register(mark_process_dead, os.getpid())
-    return create_app(load_namespace(settings.impl, settings.properties), settings)
