@@ -240,6 +240,11 @@ def test_table_created_with_data_by_the_server_is_read_by_impls(sides: Sides) ->
     assert described.location == f"file:{sides.root}/{database}.db/orders"
     assert described.is_only_declared is False
     assert read_rows(impls, table_id) == ROWS.to_pylist()
+    # impls itself cannot describe the version and schema; the server can.
+    detailed = ln.DescribeTableRequest(id=table_id, load_detailed_metadata=True)
+    with pytest.raises(ValueError, match="load_detailed_metadata=true is not supported"):
+        impls.describe_table(detailed)
+    assert sides.rest.describe_table(detailed).version == 1
 
 
 # -- tables declared, then written by pylance -------------------------------------------------

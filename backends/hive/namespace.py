@@ -3,9 +3,10 @@
 
 A Lance table is an HMS table (external, or managed as lance-namespace-impls' are on HMS 2.x)
 whose parameters hold `table_type=lance`; its storage descriptor location is the Lance table
-root. Every write of rows keeps impls' `empty_table` marker true to the table (`mark_written`). How namespace properties map to the Database and
-Catalog objects is in `objects.py`, the name rules in `names.py`, the metastore calls in
-`metastore.py` and the pooled Thrift client in `client.py`.
+root. Every write of rows keeps impls' `empty_table` marker true to the table (`mark_written`).
+How namespace properties map to the Database and Catalog objects is in `objects.py`, the name
+rules in `names.py`, the metastore calls in `metastore.py` and the pooled Thrift client in
+`client.py`.
 """
 
 from __future__ import annotations
