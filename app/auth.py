@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -13,16 +12,18 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.config import Settings, SettingsError
-from app.errors import error_body, http_status
-from app.observability import ERROR_CODE_KEY, register_secrets
+from app.errors import render_error
+from app.health import HEALTH_PATHS
+from app.observability import register_secrets
+from app.protocol import API_KEY_HEADER, AUTHORIZATION_HEADER
 
 # The identity the endpoints hand to the backend when auth is on (None: strip it).
 IDENTITY_KEY = "lance_adapter.identity"
 # The name `auth_tokens_file` gives the caller's token (None: unnamed), for credential vending.
 PRINCIPAL_KEY = "lance_adapter.principal"
-OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
-_AUTHORIZATION = b"authorization"
-_API_KEY = b"x-api-key"
+_AUTHORIZATION = AUTHORIZATION_HEADER.encode()
+_API_KEY = API_KEY_HEADER.encode()
+_CHALLENGE = {"www-authenticate": 'Bearer realm="lance-namespace-adapter"'}
 
 
 def load_credentials(settings: Settings) -> tuple[bytes, ...]:
@@ -89,12 +90,12 @@ class AuthMiddleware:
         return matched
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or get_route_path(scope) in OPEN_PATHS:
+        if scope["type"] != "http" or get_route_path(scope) in HEALTH_PATHS:
             await self.app(scope, receive, send)
             return
         credential = presented_credential(scope["headers"])
         if credential is None or not self._accepts(credential[1]):
-            await self._reject(scope, send, credential is None)
+            await self._reject(scope, receive, send, credential is None)
             return
         kind, value = credential
         scope[IDENTITY_KEY] = {kind: value.decode("latin-1")} if self.forward else None
@@ -109,19 +110,10 @@ class AuthMiddleware:
                 scope["endpoint"] = child.get("endpoint")
                 return
 
-    async def _reject(self, scope: Scope, send: Send, missing: bool) -> None:
+    async def _reject(self, scope: Scope, receive: Receive, send: Send, missing: bool) -> None:
         self._name_operation(scope)
         reason = "missing credential" if missing else "invalid credential"
         error = UnauthenticatedError(f"{reason}: send Authorization: Bearer <token> or x-api-key")
-        scope[ERROR_CODE_KEY] = int(error.code)
-        body = json.dumps(error_body(error, scope["path"]), separators=(",", ":")).encode()
-        await send({
-            "type": "http.response.start",
-            "status": http_status(error),
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="lance-namespace-adapter"'),
-            ],
-        })
-        await send({"type": "http.response.body", "body": body})
+        response = render_error(error, scope, scope["path"])
+        response.headers.update(_CHALLENGE)
+        await response(scope, receive, send)

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import atexit
 import errno
 import logging
 import logging.config
-import os
-import shutil
 import socket
 import sys
-import tempfile
 from pathlib import Path
 
 import uvicorn
@@ -19,9 +15,10 @@ from lance_namespace import LanceNamespace
 
 from app.auth import load_credentials
 from app.config import AUTH_MODES, Settings, SettingsError, load_settings
-from app.observability import MULTIPROC_ENV, log_config
-from app.ops import local_root
-from app.server import RUNTIME_DIR_ENV, SETTINGS_FILE_ENV, create_app
+from app.health import local_root
+from app.observability import log_config
+from app.server import create_app
+from app.workers import prepare_worker_environment
 from backends import ConfigurationError, load_namespace
 
 
@@ -81,7 +78,6 @@ def _check_local_root(settings: Settings) -> None:
 
 def _announce(namespace: LanceNamespace, settings: Settings) -> None:
     """One start-up line naming the backend, its root or endpoint, and the address."""
-    logging.config.dictConfig(log_config(settings.log_level))
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     logging.getLogger("lance_adapter").info(
         "serving impl '%s' (%s) at http://%s:%d%s", settings.impl, namespace.namespace_id(),
@@ -106,34 +102,9 @@ def settings_from_arguments(arguments: argparse.Namespace) -> Settings:
     return load_settings(arguments.config, overrides=overrides)
 
 
-def _prepare_multiprocess_metrics() -> None:
-    """Workers share their metrics through files in PROMETHEUS_MULTIPROC_DIR."""
-    directory = os.environ.get(MULTIPROC_ENV)
-    if directory:
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        for stale in Path(directory).glob("*.db"):
-            stale.unlink()
-    else:
-        directory = tempfile.mkdtemp(prefix="lance-adapter-metrics-")
-        os.environ[MULTIPROC_ENV] = directory
-        atexit.register(shutil.rmtree, directory, ignore_errors=True)
-
-
-def _prepare_runtime_dir(settings: Settings) -> None:
-    """The files the workers of this server share: the metadata cache's generation, and the
-    settings, which may hold secrets: in a file only this user reads (mkdtemp makes the
-    directory 0700), named by an environment variable, never in the environment itself."""
-    directory = tempfile.mkdtemp(prefix="lance-adapter-run-")
-    atexit.register(shutil.rmtree, directory, ignore_errors=True)
-    settings_file = Path(directory) / "settings.json"
-    descriptor = os.open(settings_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w") as output:
-        output.write(settings.to_json())
-    os.environ[RUNTIME_DIR_ENV] = directory
-    os.environ[SETTINGS_FILE_ENV] = str(settings_file)
-
-
 def serve(settings: Settings) -> None:
+    # Logging first: what loading the backend logs (e.g. a deprecated property) is JSON too.
+    logging.config.dictConfig(log_config(settings.log_level))
     _check_local_root(settings)
     namespace = load_namespace(settings.impl, settings.properties)
     load_credentials(settings)
@@ -151,11 +122,10 @@ def serve(settings: Settings) -> None:
         "timeout_graceful_shutdown": settings.timeout_graceful_shutdown or None,
     }
     if settings.workers > 1:
-        _prepare_multiprocess_metrics()
-        _prepare_runtime_dir(settings)
+        prepare_worker_environment(settings)
         # A worker imports the backend libraries before it answers the supervisor's pings:
         # give it longer than uvicorn's 5 s on a small, busy machine.
-        uvicorn.run("app.server:create_app_from_environment", factory=True,
+        uvicorn.run("app.workers:create_app_from_environment", factory=True,
                     workers=settings.workers, timeout_worker_healthcheck=30, **options)
     else:
         uvicorn.run(create_app(namespace, settings), **options)

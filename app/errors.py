@@ -1,10 +1,13 @@
-"""The one place where errors become the spec's error codes and HTTP statuses."""
+"""The one place where errors become the spec's error codes, HTTP statuses and error answers."""
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import MutableMapping
+from typing import Any
 
+import orjson
 from lance_namespace import (
     ErrorCode,
     InternalError,
@@ -14,7 +17,10 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 from pydantic import ValidationError
+from starlette.responses import Response
 
+from app.observability import ERROR_CODE_KEY
+from app.protocol import JSON
 from backends.tables.errors import without_source_location
 
 logger = logging.getLogger("lance_adapter")
@@ -137,3 +143,13 @@ def error_body(error: LanceNamespaceError, instance: str) -> dict[str, object]:
         "detail": f"{_ERROR_TITLES[code]} (code {int(code)})",
         "instance": instance,
     }
+
+
+def render_error(
+    error: LanceNamespaceError, scope: MutableMapping[str, Any], instance: str
+) -> Response:
+    """The spec's error answer to the request of `scope` (its code recorded there for the
+    metrics and the access log); `instance` is the path the answer names."""
+    scope[ERROR_CODE_KEY] = int(error.code)
+    body = orjson.dumps(error_body(error, instance))
+    return Response(body, http_status(error), error_headers(error), media_type=JSON)

@@ -1,4 +1,9 @@
-"""Turning HTTP requests into the fields of the official request models."""
+"""Turning HTTP requests into the fields of the official request models.
+
+The identifier is parsed here, once: a route's `a$b` (joined by the `delimiter` query
+parameter) becomes ["a", "b"]. Its names are not judged here: the backend validates them before
+it does anything with them (`backends.names`), for the server and for Python callers alike.
+"""
 
 from __future__ import annotations
 
@@ -17,19 +22,18 @@ from starlette.requests import Request
 from app.config import Settings
 from app.errors import BodiesInFlightError, BodyTimeoutError, BodyTooLargeError
 from app.lancedb_remote import adapt_lancedb_request, is_lancedb_remote
+from app.protocol import API_KEY_HEADER, AUTHORIZATION_HEADER, CONTEXT_HEADER_PREFIX
 from app.spec import BodyKind, Operation, QueryParameter
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, WriteMode, parse_mode
-from backends.names import validate_identifier
+from backends.names import ID_DELIMITER
 from backends.properties import refused_client_storage_options
 
-DEFAULT_DELIMITER = "$"
-IDENTITY_HEADERS = frozenset({"authorization", "x-api-key"})
+IDENTITY_HEADERS = frozenset({AUTHORIZATION_HEADER, API_KEY_HEADER})
 # Transport headers every request has; they are not caller context.
 TRANSPORT_HEADERS = frozenset(
     {"host", "content-length", "content-type", "accept", "accept-encoding", "connection",
      "user-agent", "transfer-encoding", "expect"}
 )
-CONTEXT_HEADER_PREFIX = "header."
 
 # Operations that may address the root namespace (the empty identifier).
 ROOT_OPERATIONS = frozenset(
@@ -47,7 +51,7 @@ CHOICE_FIELDS: dict[tuple[str, str], type[enum.StrEnum]] = {
 }
 
 
-def split_identifier(raw: str, delimiter: str) -> list[str]:
+def parse_path_identifier(raw: str, delimiter: str) -> list[str]:
     """`a$b` -> ["a", "b"]; an id equal to the delimiter is the root namespace."""
     if not delimiter:
         raise InvalidInputError("delimiter must not be empty")
@@ -202,10 +206,10 @@ def query_fields(operation: Operation, query: QueryParams) -> dict[str, Any]:
 def header_fields(headers: Mapping[str, str]) -> dict[str, Any]:
     """`identity` from the credential headers, `context` from every other header."""
     identity: dict[str, str] = {}
-    api_key = headers.get("x-api-key")
+    api_key = headers.get(API_KEY_HEADER)
     if api_key:
         identity["api_key"] = api_key
-    scheme, _, token = headers.get("authorization", "").partition(" ")
+    scheme, _, token = headers.get(AUTHORIZATION_HEADER, "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         identity["auth_token"] = token.strip()
     context = {
@@ -223,14 +227,15 @@ def _normalise_choices(operation: Operation, fields: dict[str, Any]) -> None:
             fields[name] = parse_mode(fields[name], kind, next(iter(kind)), name).value
 
 
-def _validate_id(operation: Operation, fields: dict[str, Any]) -> None:
+def _require_object_id(operation: Operation, fields: dict[str, Any]) -> None:
+    """An operation on one object needs a non-empty id; an absent one is the root's."""
     if not operation.has_id:
         return
-    identifier = validate_identifier(fields.get("id"))
+    identifier = fields.get("id")
     addresses_one_object = operation.path is None or "{id}" in operation.path
     if not identifier and addresses_one_object and operation.backend_id not in ROOT_OPERATIONS:
         raise InvalidInputError(f"{operation.operation_id} needs a non-empty identifier")
-    fields["id"] = identifier
+    fields["id"] = [] if identifier is None else identifier
 
 
 # Counts the backends hold in 32-bit integers; every other integer must fit in 64 bits.
@@ -268,8 +273,9 @@ def _validate_storage_options(fields: dict[str, Any]) -> None:
 def finish_fields(
     operation: Operation, fields: dict[str, Any], headers: Mapping[str, str]
 ) -> dict[str, Any]:
-    """Validate names and choices, and add identity and context from the headers."""
-    _validate_id(operation, fields)
+    """Check the id's shape, numbers and choices, and add identity and context from the
+    headers (the backend validates the id's names)."""
+    _require_object_id(operation, fields)
     _validate_integers(fields)
     _validate_storage_options(fields)
     _normalise_choices(operation, fields)
@@ -304,8 +310,8 @@ async def read_route_request(
     raw_id = path_params.pop("id", None)
     fields.update(path_params)
     if raw_id is not None:
-        delimiter = request.query_params.get("delimiter") or DEFAULT_DELIMITER
-        route_id = split_identifier(raw_id, delimiter)
+        delimiter = request.query_params.get("delimiter") or ID_DELIMITER
+        route_id = parse_path_identifier(raw_id, delimiter)
         if fields.get("id") is not None and fields["id"] != route_id:
             message = f"request body names {fields['id']!r}, the route names {route_id!r}"
             raise InvalidInputError(message)
@@ -327,6 +333,6 @@ async def read_operation_request(
     query = request.query_params
     fields = query_fields(operation, query)
     raw_id = query.get("id")
-    delimiter = query.get("delimiter") or DEFAULT_DELIMITER
-    fields["id"] = [] if raw_id is None else split_identifier(raw_id, delimiter)
+    delimiter = query.get("delimiter") or ID_DELIMITER
+    fields["id"] = [] if raw_id is None else parse_path_identifier(raw_id, delimiter)
     return finish_fields(operation, fields, request.headers), check_arrow_stream(body)

@@ -1,4 +1,4 @@
-"""Turning backend responses and errors into HTTP responses."""
+"""Turning backend responses into HTTP responses (errors: `app.errors.render_error`)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import orjson
-from lance_namespace import LanceNamespaceError
 from starlette.responses import Response
 
-from app.errors import error_body, http_status
 from app.lancedb_remote import is_lancedb_remote, lancedb_answer
-from app.spec import ARROW_FILE, AnswerKind, Operation
-
-JSON = "application/json"
-CONTEXT_HEADER_PREFIX = "header."
+from app.protocol import ARROW_FILE, CONTEXT_HEADER_PREFIX, JSON
+from app.spec import AnswerKind, Operation
 
 
 def _split_context(payload: dict[str, Any]) -> dict[str, str]:
@@ -76,7 +72,3 @@ def render_model(
     payload = _payload(response)
     headers = _split_context(payload)
     return _json(payload, headers)
-
-
-def render_error(error: LanceNamespaceError, instance: str) -> Response:
-    return _json(error_body(error, instance), status=http_status(error))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import atexit
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
-from lance_namespace import LanceNamespace, LanceNamespaceError, UnsupportedOperationError
+from lance_namespace import LanceNamespace, UnsupportedOperationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
@@ -24,28 +23,23 @@ from app.auth import IDENTITY_KEY, PRINCIPAL_KEY, AuthMiddleware, load_identitie
 from app.config import Settings
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
-from app.errors import as_namespace_error, error_headers
+from app.errors import as_namespace_error, render_error
+from app.health import Readiness, health_routes, local_root
 from app.observability import (
-    ERROR_CODE_KEY,
-    MULTIPROC_ENV,
     OPERATION_ATTRIBUTE,
     Metrics,
     ObservabilityMiddleware,
     register_secrets,
 )
-from app.ops import Readiness, local_root, operations_routes
 from app.requests import BodyLimits, read_operation_request, read_route_request, release_body
-from app.responses import render, render_error, render_model
+from app.responses import render, render_model
 from app.routing import LanceRoutes, RouteTable
 from app.spec import SPEC_PATH, Operation, load_operations
+from app.workers import RUNTIME_DIR_ENV
 from backends import IMPLS
 from backends.cache import GENERATION_FILE, Generation, MetadataCache, directory_stamper
 from backends.properties import without_credentials
 from backends.vending import CredentialVendor, credential_vendor, with_vended
-
-SETTINGS_FILE_ENV = "LANCE_ADAPTER_SETTINGS_FILE"
-# The directory of files the workers of one server share (the cache generation counter).
-RUNTIME_DIR_ENV = "LANCE_ADAPTER_RUNTIME_DIR"
 
 RequestReader = Callable[
     [Operation, Request, BodyLimits], Awaitable[tuple[dict[str, Any], bytes | None]]
@@ -53,13 +47,6 @@ RequestReader = Callable[
 Renderer = Callable[[Operation, Any, Any], Response]
 # The answers that carry vended credentials when vending is on (the spec's vend_credentials).
 VENDING_OPERATIONS = frozenset({"DescribeTable", "DeclareTable"})
-
-
-def _error(request: Request, error: LanceNamespaceError) -> Response:
-    request.scope[ERROR_CODE_KEY] = int(error.code)
-    response = render_error(error, request.url.path)
-    response.headers.update(error_headers(error))
-    return response
 
 
 @dataclass(frozen=True)
@@ -99,7 +86,7 @@ class OperationEndpoint:
             response = await self._with_vended(fields, request.scope, response)
             return self.answer(self.operation, response, request.headers)
         except Exception as error:
-            return _error(request, as_namespace_error(error))
+            return render_error(as_namespace_error(error), request.scope, request.url.path)
         finally:
             release_body(request)
 
@@ -158,7 +145,7 @@ def operation_routes(
 async def _no_such_route(request: Request, error: Exception) -> Response:
     status = error.status_code if isinstance(error, HTTPException) else 404
     message = f"no operation at {request.method} {request.url.path} (HTTP {status})"
-    return _error(request, UnsupportedOperationError(message))
+    return render_error(UnsupportedOperationError(message), request.scope, request.url.path)
 
 
 async def _spec(_: Request) -> Response:
@@ -259,7 +246,7 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> A
     app.router.routes.append(_route("/rest.yaml", _spec, ["GET"], "rest.yaml"))
     app.router.routes.extend(docs_routes())
     readiness = Readiness.for_backend(namespace, settings)
-    app.router.routes.extend(operations_routes(readiness, metrics))
+    app.router.routes.extend(health_routes(readiness, metrics))
     _add_middleware(app, settings, metrics)
     app.state.namespace = namespace
     app.state.settings = settings
@@ -271,15 +258,3 @@ def secret_property_values(properties: dict[str, str]) -> list[str]:
     """Backend property values that are credentials (kept out of every log line)."""
     words = ("token", "secret", "password", "credential", "key_id", "api_key")
     return [value for key, value in properties.items() if any(w in key.lower() for w in words)]
-
-
-def create_app_from_environment() -> AdapterApp:
-    """The uvicorn factory used by worker processes: settings come from the parent CLI."""
-    from backends import load_namespace
-
-    settings = Settings.from_json(Path(os.environ[SETTINGS_FILE_ENV]).read_text())
-    if os.environ.get(MULTIPROC_ENV):
-        from prometheus_client.multiprocess import mark_process_dead
-
-        atexit.register(mark_process_dead, os.getpid())
-    return create_app(load_namespace(settings.impl, settings.properties), settings)

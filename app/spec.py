@@ -13,11 +13,10 @@ import lance_namespace
 import yaml
 from pydantic import BaseModel
 
+from app.protocol import ARROW_FILE, ARROW_STREAM, JSON
 from backends import extensions
 
 SPEC_PATH = Path(__file__).with_name("rest.yaml")
-ARROW_STREAM = "application/vnd.apache.arrow.stream"
-ARROW_FILE = "application/vnd.apache.arrow.file"
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -127,7 +126,7 @@ def _answer_kind(document: dict[str, Any], operation: dict[str, Any]) -> AnswerK
         return AnswerKind.ARROW_FILE
     if "x-lance-body-field" in operation:
         return AnswerKind.FIELD
-    schema_type = content["application/json"]["schema"].get("type")
+    schema_type = content[JSON]["schema"].get("type")
     return {"integer": AnswerKind.INTEGER, "string": AnswerKind.STRING}.get(
         schema_type, AnswerKind.JSON
     )
@@ -146,7 +145,7 @@ def _query_parameters(
 
 def _parameter_type(parameter: dict[str, Any]) -> str:
     """The schema type; a parameter with JSON `content` is one JSON-encoded value."""
-    if "application/json" in parameter.get("content", {}):
+    if JSON in parameter.get("content", {}):
         return "json"
     return parameter["schema"].get("type", "string")
 

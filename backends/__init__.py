@@ -1,10 +1,20 @@
-"""Lance namespace backends and the registry that loads one by name.
+"""Lance namespace backends, registered with `lance_namespace`'s own registry.
 
-Every backend implements `lance_namespace.LanceNamespace`, so it works directly in
-Python as well as behind the REST adapter. `load_namespace` picks one by alias or by
-`module.Class` path. `dir` is `backends.directory.DirectoryBackend`; the catalog backends
-are `backends.base.MetadataNamespace` subclasses, used as they are; a plug-in that is a plain
-`LanceNamespace` gets the generic table operations through `backends.plugin.PluginNamespace`.
+Importing `backends` registers the catalog backends' aliases with
+`lance_namespace.register_namespace_impl`, so any Lance program builds them by name:
+
+    import backends, lance_namespace
+    ns = lance_namespace.connect("hive2", {"uri": "thrift://metastore:9083"})
+
+(lance_namespace 0.13 discovers no entry points: the import is the registration.) `dir` is one
+of lance_namespace's native aliases, which win over registered ones, so `connect("dir", …)`
+stays pylance's `DirectoryNamespace`; the server serves `dir` with
+`backends.directory.DirectoryBackend`, that class with this adapter's fixes.
+
+`load_namespace` builds what the server serves through `lance_namespace.connect`, then gives a
+plain `LanceNamespace` plug-in the generic table operations (`backends.plugin`) and puts the
+location checks in front of it (`backends.containment`). The catalog backends are
+`backends.base.MetadataNamespace` subclasses, used as they are.
 """
 
 from __future__ import annotations
@@ -12,61 +22,88 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 
-from lance_namespace import LanceNamespace, LanceNamespaceError
+import lance_namespace
+from lance_namespace import LanceNamespace, register_namespace_impl
 
 from backends.properties import ConfigurationError
+from backends.tables.errors import without_source_location
 
-IMPLS: dict[str, str] = {
-    "dir": "backends.directory.DirectoryBackend",
+# The registry lines: one alias and class path per catalog backend.
+CATALOG_IMPLS: dict[str, str] = {
     "hive2": "backends.hive.Hive2Namespace",
     "hive3": "backends.hive.Hive3Namespace",
     "glue": "backends.glue.GlueNamespace",
     "unity": "backends.unity.UnityNamespace",
     "iceberg": "backends.iceberg.IcebergNamespace",
 }
+for _alias, _class_path in CATALOG_IMPLS.items():
+    register_namespace_impl(_alias, _class_path)
 
-DEFAULT_PROPERTIES: dict[str, dict[str, str]] = {
-    "dir": {"root": "./lance-data"},
-}
+# What the server serves as `dir` (lance_namespace's `dir` is pylance's own class).
+DIRECTORY_BACKEND = "backends.directory.DirectoryBackend"
+# Every alias the server serves, in the order the README lists them.
+IMPLS: tuple[str, ...] = ("dir", *CATALOG_IMPLS)
+
+
+
+def served_class_path(impl: str) -> str:
+    """What the server builds for `impl`: an alias's class path, or `impl` itself."""
+    if impl == "dir":
+        return DIRECTORY_BACKEND
+    return CATALOG_IMPLS.get(impl) or lance_namespace.NATIVE_IMPLS.get(impl) or impl
 
 
 def resolve_impl(impl: str) -> type[LanceNamespace]:
-    """The class behind an alias or a `module.Class` path."""
-    class_path = IMPLS.get(impl, impl)
-    module_name, _, class_name = class_path.rpartition(".")
-    if not module_name:
-        known = ", ".join(sorted(IMPLS))
-        raise ConfigurationError(f"unknown impl '{impl}' (use one of {known} or module.Class)")
+    """The class the server builds for `impl`, without building it (the README's support
+    table and the image check ask for it)."""
+    module_name, _, class_name = served_class_path(impl).rpartition(".")
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ConfigurationError(f"cannot import impl '{impl}': {error}") from error
-    namespace_class = getattr(module, class_name, None)
+        namespace_class = getattr(importlib.import_module(module_name), class_name, None)
+    except (ImportError, ValueError) as error:
+        raise _configuration_error(impl, error) from error
     if not (isinstance(namespace_class, type) and issubclass(namespace_class, LanceNamespace)):
         raise ConfigurationError(f"impl '{impl}' is not a lance_namespace.LanceNamespace class")
     return namespace_class
+
+
+def _configuration_error(impl: str, cause: BaseException) -> ConfigurationError:
+    """The one-line start-up error for an impl that could not be built because of `cause`."""
+    if isinstance(cause, ConfigurationError):
+        return cause
+    if "." not in served_class_path(impl):
+        known = ", ".join(IMPLS)
+        return ConfigurationError(f"unknown impl '{impl}' (use one of {known} or module.Class)")
+    if isinstance(cause, ImportError):
+        return ConfigurationError(f"cannot import impl '{impl}': {cause}")
+    if isinstance(cause, OSError):  # e.g. an unreachable object-store root
+        reason = without_source_location(str(cause))
+        return ConfigurationError(f"cannot open the storage of impl '{impl}': {reason}")
+    return ConfigurationError(f"cannot configure impl '{impl}': {cause}")
 
 
 def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> LanceNamespace:
     """Build the backend `impl` with `properties`, with every generic table operation."""
     from backends.containment import contain
     from backends.plugin import with_table_operations
-    from backends.tables.errors import without_source_location
 
-    merged = {**DEFAULT_PROPERTIES.get(impl, {}), **(properties or {})}
-    namespace_class = resolve_impl(impl)
+    merged = dict(properties or {})
+    # The class path, not the alias: another library may register the same alias (as
+    # lance-namespace-impls does for hive2, glue, ...) and must not change what is served.
+    target = served_class_path(impl)
     try:
-        namespace = namespace_class(**merged)
-    except ConfigurationError:
-        raise
-    except (TypeError, ValueError, LanceNamespaceError) as error:
-        raise ConfigurationError(f"cannot configure impl '{impl}': {error}") from error
-    except OSError as error:  # e.g. an unreachable object-store root
-        reason = without_source_location(str(error))
-        raise ConfigurationError(f"cannot open the storage of impl '{impl}': {reason}") from error
+        namespace = lance_namespace.connect(target, merged)
+    except ValueError as wrapped:
+        cause = wrapped.__context__ or wrapped  # connect wraps every failure in a ValueError
+        raise _configuration_error(impl, cause) from cause
     loaded = with_table_operations(namespace)
     root_of = getattr(loaded, "storage_root", None)
     return contain(loaded, root_of() if root_of else None)
 
 
-__all__ = ["IMPLS", "ConfigurationError", "load_namespace", "resolve_impl"]
+__all__ = [
+    "CATALOG_IMPLS",
+    "IMPLS",
+    "ConfigurationError",
+    "load_namespace",
+    "resolve_impl",
+]

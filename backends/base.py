@@ -10,6 +10,8 @@ naming the operation and the backend (`@unsupported`); `list_operations` tells t
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from lance import LanceDataset
@@ -117,24 +119,57 @@ from backends.extensions import (
     ListOperationsResponse,
 )
 from backends.modes import CreateMode, WriteMode, parse_mode
-from backends.operations import list_operations, unsupported
+from backends.names import ID_DELIMITER, call_with_valid_id, joined_id
+from backends.operations import EXTENSION_METHODS, list_operations, operation_methods, unsupported
 from backends.tables import history, indexes, lifecycle, reads, schema, writes
 from backends.tables.access import (
     TableLocation,
+    checkout,
     has_data,
+    latest_dataset,
     open_dataset,
     read_arrow_stream,
     remove_data,
 )
-from backends.tables.lifecycle import DEFAULT_DELIMITER, caller
+from backends.tables.lifecycle import caller
 
 NO_TRANSACTIONS = "every operation of this adapter commits at once; there are no open transactions"
 NO_MANIFEST_STORE = "the table's manifests are managed by Lance at its location, not by a store"
 NO_JOBS = "it needs a job service (UDF backfills, materialized views) this adapter does not run"
 
 
+# The methods that take a request naming an object: each validates the request's id first.
+FRONT_DOORS = (*operation_methods(), *EXTENSION_METHODS, "describe_table_entry")
+_FRONT_DOOR_MARK = "validates_request_id"
+
+
+def front_door(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`method(self, request, ...)`, the request's id validated before its body runs."""
+
+    @functools.wraps(method)
+    def operation(self: Any, request: Any, *arguments: Any, **keywords: Any) -> Any:
+        return call_with_valid_id(functools.partial(method, self), request, *arguments,
+                                  **keywords)
+
+    setattr(operation, _FRONT_DOOR_MARK, True)
+    return operation
+
+
 class MetadataNamespace(LanceNamespace):
-    """A catalog backend; every table operation is done with pylance at the table location."""
+    """A catalog backend; every table operation is done with pylance at the table location.
+
+    Every operation a subclass has, its own or inherited, is a front door: the request's id is
+    validated before the operation runs (`backends.names`), so a subclass never sees a bad name.
+    """
+
+    def __init_subclass__(cls, **keywords: Any) -> None:
+        super().__init_subclass__(**keywords)
+        for name in FRONT_DOORS:
+            method = getattr(cls, name, None)
+            default = getattr(LanceNamespace, name, None)
+            if method is None or method is default or getattr(method, _FRONT_DOOR_MARK, False):
+                continue
+            setattr(cls, name, front_door(method))
 
     # -- hooks for subclasses ----------------------------------------------------------------
 
@@ -161,7 +196,7 @@ class MetadataNamespace(LanceNamespace):
         """Where the table of `request` keeps its data, from the catalog."""
         entry = self.describe_table_entry(DescribeTableRequest(id=request.id, **caller(request)))
         if not entry.location:
-            raise InvalidTableStateError(f"table {'$'.join(request.id or [])} has no location")
+            raise InvalidTableStateError(f"table {joined_id(request.id)} has no location")
         return TableLocation(
             id=list(request.id or []),
             location=entry.location,
@@ -183,19 +218,25 @@ class MetadataNamespace(LanceNamespace):
     # -- describe ----------------------------------------------------------------------------
 
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
-        """The catalog entry, completed as the request asks from the dataset itself."""
+        """The catalog entry, completed as the request asks from the dataset itself (opened
+        once for both the declared check and the detailed metadata)."""
         described = self.describe_table_entry(request)
         if not described.location:
+            return described
+        if request.with_table_uri and not described.table_uri:
+            described.table_uri = described.location
+        wants_declared = request.check_declared and described.is_only_declared is None
+        wants_details = request.load_detailed_metadata and described.version is None
+        if not (wants_declared or wants_details):
             return described
         table = TableLocation(
             list(request.id or []), described.location, dict(described.storage_options or {})
         )
-        if request.with_table_uri and not described.table_uri:
-            described.table_uri = described.location
-        if request.check_declared and described.is_only_declared is None:
-            described.is_only_declared = not has_data(table)
-        if request.load_detailed_metadata and described.version is None:
-            dataset = open_dataset(table, request.version, request.tag, request.branch)
+        latest = latest_dataset(table)
+        if wants_declared:
+            described.is_only_declared = latest is None
+        if wants_details:
+            dataset = checkout(table, latest, request.version, request.tag, request.branch)
             described.version = dataset.version
             described.var_schema = arrow_schema_to_json(dataset.schema)
             described.table = table.id[-1]
@@ -225,7 +266,7 @@ class MetadataNamespace(LanceNamespace):
         return RenameTableResponse()
 
     def list_all_tables(
-        self, request: ListTablesRequest, delimiter: str = DEFAULT_DELIMITER
+        self, request: ListTablesRequest, delimiter: str = ID_DELIMITER
     ) -> ListTablesResponse:
         def declared_only(table_id: list[str]) -> bool:
             return not has_data(self.locate(DescribeTableRequest(id=table_id, **caller(request))))
@@ -243,7 +284,8 @@ class MetadataNamespace(LanceNamespace):
         mode = parse_mode(request.mode, WriteMode, WriteMode.APPEND)
         rows = read_arrow_stream(request_data)
         table = self.locate(request)
-        dataset = open_dataset(table, branch=request.branch) if has_data(table) else None
+        latest = latest_dataset(table)
+        dataset = None if latest is None else checkout(table, latest, branch=request.branch)
         return writes.insert_rows(table, dataset, rows, mode)
 
     def merge_insert_into_table(

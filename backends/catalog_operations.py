@@ -10,9 +10,8 @@ from dataclasses import dataclass
 
 from lance_namespace import InvalidInputError
 
+from backends.names import ID_DELIMITER
 from backends.paging import paginate
-
-TABLE_ID_DELIMITER = "$"
 
 
 @dataclass(frozen=True)
@@ -75,7 +74,7 @@ def page_of_table_ids(
     if limit is not None and limit < 0:
         raise InvalidInputError(f"limit must not be negative, got {limit}")
     prefixes = sorted(
-        (TABLE_ID_DELIMITER.join(namespace) + TABLE_ID_DELIMITER, namespace)
+        (ID_DELIMITER.join(namespace) + ID_DELIMITER, namespace)
         for namespace in namespaces
     )
     ids: list[str] = []

@@ -34,6 +34,8 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
+from backends.names import ID_DELIMITER, call_with_valid_id, joined_id
+
 # Files of the directory backend's catalog, directly below its root.
 CATALOG_ENTRIES = frozenset({"__manifest"})
 # Tables being renamed by re-registration: the new entry may share the old one's location.
@@ -102,8 +104,9 @@ class Containment:
             )
         other = self._overlapping_table(table_id, path)
         if other is not None:
+            table = joined_id(other)
             raise InvalidInputError(
-                f"the location belongs to table {'$'.join(other)} (or lies above or below it)"
+                f"the location belongs to table {table} (or lies above or below it)"
             )
         return path
 
@@ -147,7 +150,7 @@ class Containment:
                 ListTablesRequest(id=parent, page_token=token, include_declared=True)
             )
             for joined in page.tables or []:
-                table_id = joined.split("$")
+                table_id = joined.split(ID_DELIMITER)
                 with contextlib.suppress(LanceNamespaceError):
                     location = self._location_of(table_id)
                     if location:
@@ -188,7 +191,8 @@ def _wrap(namespace: LanceNamespace, name: str, guard: Callable[..., Any]) -> No
 
     @functools.wraps(original)
     def guarded(request: Any, *arguments: Any) -> Any:
-        return guard(original, request, *arguments)
+        # The id is validated before the checks look anything up with it.
+        return call_with_valid_id(functools.partial(guard, original), request, *arguments)
 
     setattr(namespace, name, guarded)
 

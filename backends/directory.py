@@ -16,93 +16,52 @@ from __future__ import annotations
 
 import os
 from typing import Any, ClassVar
-from urllib.parse import quote
 
 from lance.namespace import DirectoryNamespace
 from lance_namespace import (
-    AlterTableAddColumnsRequest,
-    AlterTableAddColumnsResponse,
-    AlterTableDropColumnsRequest,
-    AlterTableDropColumnsResponse,
-    AnalyzeTableQueryPlanRequest,
-    CountTableRowsRequest,
-    CountTableRowsResponse,
     CreateNamespaceRequest,
     CreateNamespaceResponse,
-    CreateTableBranchRequest,
-    CreateTableBranchResponse,
-    CreateTableIndexRequest,
     CreateTableRequest,
     CreateTableResponse,
-    CreateTableScalarIndexResponse,
-    CreateTableTagRequest,
-    CreateTableTagResponse,
     CreateTableVersionRequest,
     CreateTableVersionResponse,
     DeclareTableRequest,
     DeclareTableResponse,
-    DeleteFromTableRequest,
-    DeleteFromTableResponse,
-    DeleteTableBranchRequest,
-    DeleteTableBranchResponse,
-    DeleteTableTagRequest,
-    DeleteTableTagResponse,
     DeregisterTableRequest,
     DescribeNamespaceRequest,
-    DescribeTableIndexStatsRequest,
-    DescribeTableIndexStatsResponse,
     DescribeTableRequest,
     DescribeTableResponse,
     DropNamespaceRequest,
     DropNamespaceResponse,
-    DropTableIndexRequest,
-    DropTableIndexResponse,
-    ExplainTableQueryPlanRequest,
-    GetTableStatsRequest,
-    GetTableStatsResponse,
-    GetTableTagVersionRequest,
-    GetTableTagVersionResponse,
     InsertIntoTableRequest,
     InsertIntoTableResponse,
-    InvalidInputError,
     InvalidTableStateError,
     LanceNamespaceError,
-    ListTableBranchesRequest,
-    ListTableBranchesResponse,
-    ListTableIndicesRequest,
-    ListTableIndicesResponse,
     ListTablesRequest,
     ListTablesResponse,
-    ListTableTagsRequest,
-    ListTableTagsResponse,
-    MergeInsertIntoTableRequest,
-    MergeInsertIntoTableResponse,
     NamespaceAlreadyExistsError,
     NamespaceExistsRequest,
     NamespaceNotFoundError,
-    QueryTableRequest,
-    QueryTableResponse,
     RegisterTableRequest,
     RegisterTableResponse,
     RenameTableRequest,
     RenameTableResponse,
-    RestoreTableRequest,
-    RestoreTableResponse,
     TableExistsRequest,
     TableExistsResponse,
     TableNotFoundError,
     UnsupportedOperationError,
-    UpdateTableRequest,
-    UpdateTableResponse,
-    UpdateTableSchemaMetadataRequest,
-    UpdateTableSchemaMetadataResponse,
-    UpdateTableTagRequest,
-    UpdateTableTagResponse,
 )
 
 from backends.base import MetadataNamespace
 from backends.containment import moving_table
 from backends.conventions import join_location, require_lance_table, storage_root
+from backends.directory_layout import (
+    listed_directory,
+    rename_root_table,
+    require_storable_id,
+    storable_id,
+)
+from backends.directory_native import NativeTableOperations
 from backends.directory_settings import DirectorySettings
 from backends.modes import (
     CreateMode,
@@ -112,8 +71,8 @@ from backends.modes import (
     WriteMode,
     parse_mode,
 )
+from backends.names import joined_id
 from backends.orphans import local_root_path, manifest_tables, sweep_orphans
-from backends.root_tables import listed_directory, rename_root_table
 from backends.settings import BackendSettings
 from backends.tables.access import TableLocation, open_dataset
 from backends.tables.errors import translate_native
@@ -127,39 +86,7 @@ _NATIVE_CREATE_MODES = {
 }
 
 
-# Longest file name of common file systems. The native storage layer percent-encodes a
-# name's bytes when it walks the root, so a directory name must fit once encoded: a longer
-# one would make every listing of the root fail.
-MAX_FILE_NAME_BYTES = 255
-_NESTED_PREFIX_BYTES = len("0123abcd_")
-
-
-# Percent-encodings the native layer may stack on a name between the request and the file
-# system (seen: three, `%F2` stored as `%2525F2`; the lookup of a root table adds one).
-_ENCODING_PASSES = 4
-
-
-def storable_id(table_id: list[str]) -> bool:
-    """True when the table's directory name fits the file system however it is encoded."""
-    joined = "$".join(table_id)
-    name = f"{joined}.lance" if len(table_id) == 1 else joined
-    for _ in range(_ENCODING_PASSES):
-        name = quote(name, safe="")
-    encoded = len(name) + (0 if len(table_id) == 1 else _NESTED_PREFIX_BYTES)
-    return encoded <= MAX_FILE_NAME_BYTES
-
-
-def require_storable_id(table_id: list[str]) -> None:
-    """InvalidInputError unless the table's directory name fits the file system."""
-    if not storable_id(table_id):
-        joined = "$".join(table_id)
-        raise InvalidInputError(
-            f"table id {joined[:40]}... is too long to store: its directory name, "
-            f"percent-encoded, would pass the file system's {MAX_FILE_NAME_BYTES} bytes"
-        )
-
-
-class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
+class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamespace):
     """`DirectoryNamespace` first in the method order: its native operations win; the base
     supplies what it lacks and the fixes below choose the base explicitly."""
 
@@ -317,7 +244,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
                 return getattr(MetadataNamespace, name)(self, *arguments)
             if not self._exists(request):
                 raise
-            table = "$".join(arguments[0].id or [])
+            table = joined_id(arguments[0].id)
             message = f"table {table} is declared but has no data yet"
             raise InvalidTableStateError(message) from error
 
@@ -330,7 +257,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         `<name>.lance` percent-encoded, so names with non-ASCII characters or `%` are never
         found although the manifest holds them."""
         table_id = list(request.id or [])
-        stored = (self._manifest_tables() or {}).get("$".join(table_id))
+        stored = (self._manifest_tables() or {}).get(joined_id(table_id))
         if stored is None:
             return None
         location = self._in_root(stored) if stored else stored
@@ -340,7 +267,7 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
     def _described(self, request: Any) -> DescribeTableResponse:
         if not storable_id(list(request.id or [])):
             # No such table can be stored; the native lookup would fail walking for it.
-            raise TableNotFoundError(f"table {'$'.join(request.id or [])[:40]}... not found")
+            raise TableNotFoundError(f"table {joined_id(request.id)[:40]}... not found")
         try:
             return self._translated("describe_table", request)
         except TableNotFoundError:
@@ -363,92 +290,6 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
         return self._described(request)
 
-    def merge_insert_into_table(
-        self, request: MergeInsertIntoTableRequest, request_data: bytes
-    ) -> MergeInsertIntoTableResponse:
-        return self._native("merge_insert_into_table", request, request_data)
-
-    def update_table(self, request: UpdateTableRequest) -> UpdateTableResponse:
-        return self._native("update_table", request)
-
-    def delete_from_table(self, request: DeleteFromTableRequest) -> DeleteFromTableResponse:
-        return self._native("delete_from_table", request)
-
-    def count_table_rows(self, request: CountTableRowsRequest) -> CountTableRowsResponse:
-        return self._native("count_table_rows", request)
-
-    def query_table(self, request: QueryTableRequest) -> QueryTableResponse:
-        return self._native("query_table", request)
-
-    def create_table_scalar_index(
-        self, request: CreateTableIndexRequest
-    ) -> CreateTableScalarIndexResponse:
-        return self._native("create_table_scalar_index", request)
-
-    def list_table_indices(self, request: ListTableIndicesRequest) -> ListTableIndicesResponse:
-        return self._native("list_table_indices", request)
-
-    def describe_table_index_stats(
-        self, request: DescribeTableIndexStatsRequest
-    ) -> DescribeTableIndexStatsResponse:
-        return self._native("describe_table_index_stats", request)
-
-    def drop_table_index(self, request: DropTableIndexRequest) -> DropTableIndexResponse:
-        return self._native("drop_table_index", request)
-
-    def restore_table(self, request: RestoreTableRequest) -> RestoreTableResponse:
-        return self._native("restore_table", request)
-
-    def update_table_schema_metadata(
-        self, request: UpdateTableSchemaMetadataRequest
-    ) -> UpdateTableSchemaMetadataResponse:
-        return self._native("update_table_schema_metadata", request)
-
-    def get_table_stats(self, request: GetTableStatsRequest) -> GetTableStatsResponse:
-        return self._native("get_table_stats", request)
-
-    def explain_table_query_plan(self, request: ExplainTableQueryPlanRequest) -> str:
-        return self._native("explain_table_query_plan", request)
-
-    def analyze_table_query_plan(self, request: AnalyzeTableQueryPlanRequest) -> str:
-        return self._native("analyze_table_query_plan", request)
-
-    def alter_table_add_columns(
-        self, request: AlterTableAddColumnsRequest
-    ) -> AlterTableAddColumnsResponse:
-        return self._native("alter_table_add_columns", request)
-
-    def alter_table_drop_columns(
-        self, request: AlterTableDropColumnsRequest
-    ) -> AlterTableDropColumnsResponse:
-        return self._native("alter_table_drop_columns", request)
-
-    def list_table_tags(self, request: ListTableTagsRequest) -> ListTableTagsResponse:
-        return self._native("list_table_tags", request)
-
-    def get_table_tag_version(
-        self, request: GetTableTagVersionRequest
-    ) -> GetTableTagVersionResponse:
-        return self._native("get_table_tag_version", request)
-
-    def create_table_tag(self, request: CreateTableTagRequest) -> CreateTableTagResponse:
-        return self._native("create_table_tag", request)
-
-    def update_table_tag(self, request: UpdateTableTagRequest) -> UpdateTableTagResponse:
-        return self._native("update_table_tag", request)
-
-    def delete_table_tag(self, request: DeleteTableTagRequest) -> DeleteTableTagResponse:
-        return self._native("delete_table_tag", request)
-
-    def create_table_branch(self, request: CreateTableBranchRequest) -> CreateTableBranchResponse:
-        return self._native("create_table_branch", request)
-
-    def list_table_branches(self, request: ListTableBranchesRequest) -> ListTableBranchesResponse:
-        return self._native("list_table_branches", request)
-
-    def delete_table_branch(self, request: DeleteTableBranchRequest) -> DeleteTableBranchResponse:
-        return self._native("delete_table_branch", request)
-
     # -- native operations that fail or answer wrongly: the generic ones instead ------------
 
     list_all_tables = MetadataNamespace.list_all_tables
@@ -458,9 +299,9 @@ class DirectoryBackend(DirectoryNamespace, MetadataNamespace):
         deregister: refused before anything is written, not half-renamed and rolled back."""
         require_storable_id(renamed_id(request))
         ids = self._manifest_tables()
-        if ids is not None and "$".join(request.id or []) not in ids and self._exists(request):
+        if ids is not None and joined_id(request.id) not in ids and self._exists(request):
             raise UnsupportedOperationError(
-                f"table {'$'.join(request.id or [])} is only a directory under the root, not in "
+                f"table {joined_id(request.id)} is only a directory under the root, not in "
                 "the manifest: RegisterTable it under the new name instead"
             )
         table = self.locate(request)

@@ -66,7 +66,7 @@ from backends.extensions import (
     AlterTableResponse,
 )
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
-from backends.names import joined_identifier, require_object_identifier, validate_identifier
+from backends.names import joined_id, require_object_identifier, validate_identifier
 from backends.paging import paginate
 from backends.rest_catalog_client import (
     ErrorRules,
@@ -278,7 +278,7 @@ class IcebergNamespace(MetadataNamespace):
         starts = [(scope[0], scope[1:])] if scope else [(name, []) for name in self.warehouses]
         with_declared = request.include_declared is not False
         identifiers = [
-            joined_identifier([warehouse, *path, name])
+            joined_id([warehouse, *path, name])
             for warehouse, start in starts
             for path in self._namespace_tree(warehouse, start)
             for name in self._lance_tables(warehouse, path, with_declared)

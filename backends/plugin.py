@@ -4,11 +4,13 @@ implements itself), `MetadataNamespace` adds every other table operation."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from lance_namespace import DescribeTableRequest, DescribeTableResponse, LanceNamespace
 
 from backends.base import MetadataNamespace
+from backends.names import call_with_valid_id
 from backends.operations import EXTENSION_METHODS, implements, operation_methods
 
 # The plug-in's describe_table is the catalog entry the base's describe_table completes.
@@ -18,10 +20,11 @@ _COMPLETED_HERE = frozenset({"describe_table"})
 class PluginNamespace(MetadataNamespace):
     def __init__(self, inner: LanceNamespace) -> None:
         self.inner = inner
-        # The plug-in's own implementations shadow the generic ones, on this instance only.
+        # The plug-in's own implementations shadow the generic ones, on this instance only;
+        # like every operation of a MetadataNamespace, they validate the request's id first.
         for name in [*operation_methods(), *EXTENSION_METHODS, "list_operations"]:
             if name not in _COMPLETED_HERE and implements(inner, name):
-                setattr(self, name, getattr(inner, name))
+                setattr(self, name, functools.partial(call_with_valid_id, getattr(inner, name)))
 
     def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
         return self.inner.describe_table(request)

@@ -68,7 +68,7 @@ from backends.extensions import (
     AlterNamespaceResponse,
 )
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
-from backends.names import joined_identifier, require_object_identifier, validate_identifier
+from backends.names import joined_id, require_object_identifier, validate_identifier
 from backends.paging import paginate
 from backends.rest_catalog_client import (
     ErrorRules,
@@ -257,7 +257,7 @@ class UnityNamespace(MetadataNamespace):
         scope = _unity_identifier(request.id, "namespace", max_levels=2)
         with_declared = request.include_declared is not False
         identifiers = [
-            joined_identifier([catalog, schema, name])
+            joined_id([catalog, schema, name])
             for catalog, schema in self._schemas_under(scope)
             for name in self._lance_table_names(
                 catalog, schema, with_declared, missing_ok=len(scope) < 2

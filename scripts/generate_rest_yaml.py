@@ -24,12 +24,11 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from app.health import HEALTH_PATHS
+from app.protocol import ARROW_FILE, ARROW_STREAM
 from backends import extensions
 
 REST_YAML = Path(__file__).resolve().parents[1] / "rest.yaml"
-ARROW_STREAM = "application/vnd.apache.arrow.stream"
-ARROW_FILE = "application/vnd.apache.arrow.file"
-SERVICE_PATHS = ("/healthz", "/readyz", "/metrics")
 
 # Operations whose request model is not named <OperationId>Request.
 REQUEST_MODEL = {
@@ -263,7 +262,7 @@ def build(existing: dict[str, Any]) -> dict[str, Any]:
         paths[f"/{op_id}"] = spec_path_item(op_id, summary)
     for alias, target in SPEC_ALIASES.items():
         paths[f"/{alias}"] = spec_path_item(alias, f"The spec's name of {target}", target)
-    for service_path in SERVICE_PATHS:
+    for service_path in HEALTH_PATHS:
         paths[service_path] = existing["paths"][service_path]
     return {
         "openapi": existing["openapi"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import httpx
@@ -9,6 +10,9 @@ import pytest
 
 from app.auth import load_credentials
 from app.config import Settings, SettingsError, load_settings
+from app.health import HEALTH_PATHS, Readiness, health_routes
+from app.observability import Metrics
+from app.protocol import JSON
 from tests.server import running_server
 from tests.test_ops_backends import RecordingNamespace
 
@@ -80,10 +84,27 @@ def test_token_mode_accepts_each_configured_token_as_bearer_or_api_key_and_strip
 
 def test_health_and_metrics_stay_open_when_auth_is_on() -> None:
     with running_server(IMPL, {"name": "auth-open"}, auth_mode="token", auth_tokens=GOOD) as url:
-        for path in ("/healthz", "/readyz", "/metrics"):
+        for path in HEALTH_PATHS:
             assert httpx.get(f"{url}{path}").status_code == 200, path
         metrics = httpx.get(f"{url}/metrics").text
     assert GOOD not in metrics
+    assert {f"/{route.name}" for route in health_routes(Readiness(lambda: None, 1), Metrics())} \
+        == set(HEALTH_PATHS)
+
+
+def test_a_refused_credential_is_answered_like_every_other_error() -> None:
+    """The 401 is the error answer of the Lance routes (body, media type, metrics), plus
+    the Bearer challenge."""
+    with running_server(IMPL, {"name": "auth-shape"}, auth_mode="token",
+                        auth_tokens=GOOD) as url:
+        refused = call(url, "POST", "/v1/table/a$t/describe", {})
+        unsupported = call(url, "GET", "/v1/nothing", None, authorization=bearer(GOOD))
+        metrics = httpx.get(f"{url}/metrics").text
+    assert refused.headers["content-type"] == unsupported.headers["content-type"] == JSON
+    assert set(refused.json()) == set(unsupported.json()) == {"error", "code", "detail",
+                                                               "instance"}
+    assert refused.json()["detail"] == "Unauthenticated (code 16)"
+    assert re.search(r'code="16",operation="DescribeTable",status="401"', metrics), metrics
 
 
 def test_tokens_are_read_from_a_file(tmp_path: Path) -> None:

@@ -143,7 +143,9 @@ def test_namespace_properties_live_in_the_database(
 
     described = hive2.describe_namespace(ln.DescribeNamespaceRequest(id=[name])).properties
     assert described == {**properties, "database.owner-type": "ROLE",
-                         "database.location-uri": str(location)}
+                         "database.location-uri": str(location),
+                         # the same fields under lance-namespace-impls' keys
+                         "comment": "sales data", "location": str(location), "owner": "alice"}
 
 
 def test_default_database_location_is_under_root(
@@ -390,11 +392,11 @@ def test_other_hive_tables_are_not_lance_tables(
     hive2.declare_table(ln.DeclareTableRequest(id=[database, "ours"]))
 
     listed = hive2.list_tables(ln.ListTablesRequest(id=[database])).tables
-    assert listed == ["mixed", "ours", "upper"]
+    assert listed == ["managed", "mixed", "ours", "upper"]  # managed: as impls registers
     paged = hive2.list_tables(ln.ListTablesRequest(id=[database], page_token="mixed", limit=1))
     assert (paged.tables, paged.page_token) == (["ours"], "ours")
     hive2.describe_table(ln.DescribeTableRequest(id=[database, "mixed"]))
-    for other in ("managed", "parquet", "iceberg"):
+    for other in ("parquet", "iceberg"):
         with pytest.raises(ln.InvalidInputError):
             hive2.describe_table(ln.DescribeTableRequest(id=[database, other]))
         with pytest.raises(ln.InvalidInputError):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,3 +124,19 @@ def test_worker_settings_with_secrets_stay_out_of_the_environment(tmp_path: Path
     finally:
         adapter.stop()
     assert not Path(settings_file).exists()
+
+
+def test_workers_end_when_their_supervisor_is_killed(tmp_path: Path) -> None:
+    adapter = start_adapter(tmp_path, "--workers", "2", "--prop", f"root={tmp_path / 'data'}")
+    workers = process_tree(adapter.process.pid)[1:]
+    assert len(workers) >= 2
+    adapter.process.kill()  # SIGKILL: the supervisor cannot stop its workers itself
+    adapter.process.wait(timeout=30)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.1)
+    alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()
+             and "zombie" not in Path(f"/proc/{pid}/status").read_text()]
+    assert not alive, f"orphaned workers still running: {alive}"
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{adapter.url}/healthz", timeout=2)

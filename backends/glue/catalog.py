@@ -17,11 +17,11 @@ from lance_namespace import (
 from backends.glue.errors import glue_errors
 from backends.glue.names import DatabaseRef, ResolvedNamespace, child_catalog_id
 from backends.glue.session import GlueSettings
-from backends.names import joined_identifier
+from backends.names import joined_id
 
 
 def namespace_not_found(namespace: list[str], why: str = "") -> NamespaceNotFoundError:
-    return NamespaceNotFoundError(f"namespace {joined_identifier(namespace)} not found{why}")
+    return NamespaceNotFoundError(f"namespace {joined_id(namespace)} not found{why}")
 
 
 class GlueCatalog:
@@ -159,7 +159,7 @@ class GlueCatalog:
         """The ID of the catalog at `path` (which must exist); root needs no check."""
         found = self.resolve(path)
         if found.kind == "database":
-            raise NamespaceNotFoundError(f"catalog {joined_identifier(path)} not found")
+            raise NamespaceNotFoundError(f"catalog {joined_id(path)} not found")
         return found.catalog_id
 
     def children(self, namespace: list[str]) -> list[str]:
@@ -198,7 +198,7 @@ class GlueCatalog:
     ) -> None:
         try:
             with glue_errors(
-                f"table {joined_identifier([*namespace, created['Name']])}",
+                f"table {joined_id([*namespace, created['Name']])}",
                 not_found=NamespaceNotFoundError,
                 already_exists=TableAlreadyExistsError,
             ):
@@ -207,11 +207,11 @@ class GlueCatalog:
             raise namespace_not_found(namespace) from None
 
     def update_table(self, ref: DatabaseRef, updated: dict[str, Any], table_id: list[str]) -> None:
-        with glue_errors(f"table {joined_identifier(table_id)}", not_found=TableNotFoundError):
+        with glue_errors(f"table {joined_id(table_id)}", not_found=TableNotFoundError):
             self.glue.update_table(DatabaseName=ref.name, TableInput=updated, **ref.params())
 
     def delete_table(self, ref: DatabaseRef, table_id: list[str]) -> None:
-        with glue_errors(f"table {joined_identifier(table_id)}", not_found=TableNotFoundError):
+        with glue_errors(f"table {joined_id(table_id)}", not_found=TableNotFoundError):
             self.glue.delete_table(DatabaseName=ref.name, Name=table_id[-1], **ref.params())
 
     def writable(

@@ -79,7 +79,7 @@ from backends.glue.tables import (
     table_uri,
 )
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
-from backends.names import joined_identifier
+from backends.names import joined_id
 from backends.paging import paginate
 from backends.settings import BackendSettings
 
@@ -194,7 +194,7 @@ class GlueNamespace(MetadataNamespace):
         namespace_type: str,
         parameters: dict[str, str],
     ) -> CreateNamespaceResponse:
-        name = joined_identifier(namespace)
+        name = joined_id(namespace)
         if mode == "create":
             raise NamespaceAlreadyExistsError(f"namespace {name} already exists")
         if mode == "overwrite" and existing.kind != namespace_type:
@@ -236,7 +236,7 @@ class GlueNamespace(MetadataNamespace):
                 return DropNamespaceResponse()
             raise namespace_not_found(namespace)
         # DeleteDatabase would also unregister every table (of any format): refuse if any.
-        self._catalog.require_empty(found, joined_identifier(namespace))
+        self._catalog.require_empty(found, joined_id(namespace))
         with glue_errors(found.describe()):
             if found.database is not None:
                 self._glue.delete_database(Name=found.database.name, **found.database.params())
@@ -275,7 +275,7 @@ class GlueNamespace(MetadataNamespace):
         glue_table = self._catalog.get_table(ref, table, namespace)
         if not is_lance_table(glue_table):
             raise InvalidInputError(
-                f"table {joined_identifier([*namespace, table])} is not a Lance table"
+                f"table {joined_id([*namespace, table])} is not a Lance table"
             )
         return glue_table
 
@@ -336,7 +336,7 @@ class GlueNamespace(MetadataNamespace):
         if existing is None:
             self._catalog.create_table(ref, registered, namespace)
         elif not is_lance_table(existing):
-            raise InvalidInputError(f"table {joined_identifier(request.id)} is not a Lance table")
+            raise InvalidInputError(f"table {joined_id(request.id)} is not a Lance table")
         else:
             self._catalog.update_table(ref, registered, [*namespace, table])
         return RegisterTableResponse(location=request.location, properties=parameters)
@@ -357,7 +357,7 @@ class GlueNamespace(MetadataNamespace):
         glue_table = self._catalog.get_table(ref, table, namespace)
         if not is_lance_table(glue_table):
             raise TableNotFoundError(
-                f"table {joined_identifier([*namespace, table])} is not a Lance table"
+                f"table {joined_id([*namespace, table])} is not a Lance table"
             )
         return TableExistsResponse()
 
@@ -398,7 +398,7 @@ class GlueNamespace(MetadataNamespace):
             self._catalog.delete_table(ref, table_id)
         except LanceNamespaceError as undo_error:
             raise InternalError(
-                f"rename failed ({cause}) and its new entry {joined_identifier(table_id)} could"
+                f"rename failed ({cause}) and its new entry {joined_id(table_id)} could"
                 f" not be removed ({undo_error}): both entries now name the same data"
             ) from cause
 

@@ -16,7 +16,7 @@ from backends.conventions import (
     join_location,
 )
 from backends.glue.names import validate_parameters
-from backends.names import joined_identifier
+from backends.names import joined_id
 
 
 def is_lance_table(table: Mapping[str, Any]) -> bool:
@@ -50,7 +50,7 @@ def stored_location(glue_table: Mapping[str, Any]) -> str | None:
 def table_location(glue_table: Mapping[str, Any], table_id: list[str]) -> str:
     location = stored_location(glue_table)
     if not location:
-        raise InvalidInputError(f"table {joined_identifier(table_id)} has no location")
+        raise InvalidInputError(f"table {joined_id(table_id)} has no location")
     return location
 
 

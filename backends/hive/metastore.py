@@ -4,6 +4,7 @@ tables, over the pooled client. Knows Hive and nothing about HTTP or Lance reque
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from copy import deepcopy
 from typing import TypeVar
 
 from hive_metastore import ThriftHiveMetastore
@@ -31,10 +32,15 @@ from backends.hive.names import DEFAULT_CATALOG, DEFAULT_DATABASE, DatabaseRef, 
 from backends.hive.objects import (
     CATALOG_DESCRIPTION_KEY,
     CATALOG_LOCATION_KEY,
+    MANAGED_TABLE,
     catalog_properties,
     database_object,
+    is_external,
     is_lance_table,
     lance_table,
+    made_external,
+    marked_empty,
+    marked_written,
 )
 from backends.modes import CreateMode
 from backends.paging import paginate
@@ -43,7 +49,8 @@ T = TypeVar("T")
 
 TABLE_BATCH_SIZE = 100
 # Names of tables by parameter value, answered by the metastore without loading table objects.
-LANCE_PARAMETER_FILTER = f'hive_filter_field_params__table_type = "{LANCE_TABLE_TYPE}"'
+# `like` takes a Java regular expression, matched whole; (?i) ignores case (HMS 2.3 on Derby).
+LANCE_PARAMETER_FILTER = f'hive_filter_field_params__table_type like "(?i){LANCE_TABLE_TYPE}"'
 
 
 class Metastore:
@@ -163,27 +170,29 @@ class Metastore:
         """The Lance tables of the database that sort after `after`.
 
         The metastore takes ~5 ms per table object, so only names are asked for where possible:
-        the external tables (by table type) and the tables whose parameters say exactly
-        `table_type=lance`. Both together are Lance tables; only the other external tables are
-        fetched, to catch other spellings such as `table_type=LANCE`.
+        the tables whose parameter `table_type` matches `lance` in any case (a parameter filter,
+        any table type) are Lance tables; only the other external tables are fetched, to catch
+        other spellings of the key such as `TABLE_TYPE`. A metastore without parameter filters
+        has every other table fetched.
         """
-        external = self._external_table_names(ref)
-        marked = self._marked_lance_table_names(ref) & external
-        unsure, _ = paginate(external - marked, after, None)
+        marked = self._marked_lance_table_names(ref)
+        others = self._external_table_names(ref) if marked is not None else self.table_names(ref)
+        unsure, _ = paginate(set(others) - (marked or set()), after, None)
         lance_among_unsure = [t.tableName for t in self.table_objects(ref, unsure)
                               if is_lance_table(t)]
-        return sorted(marked | set(lance_among_unsure))
+        return sorted((marked or set()) | set(lance_among_unsure))
 
-    def _external_table_names(self, ref: DatabaseRef) -> set[str]:
+    def _external_table_names(self, ref: DatabaseRef) -> list[str]:
         try:
-            return set(self.call(
+            return self.call(
                 lambda client: client.get_tables_by_type(ref.thrift_name, "*", EXTERNAL_TABLE),
                 "namespace",
-            ))
+            )
         except (UnsupportedOperationError, InternalError):  # a metastore without table types
-            return set(self.table_names(ref))
+            return self.table_names(ref)
 
-    def _marked_lance_table_names(self, ref: DatabaseRef) -> set[str]:
+    def _marked_lance_table_names(self, ref: DatabaseRef) -> set[str] | None:
+        """The names the parameter filter answers; None when the metastore has no such filter."""
         try:
             return set(self.call(
                 lambda client: client.get_table_names_by_filter(
@@ -191,8 +200,8 @@ class Metastore:
                 ),
                 "namespace",
             ))
-        except (UnsupportedOperationError, InternalError):  # no filtering on parameters
-            return set()
+        except (UnsupportedOperationError, InternalError):
+            return None
 
     def table_objects(self, ref: DatabaseRef, names: list[str]) -> Iterator[Table]:
         """The metastore's table objects of `names`, fetched a batch at a time."""
@@ -219,7 +228,7 @@ class Metastore:
         if not is_lance_table(table):
             raise InvalidInputError(
                 f"{ref.name}.{name} is a Hive table but not a Lance table"
-                f" ({EXTERNAL_TABLE} with {TABLE_TYPE_KEY}={LANCE_TABLE_TYPE})"
+                f" (no parameter {TABLE_TYPE_KEY}={LANCE_TABLE_TYPE})"
             )
         return table
 
@@ -233,6 +242,36 @@ class Metastore:
 
     def alter_table(self, ref: DatabaseRef, name: str, table: Table) -> None:
         self.call(lambda client: client.alter_table(ref.thrift_name, name, table), "table")
+
+    def rename_table(self, ref: DatabaseRef, name: str, target: DatabaseRef, new_name: str) -> None:
+        """Rename the Lance table, its data staying where it is. HMS moves the directory of a
+        managed table it renames, so such a table is marked external for the rename and is
+        managed again afterwards."""
+        table = self.get_lance_table(ref, name)
+        renamed = deepcopy(table)
+        renamed.dbName, renamed.tableName = target.name, new_name
+        if is_external(table):
+            self.alter_table(ref, name, renamed)
+            return
+        self.alter_table(ref, name, made_external(table))
+        try:
+            self.alter_table(ref, name, renamed)
+        except Exception:
+            self.alter_table(ref, name, self._managed_again(table))
+            raise
+
+    def mark_written(self, ref: DatabaseRef, name: str) -> None:
+        """After the server wrote Lance data to the table, `empty_table=true` (impls' marker of
+        a declared table) becomes false; other tables are left as they are."""
+        table = self.table_or_none(ref, name)
+        if table is not None and marked_empty(table):
+            self.alter_table(ref, name, marked_written(table))
+
+    @staticmethod
+    def _managed_again(table: Table) -> Table:
+        table.tableType = MANAGED_TABLE
+        table.parameters = {k: v for k, v in table.parameters.items() if k != "EXTERNAL"}
+        return table
 
     def drop_table(self, ref: DatabaseRef, name: str) -> None:
         """Drop the registration only: deleteData=False keeps the table's data."""

@@ -1,17 +1,20 @@
 """Lance namespaces kept in a Hive Metastore (HMS): `hive2` (database.table) and `hive3`
 (catalog.database.table).
 
-A Lance table is an HMS `EXTERNAL_TABLE` whose parameters hold `table_type=lance`; its storage
-descriptor location is the Lance table root. How namespace properties map to the Database and
-Catalog objects is in `objects.py`, the name rules in `names.py`, the metastore calls in
-`metastore.py` and the pooled Thrift client in `client.py`.
+A Lance table is an HMS table (external, or managed as lance-namespace-impls' are on HMS 2.x)
+whose parameters hold `table_type=lance`; its storage descriptor location is the Lance table
+root. Every write of rows keeps impls' `empty_table` marker true to the table (`mark_written`).
+How namespace properties map to the Database and Catalog objects is in `objects.py`, the name
+rules in `names.py`, the metastore calls in `metastore.py` and the pooled Thrift client in
+`client.py`.
 """
 
 from __future__ import annotations
 
+import functools
 import getpass
-from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
 
 from lance_namespace import (
     CreateNamespaceRequest,
@@ -65,12 +68,30 @@ from backends.hive.names import (
 from backends.hive.objects import (
     DATABASE_FIELD_KEYS,
     RESERVED_TABLE_PARAMETERS,
+    database_fields,
     database_properties,
+    spec_keyed,
+    spec_keys,
+    with_impls_keys,
 )
 from backends.hive.settings import HiveSettings
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.paging import paginate
 from backends.settings import BackendSettings
+
+T = TypeVar("T")
+
+
+def _writes_rows(operation: Callable[..., T]) -> Callable[..., T]:
+    """`operation` followed by `mark_written`: a table that says it is empty no longer is."""
+
+    @functools.wraps(operation)
+    def written(self: _HiveNamespace, request: Any, *arguments: Any) -> T:
+        response = operation(self, request, *arguments)
+        self._hms.mark_written(*self._table_ref(request.id))
+        return response
+
+    return written
 
 
 class _HiveNamespace(MetadataNamespace):
@@ -107,6 +128,14 @@ class _HiveNamespace(MetadataNamespace):
         path, table = self._levels.table_path(parts)
         return self._hms.database_ref(path), table
 
+    # -- writes (the rows themselves are written by MetadataNamespace) -----------------------
+
+    create_table = _writes_rows(MetadataNamespace.create_table)
+    insert_into_table = _writes_rows(MetadataNamespace.insert_into_table)
+    merge_insert_into_table = _writes_rows(MetadataNamespace.merge_insert_into_table)
+    update_table = _writes_rows(MetadataNamespace.update_table)
+    delete_from_table = _writes_rows(MetadataNamespace.delete_from_table)
+
     # -- namespaces --------------------------------------------------------------------------
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
@@ -137,7 +166,7 @@ class _HiveNamespace(MetadataNamespace):
     def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
         path = self._levels.namespace_path(request.id)
         mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
-        properties = dict(request.properties or {})
+        properties = spec_keyed(request.properties or {})
         if self._levels.is_catalog_path(path):
             self._hms.create_catalog(path[0], mode, properties)
             return CreateNamespaceResponse(properties=self._hms.catalog_properties(path[0]))
@@ -240,13 +269,11 @@ class _HiveNamespace(MetadataNamespace):
         target_name = hive_name(request.new_table_name, "table", MAX_TABLE_NAME_LENGTH)
         if target_ref.catalog != ref.catalog:
             raise InvalidInputError("Hive cannot move a table to another catalog")
-        table = self._hms.get_lance_table(ref, name)
+        self._hms.get_lance_table(ref, name)
         self._hms.get_database(target_ref)
         if self._hms.table_or_none(target_ref, target_name) is not None:
             raise TableAlreadyExistsError(f"table {target_ref.name}.{target_name} already exists")
-        table.dbName, table.tableName = target_ref.name, target_name
-        # The table is EXTERNAL (EXTERNAL=TRUE), so the metastore keeps its location as it is.
-        self._hms.alter_table(ref, name, table)
+        self._hms.rename_table(ref, name, target_ref, target_name)
         return RenameTableResponse()
 
     def alter_namespace(self, request: AlterNamespaceRequest) -> AlterNamespaceResponse:
@@ -254,6 +281,7 @@ class _HiveNamespace(MetadataNamespace):
         if not path or self._levels.is_catalog_path(path):
             raise InvalidInputError("only a database's properties can be altered here")
         changes = PropertyChanges.of(request.set_properties, request.unset_properties)
+        changes = PropertyChanges(spec_keyed(changes.updates), spec_keys(changes.removals))
         fixed = sorted(changes.removals & DATABASE_FIELD_KEYS)
         if fixed:
             raise InvalidInputError(
@@ -261,18 +289,18 @@ class _HiveNamespace(MetadataNamespace):
             )
         ref = self._hms.database_ref(path)
         before = self._hms.get_database(ref)
-        wanted = changes.applied_to(database_properties(before))
+        wanted = changes.applied_to(database_fields(before))
         altered = self._hms.database_object(ref, dict(wanted))
         altered.createTime = before.createTime
         self._hms.alter_database(ref, altered)
-        after = database_properties(self._hms.get_database(ref))
-        ignored = self._ignored_changes(changes, database_properties(altered), after)
+        after = database_fields(self._hms.get_database(ref))
+        ignored = self._ignored_changes(changes, database_fields(altered), after)
         if ignored:
             self._hms.alter_database(ref, before)
             raise InvalidInputError(
                 f"this metastore cannot change {', '.join(ignored)}; nothing was changed"
             )
-        return AlterNamespaceResponse(properties=after)
+        return AlterNamespaceResponse(properties=with_impls_keys(after))
 
     def alter_table(self, request: AlterTableRequest) -> AlterTableResponse:
         ref, name = self._table_ref(request.id)

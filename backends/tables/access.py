@@ -13,6 +13,7 @@ import pyarrow as pa
 from lance import LanceDataset
 from lance_namespace import InvalidInputError, InvalidTableStateError, TableBranchNotFoundError
 
+from backends.names import joined_id
 from backends.tables.errors import lance_errors
 
 
@@ -30,6 +31,18 @@ class TableLocation:
         return dict(self.storage_options) or None
 
 
+def latest_dataset(table: TableLocation) -> LanceDataset | None:
+    """The table's dataset at its latest version, or None while it has no Lance data."""
+    try:
+        return lance.dataset(table.location, storage_options=table.options)
+    except (OSError, ValueError, RuntimeError):
+        return None
+
+
+def has_data(table: TableLocation) -> bool:
+    return latest_dataset(table) is not None
+
+
 def open_dataset(
     table: TableLocation,
     version: int | None = None,
@@ -37,34 +50,36 @@ def open_dataset(
     branch: str | None = None,
 ) -> LanceDataset:
     """The table's dataset checked out at `tag`, or at `version` of `branch` (latest by default)."""
-    try:
-        dataset = lance.dataset(table.location, storage_options=table.options)
-    except (OSError, ValueError, RuntimeError) as error:
-        raise InvalidTableStateError(f"table {'$'.join(table.id)} has no Lance data yet") from error
+    return checkout(table, latest_dataset(table), version, tag, branch)
+
+
+def checkout(
+    table: TableLocation,
+    latest: LanceDataset | None,
+    version: int | None = None,
+    tag: str | None = None,
+    branch: str | None = None,
+) -> LanceDataset:
+    """`latest`, the table's dataset as opened (None: no data), at `tag` or at `version` of
+    `branch`; it is not opened again for the latest version of the main branch."""
+    if latest is None:
+        raise InvalidTableStateError(f"table {joined_id(table.id)} has no Lance data yet")
     if tag is not None and (version is not None or branch is not None):
         raise InvalidInputError("name either a tag or a version and branch, not both")
     with lance_errors(table.location):
         if tag is not None:
-            return dataset.checkout_version(tag)
+            return latest.checkout_version(tag)
         if branch is not None and branch != "main":
-            return _checkout_branch(dataset, branch, version)
-        if version is not None and version != dataset.version:
-            return dataset.checkout_version(version)
-    return dataset
+            return _checkout_branch(latest, branch, version)
+        if version is not None and version != latest.version:
+            return latest.checkout_version(version)
+    return latest
 
 
 def _checkout_branch(dataset: LanceDataset, branch: str, version: int | None) -> LanceDataset:
     if branch not in dataset.branches.list():
         raise TableBranchNotFoundError(f"branch {branch} does not exist")
     return dataset.checkout_version((branch, version))
-
-
-def has_data(table: TableLocation) -> bool:
-    try:
-        lance.dataset(table.location, storage_options=table.options)
-    except (OSError, ValueError, RuntimeError):
-        return False
-    return True
 
 
 def remove_data(table: TableLocation) -> None:

@@ -28,13 +28,12 @@ from lance_namespace import (
 )
 
 from backends.modes import CreateMode
-from backends.names import validate_name
+from backends.names import ID_DELIMITER, joined_id, validate_name
 from backends.paging import paginate
-from backends.tables.access import TableLocation, has_data, open_dataset, remove_data
+from backends.tables.access import TableLocation, has_data, latest_dataset, remove_data
 from backends.tables.writes import write_rows
 
 logger = logging.getLogger(__name__)
-DEFAULT_DELIMITER = "$"
 
 
 def caller(request: Any) -> dict[str, Any]:
@@ -52,10 +51,11 @@ def create_table(
     """Create (declare + first write), keep (exist_ok) or overwrite the table."""
     if existing is not None:
         if mode is CreateMode.CREATE:
-            raise TableAlreadyExistsError(f"table {'$'.join(request.id or [])} already exists")
+            raise TableAlreadyExistsError(f"table {joined_id(request.id)} already exists")
         target = _with_request_options(existing, request)
-        if mode is CreateMode.EXIST_OK and has_data(target):
-            version = open_dataset(target).version
+        latest = latest_dataset(target) if mode is CreateMode.EXIST_OK else None
+        if latest is not None:
+            version = latest.version
         else:
             version = write_rows(rows, target, "overwrite", target).version
         return _created(existing, version)
@@ -180,7 +180,7 @@ def _every_page(list_page: Callable[[str | None], Any], field: str) -> list[str]
 def list_all_tables(
     namespace: LanceNamespace,
     request: ListTablesRequest,
-    delimiter: str = DEFAULT_DELIMITER,
+    delimiter: str = ID_DELIMITER,
     is_declared_only: Callable[[list[str]], bool] | None = None,
 ) -> ListTablesResponse:
     """Every table under `request.id` (the root by default), as ids joined with `delimiter`,

@@ -1,4 +1,5 @@
-"""Renaming a root table of a local `dir` root.
+"""How the `dir` backend lays tables out on storage: which ids fit the file system, and
+renaming a root table of a local root.
 
 The native namespace also finds root tables by listing `<name>.lance` directories, so a root
 table renamed by re-registering alone would still be listed (and its name taken) under its
@@ -14,19 +15,54 @@ import os
 import shutil
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 from lance_namespace import (
+    InvalidInputError,
     LanceNamespace,
     RenameTableRequest,
     TableAlreadyExistsError,
     UnsupportedOperationError,
 )
 
+from backends.names import joined_id
 from backends.tables import lifecycle
 from backends.tables.access import TableLocation, has_data
 from backends.tables.lifecycle import renamed_id
 
 ROOT_TABLE_SUFFIX = ".lance"
+
+
+# Longest file name of common file systems. The native storage layer percent-encodes a
+# name's bytes when it walks the root, so a directory name must fit once encoded: a longer
+# one would make every listing of the root fail.
+MAX_FILE_NAME_BYTES = 255
+_NESTED_PREFIX_BYTES = len("0123abcd_")
+
+
+# Percent-encodings the native layer may stack on a name between the request and the file
+# system (seen: three, `%F2` stored as `%2525F2`; the lookup of a root table adds one).
+_ENCODING_PASSES = 4
+
+
+def storable_id(table_id: list[str]) -> bool:
+    """True when the table's directory name fits the file system however it is encoded."""
+    joined = joined_id(table_id)
+    name = f"{joined}.lance" if len(table_id) == 1 else joined
+    for _ in range(_ENCODING_PASSES):
+        name = quote(name, safe="")
+    encoded = len(name) + (0 if len(table_id) == 1 else _NESTED_PREFIX_BYTES)
+    return encoded <= MAX_FILE_NAME_BYTES
+
+
+def require_storable_id(table_id: list[str]) -> None:
+    """InvalidInputError unless the table's directory name fits the file system."""
+    if not storable_id(table_id):
+        joined = joined_id(table_id)
+        raise InvalidInputError(
+            f"table id {joined[:40]}... is too long to store: its directory name, "
+            f"percent-encoded, would pass the file system's {MAX_FILE_NAME_BYTES} bytes"
+        )
 
 
 def listed_directory(root: Path | None, table: TableLocation) -> Path | None:

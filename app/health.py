@@ -1,4 +1,4 @@
-"""Operations endpoints outside the Lance routes: /healthz, /readyz and /metrics."""
+"""The health endpoints outside the Lance routes: /healthz, /readyz and /metrics."""
 
 from __future__ import annotations
 
@@ -15,10 +15,12 @@ from starlette.routing import Route
 
 from app.config import Settings
 from app.observability import METRICS_CONTENT_TYPE, OPERATION_ATTRIBUTE, Metrics
-from backends import DEFAULT_PROPERTIES
+from backends.directory_settings import DEFAULT_ROOT
 
 logger = logging.getLogger("lance_adapter")
 _NO_STORE = {"cache-control": "no-store"}
+# The routes `health_routes` serves; they answer without credentials (app.auth).
+HEALTH_PATHS = ("/healthz", "/readyz", "/metrics")
 
 
 Probe = Callable[[], None]
@@ -28,7 +30,7 @@ def local_root(settings: Settings) -> Path | None:
     """The directory backend's root when it is on the local filesystem."""
     if settings.impl != "dir":
         return None
-    root = settings.properties.get("root", DEFAULT_PROPERTIES["dir"]["root"])
+    root = settings.properties.get("root", DEFAULT_ROOT)
     if root.startswith("file://"):
         return Path(root.removeprefix("file://"))
     return None if "://" in root else Path(root)
@@ -95,7 +97,7 @@ def _named(name: str, endpoint: Callable[[Request], Awaitable[Response]]) -> Rou
     return Route(f"/{name}", endpoint, methods=["GET"], name=name)
 
 
-def operations_routes(readiness: Readiness, metrics: Metrics) -> list[Route]:
+def health_routes(readiness: Readiness, metrics: Metrics) -> list[Route]:
     async def healthz(_: Request) -> Response:
         return JSONResponse({"status": "ok"}, headers=_NO_STORE)
 

@@ -1,0 +1,87 @@
+"""The catalog backends are registered with lance_namespace's own registry: any Lance program
+that imports `backends` builds them with `lance_namespace.connect(alias, properties)`, and the
+server builds its backend through that same registry."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import lance_namespace
+import pytest
+from lance.namespace import DirectoryNamespace
+
+import backends
+from backends import CATALOG_IMPLS, IMPLS, ConfigurationError, load_namespace, resolve_impl
+from backends.directory import DirectoryBackend
+
+# Properties each catalog backend is built with; none of them is contacted on construction.
+OFFLINE_PROPERTIES = {
+    "hive2": {"uri": "thrift://127.0.0.1:1"},
+    "hive3": {"uri": "thrift://127.0.0.1:1"},
+    "glue": {"region": "us-east-1", "root": "s3://bucket/lance"},
+    "unity": {"endpoint": "http://127.0.0.1:1", "root": "s3://bucket/lance"},
+    "iceberg": {"endpoint": "http://127.0.0.1:1", "root": "s3://bucket/lance"},
+}
+
+
+def test_every_served_alias_is_a_catalog_backend_or_dir() -> None:
+    assert list(IMPLS) == ["dir", *CATALOG_IMPLS]
+    assert set(OFFLINE_PROPERTIES) == set(CATALOG_IMPLS)
+
+
+@pytest.mark.parametrize("impl", list(CATALOG_IMPLS))
+def test_lance_namespace_connect_builds_our_backend_by_alias(impl: str) -> None:
+    namespace = lance_namespace.connect(impl, OFFLINE_PROPERTIES[impl])
+    assert type(namespace) is resolve_impl(impl)
+    assert type(namespace).__module__.startswith("backends.")
+
+
+@pytest.mark.parametrize("impl", list(CATALOG_IMPLS))
+def test_the_server_builds_the_same_class_as_connect(impl: str) -> None:
+    assert type(load_namespace(impl, OFFLINE_PROPERTIES[impl])) is resolve_impl(impl)
+
+
+def test_importing_backends_is_the_registration() -> None:
+    """In a fresh interpreter `connect("hive2")` fails until `backends` is imported."""
+    script = (
+        "import lance_namespace as ln\n"
+        "props = {'uri': 'thrift://127.0.0.1:1'}\n"
+        "try:\n"
+        "    ln.connect('hive2', props)\n"
+        "except ValueError:\n"
+        "    print('unknown before')\n"
+        "import backends\n"
+        "print(type(ln.connect('hive2', props)).__name__)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            cwd=Path(backends.__file__).parents[1], timeout=120, check=True)
+    assert result.stdout.split("\n")[:2] == ["unknown before", "Hive2Namespace"]
+
+
+def test_dir_stays_pylances_for_connect_and_is_ours_for_the_server(tmp_path: Path) -> None:
+    native = lance_namespace.connect("dir", {"root": str(tmp_path)})
+    assert type(native) is DirectoryNamespace
+    assert type(load_namespace("dir", {"root": str(tmp_path)})) is DirectoryBackend
+    assert resolve_impl("dir") is DirectoryBackend
+
+
+@pytest.mark.parametrize(
+    ("impl", "properties", "message"),
+    [
+        ("nosuchcatalog", {}, "unknown impl 'nosuchcatalog' (use one of dir, hive2"),
+        ("no_such_module.Namespace", {}, "cannot import impl 'no_such_module.Namespace'"),
+        ("backends.directory.NoSuchClass", {}, "cannot configure impl"),
+        ("hive2", {"uri": "http://127.0.0.1:9083"}, "metastore uri must be thrift://"),
+        ("unity", {"root": "s3://b/l"}, "missing required property 'endpoint'"),
+        ("lance.namespace.DirectoryNamespace", {}, "root"),
+    ],
+)
+def test_a_backend_that_cannot_be_built_is_one_configuration_error(
+    impl: str, properties: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        load_namespace(impl, properties)
+    assert message in str(raised.value)
+    assert "Failed to construct" not in str(raised.value)  # connect's wrapper is unwrapped
