@@ -92,11 +92,11 @@ class OperationEndpoint:
 
     async def _with_vended(self, fields: dict[str, Any], scope: Scope, response: Any) -> Any:
         """The answer with credentials for the caller's access, when vending is on and the
-        request does not refuse them (`vend_credentials: false`); unset asks for them."""
+        request asks for them (or leaves it unset, with `vending.unasked`)."""
         vendor = self.service.vendor
         location = getattr(response, "location", None)
         if (vendor is None or self.operation.backend_id not in VENDING_OPERATIONS
-                or not location or fields.get("vend_credentials") is False):
+                or not location or not vendor.asked(fields.get("vend_credentials"))):
             return response
         table = "$".join(fields.get("id") or [])
         vended = await asyncio.to_thread(vendor.vend, location, scope.get(PRINCIPAL_KEY), table)

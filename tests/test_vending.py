@@ -303,6 +303,11 @@ def test_no_credential_is_answered_with_vending_off_or_refused(storage: Storage)
     with adapter(vending_on(storage.gate.url)) as url:
         httpx.post(f"{url}/v1/table/off2/declare", json={}, timeout=30)
         answers.append(describe(url, "off2", vend_credentials=False))
+    with adapter(vending_on(storage.gate.url, unasked="false")) as url:
+        httpx.post(f"{url}/v1/table/off3/declare", json={}, timeout=30)
+        answers.append(describe(url, "off3"))
+        asked = describe(url, "off3", vend_credentials=True)
+    assert "expires_at_millis" in (asked.get("storage_options") or {}), asked
     for answer in answers:
         options = answer.get("storage_options") or {}
         assert not [key for key in options if is_credential(key)], options

@@ -22,8 +22,13 @@ class VendingSettings(BackendSettings):
 
     enabled: bool = setting(
         "vending.enabled", False, "Answer DescribeTable and DeclareTable of tables on S3 with "
-        "temporary credentials scoped to the table (unless the request sets "
-        "`vend_credentials: false`).",
+        "temporary credentials scoped to the table, when the request asks "
+        "(`vend_credentials: true`; see `vending.unasked`).",
+    )
+    unasked: bool = setting(
+        "vending.unasked", False, "Also vend when a request leaves `vend_credentials` unset, "
+        "as pylance 14 and LanceDB do; off, only a request that asks "
+        "(`vend_credentials: true`) gets credentials.",
     )
     role_arn: str | None = setting(
         "vending.role-arn", None, "The IAM role to assume; it must allow the S3 actions on the "

@@ -71,6 +71,12 @@ class CredentialVendor:
         self._guard = threading.Lock()
         self._listeners: list[VendListener] = []
 
+    def asked(self, vend_credentials: bool | None) -> bool:
+        """Whether a request's `vend_credentials` asks for credentials."""
+        if vend_credentials is None:
+            return self.settings.unasked
+        return bool(vend_credentials)
+
     def add_listener(self, listener: VendListener) -> None:
         """Called after every vend (the app counts them in its metrics)."""
         self._listeners.append(listener)
