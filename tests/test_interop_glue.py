@@ -32,6 +32,7 @@ from lance_namespace import (
     ListNamespacesRequest,
     ListTablesRequest,
     QueryTableRequest,
+    RegisterTableRequest,
     TableNotFoundError,
     UnsupportedOperationError,
 )
@@ -328,3 +329,24 @@ def test_deregister_and_drop(sides: Sides):
             sides.server.describe_table(DescribeTableRequest(id=table_id))
     with pytest.raises(RuntimeError, match="does not exist"):
         sides.impls.describe_table(DescribeTableRequest(id=["outside", "t"]))
+
+
+def test_what_impls_cannot_do_on_glue(sides: Sides):
+    """Steps the server does and impls 0.4.2 refuses; the tests above do them on the server."""
+    sides.server.create_namespace(CreateNamespaceRequest(id=["limits"]))
+    location = f"{ROOT}/limits/t.lance"
+    lance.write_dataset(rows(0, 2), location, storage_options=sides.storage)
+    with pytest.raises(UnsupportedOperationError):
+        sides.impls.register_table(RegisterTableRequest(id=["limits", "t"], location=location))
+    assert sides.server.register_table(
+        RegisterTableRequest(id=["limits", "t"], location=location)
+    ).location == location
+    with pytest.raises(RuntimeError, match="load_detailed_metadata"):
+        sides.impls.describe_table(
+            DescribeTableRequest(id=["limits", "t"], load_detailed_metadata=True)
+        )
+    with pytest.raises(ValueError, match="exactly one level"):  # no catalogs, databases only
+        sides.impls.create_namespace(CreateNamespaceRequest(id=["limits", "child"]))
+    assert not hasattr(sides.impls, "alter_namespace")  # not in the interface at all
+    sides.server.drop_table(DropTableRequest(id=["limits", "t"]))
+    sides.server.drop_namespace(DropNamespaceRequest(id=["limits"]))
