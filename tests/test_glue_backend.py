@@ -70,12 +70,15 @@ def test_create_describe_list_drop_database(glue: GlueNamespace, clean_moto: Mot
     response = glue.create_namespace(
         CreateNamespaceRequest(id=["sales"], properties={"owner": "ana", "tier": "gold"})
     )
-    assert response.properties == {"owner": "ana", "tier": "gold"}
     stored = raw_glue(clean_moto).get_database(Name="sales")["Database"]
     assert stored["Parameters"] == {"owner": "ana", "tier": "gold"}
+    location = stored["LocationUri"]  # <root>/sales: the server's namespaces get a location
+    assert location.endswith("/warehouse/sales")
+    expected = {"owner": "ana", "tier": "gold", "location": location}
+    assert response.properties == {**expected, "database.location-uri": location}
 
     described = glue.describe_namespace(DescribeNamespaceRequest(id=["sales"]))
-    assert described.properties == {"owner": "ana", "tier": "gold"}
+    assert described.properties == response.properties
     glue.namespace_exists(NamespaceExistsRequest(id=["sales"]))
     assert glue.list_namespaces(ListNamespacesRequest()).namespaces == ["sales"]
     assert glue.list_namespaces(ListNamespacesRequest(id=["sales"])).namespaces == []
@@ -86,6 +89,12 @@ def test_create_describe_list_drop_database(glue: GlueNamespace, clean_moto: Mot
     assert raw_glue(clean_moto).get_databases()["DatabaseList"] == []
 
 
+def own_properties(properties: dict[str, str] | None) -> dict[str, str]:
+    """Properties without the location every namespace the server creates gets."""
+    location_keys = ("location", "database.location-uri")
+    return {k: v for k, v in (properties or {}).items() if k not in location_keys}
+
+
 def test_create_modes(glue: GlueNamespace):
     create_db(glue, "ops", a="1")
     with pytest.raises(NamespaceAlreadyExistsError):
@@ -93,12 +102,13 @@ def test_create_modes(glue: GlueNamespace):
     kept = glue.create_namespace(
         CreateNamespaceRequest(id=["ops"], mode="ExistOk", properties={"a": "3"})
     )
-    assert kept.properties == {"a": "1"}
+    assert own_properties(kept.properties) == {"a": "1"}
     replaced = glue.create_namespace(
         CreateNamespaceRequest(id=["ops"], mode="overwrite", properties={"b": "4"})
     )
-    assert replaced.properties == {"b": "4"}
-    assert glue.describe_namespace(DescribeNamespaceRequest(id=["ops"])).properties == {"b": "4"}
+    assert own_properties(replaced.properties) == {"b": "4"}
+    described = glue.describe_namespace(DescribeNamespaceRequest(id=["ops"])).properties
+    assert own_properties(described) == {"b": "4"}
     with pytest.raises(InvalidInputError):
         glue.create_namespace(CreateNamespaceRequest(id=["ops"], mode="sometimes"))
 
@@ -108,7 +118,8 @@ def test_overwrite_refuses_namespace_with_tables(glue: GlueNamespace):
     glue.declare_table(DeclareTableRequest(id=["ops", "t"]))
     with pytest.raises(NamespaceNotEmptyError):
         glue.create_namespace(CreateNamespaceRequest(id=["ops"], mode="OVERWRITE"))
-    assert glue.describe_namespace(DescribeNamespaceRequest(id=["ops"])).properties == {"a": "1"}
+    described = glue.describe_namespace(DescribeNamespaceRequest(id=["ops"])).properties
+    assert own_properties(described) == {"a": "1"}
 
 
 def test_missing_namespace_errors(glue: GlueNamespace):
@@ -315,12 +326,13 @@ def test_lance_table_identification(glue: GlueNamespace, clean_moto: MotoEndpoin
     create_db(glue, "db")
     put_raw_table(clean_moto, "db", "upper", "EXTERNAL_TABLE", {"table_type": "LANCE"})
     put_raw_table(clean_moto, "db", "mixed", "EXTERNAL_TABLE", {"table_type": "Lance"})
+    # table_type=lance marks a Lance table whatever the TableType (impls reads no TableType).
     put_raw_table(clean_moto, "db", "managed", "MANAGED_TABLE", {"table_type": "lance"})
     put_raw_table(clean_moto, "db", "iceberg", "EXTERNAL_TABLE", {"table_type": "ICEBERG"})
     put_raw_table(clean_moto, "db", "plain", "EXTERNAL_TABLE", {})
-    assert glue.list_tables(ListTablesRequest(id=["db"])).tables == ["mixed", "upper"]
-    glue.table_exists(TableExistsRequest(id=["db", "upper"]))
-    for name in ("managed", "iceberg", "plain"):
+    assert glue.list_tables(ListTablesRequest(id=["db"])).tables == ["managed", "mixed", "upper"]
+    glue.table_exists(TableExistsRequest(id=["db", "managed"]))
+    for name in ("iceberg", "plain"):
         with pytest.raises(InvalidInputError):
             glue.describe_table(DescribeTableRequest(id=["db", name]))
         with pytest.raises(InvalidInputError):

@@ -7,6 +7,7 @@ service model shipped in botocore.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -169,6 +170,9 @@ def test_missing_catalog_level_is_namespace_not_found(catalogs):
         namespace.describe_namespace(DescribeNamespaceRequest(id=["ghost"]))
 
 
+LOCATION = os.path.join(os.getcwd(), "sales", "orders")  # <root>/<namespace…>; root unset = cwd
+
+
 def test_create_database_in_child_catalog(catalogs):
     namespace, stubber = catalogs
     expect_sales_catalog(stubber)
@@ -177,12 +181,14 @@ def test_create_database_in_child_catalog(catalogs):
     stubber.add_response(
         "create_database",
         {},
-        {"CatalogId": SALES, "DatabaseInput": {"Name": "orders", "Parameters": {"a": "b"}}},
+        {"CatalogId": SALES, "DatabaseInput": {"Name": "orders", "Parameters": {"a": "b"},
+                                                "LocationUri": LOCATION}},
     )
     response = namespace.create_namespace(
         CreateNamespaceRequest(id=["sales", "orders"], properties={"a": "b"})
     )
-    assert response.properties == {"a": "b"}
+    location = {"location": LOCATION, "database.location-uri": LOCATION}
+    assert response.properties == {"a": "b", **location}
 
 
 def test_create_database_under_missing_catalog(catalogs):

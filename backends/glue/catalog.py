@@ -7,7 +7,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lance_namespace import (
+    InternalError,
     InvalidInputError,
+    LanceNamespaceError,
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
     TableAlreadyExistsError,
@@ -17,6 +19,7 @@ from lance_namespace import (
 from backends.glue.errors import glue_errors
 from backends.glue.names import DatabaseRef, ResolvedNamespace, child_catalog_id
 from backends.glue.session import GlueSettings
+from backends.glue.tables import settled_parameters
 from backends.names import joined_id
 
 
@@ -213,6 +216,62 @@ class GlueCatalog:
     def delete_table(self, ref: DatabaseRef, table_id: list[str]) -> None:
         with glue_errors(f"table {joined_id(table_id)}", not_found=TableNotFoundError):
             self.glue.delete_table(DatabaseName=ref.name, Name=table_id[-1], **ref.params())
+
+    def move_table(
+        self,
+        glue_table: Mapping[str, Any],
+        source: tuple[DatabaseRef, list[str]],
+        target: tuple[DatabaseRef, list[str]],
+    ) -> None:
+        """Glue has no rename: create the entry `target` names, then delete `source` (the
+        create is undone if that fails). The data stays at its location."""
+        (source_ref, source_id), (target_ref, target_id) = source, target
+        moved = {**self.writable("Table", "TableInput", glue_table), "Name": target_id[-1]}
+        self.create_table(target_ref, moved, target_id[:-1])
+        try:
+            self.delete_table(source_ref, source_id)
+        except LanceNamespaceError as error:
+            self._undo_create(target_ref, target_id, error)
+            raise
+
+    def _undo_create(self, ref: DatabaseRef, table_id: list[str], cause: Exception) -> None:
+        try:
+            self.delete_table(ref, table_id)
+        except LanceNamespaceError as undo_error:
+            raise InternalError(
+                f"rename failed ({cause}) and its new entry {joined_id(table_id)} could"
+                f" not be removed ({undo_error}): both entries now name the same data"
+            ) from cause
+
+    def record_data(self, ref: DatabaseRef, table_id: list[str]) -> None:
+        """The table has Lance data now: an `empty_table=true` flag (impls') becomes false."""
+        glue_table = self.table_if_exists(ref, table_id[-1]) or {}
+        parameters = settled_parameters(glue_table.get("Parameters"))
+        if parameters is not None:
+            self.replace_parameters(ref, glue_table, parameters, table_id)
+
+    def replace_parameters(
+        self,
+        ref: DatabaseRef,
+        glue_table: Mapping[str, Any],
+        parameters: dict[str, str],
+        table_id: list[str],
+    ) -> None:
+        """UpdateTable with `parameters`, every other field of `glue_table` kept."""
+        updated = self.writable("Table", "TableInput", glue_table)
+        updated["Parameters"] = parameters
+        self.update_table(ref, updated, table_id)
+
+    def update_namespace(self, found: ResolvedNamespace, update: dict[str, Any]) -> None:
+        """Replace the database or catalog with `update` (UpdateDatabase/UpdateCatalog)."""
+        with glue_errors(found.describe()):
+            if found.database is not None:
+                ref = found.database
+                self.glue.update_database(
+                    Name=ref.name, DatabaseInput={**update, "Name": ref.name}, **ref.params()
+                )
+            else:
+                self.glue.update_catalog(CatalogId=found.catalog_id, CatalogInput=update)
 
     def writable(
         self, read_shape: str, write_shape: str, current: Mapping[str, Any]

@@ -91,10 +91,6 @@ class ResolvedNamespace:
     database: DatabaseRef | None = None
     entry: Mapping[str, Any] | None = None
 
-    @property
-    def parameters(self) -> dict[str, str]:
-        return dict((self.entry or {}).get("Parameters") or {})
-
     def describe(self) -> str:
         """How Glue errors about this namespace name it."""
         if self.database is not None:

@@ -7,14 +7,18 @@ the location that `declare_table` / `describe_table` return.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import boto3
 from lance_namespace import (
     CreateNamespaceRequest,
     CreateNamespaceResponse,
+    CreateTableRequest,
+    CreateTableResponse,
     DeclareTableRequest,
     DeclareTableResponse,
+    DeleteFromTableRequest,
+    DeleteFromTableResponse,
     DeregisterTableRequest,
     DeregisterTableResponse,
     DescribeNamespaceRequest,
@@ -23,13 +27,15 @@ from lance_namespace import (
     DescribeTableResponse,
     DropNamespaceRequest,
     DropNamespaceResponse,
-    InternalError,
+    InsertIntoTableRequest,
+    InsertIntoTableResponse,
     InvalidInputError,
-    LanceNamespaceError,
     ListNamespacesRequest,
     ListNamespacesResponse,
     ListTablesRequest,
     ListTablesResponse,
+    MergeInsertIntoTableRequest,
+    MergeInsertIntoTableResponse,
     NamespaceAlreadyExistsError,
     NamespaceExistsRequest,
     NamespaceExistsResponse,
@@ -42,6 +48,8 @@ from lance_namespace import (
     TableExistsResponse,
     TableNotFoundError,
     UnsupportedOperationError,
+    UpdateTableRequest,
+    UpdateTableResponse,
 )
 
 from backends.base import MetadataNamespace
@@ -63,6 +71,7 @@ from backends.glue.names import (
     validate_glue_name,
     validate_parameters,
 )
+from backends.glue.properties import altered_input, namespace_input, namespace_properties
 from backends.glue.session import (
     GlueSettings,
     aws_client,
@@ -83,6 +92,7 @@ from backends.names import joined_id
 from backends.paging import paginate
 from backends.settings import BackendSettings
 
+_Written = TypeVar("_Written")
 # Reserved CreateNamespace property choosing what to create in `catalogs` mode; not stored.
 NAMESPACE_TYPE_PROPERTY = "glue.namespace_type"
 
@@ -141,7 +151,7 @@ class GlueNamespace(MetadataNamespace):
 
     def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
         found = self._catalog.resolve(glue_identifier(request.id, "namespace"))
-        return DescribeNamespaceResponse(properties=found.parameters)
+        return DescribeNamespaceResponse(properties=namespace_properties(found.entry))
 
     def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
         self._catalog.resolve(glue_identifier(request.id, "namespace"))
@@ -151,10 +161,11 @@ class GlueNamespace(MetadataNamespace):
         namespace = glue_identifier(request.id, "namespace")
         if not namespace:
             raise NamespaceAlreadyExistsError("the root namespace always exists")
-        parameters = validate_parameters(request.properties)
-        namespace_type = parameters.pop(NAMESPACE_TYPE_PROPERTY, "database").strip().lower()
+        properties = validate_parameters(request.properties)
+        namespace_type = properties.pop(NAMESPACE_TYPE_PROPERTY, "database").strip().lower()
         if namespace_type not in ("database", "catalog"):
             raise InvalidInputError(f"{NAMESPACE_TYPE_PROPERTY} must be 'database' or 'catalog'")
+        created = namespace_input(properties, self._root, namespace, namespace_type)
         mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
         catalogs_enabled = self._settings.catalogs_enabled
         if namespace_type == "catalog" and not catalogs_enabled:
@@ -164,18 +175,18 @@ class GlueNamespace(MetadataNamespace):
         parent_id = self._catalog.require_catalog(namespace[:-1])
         existing = self._catalog.find(namespace)
         if existing is not None:
-            return self._on_existing(namespace, existing, mode, namespace_type, parameters)
+            return self._on_existing(namespace, existing, mode, namespace_type, created)
         if namespace_type == "catalog":
-            self._create_catalog(namespace, parameters)
+            self._create_catalog(namespace, created)
         else:
             ref = DatabaseRef(parent_id, namespace[-1])
             with glue_errors(ref.describe()):
                 self._glue.create_database(
-                    DatabaseInput={"Name": ref.name, "Parameters": parameters}, **ref.params()
+                    DatabaseInput={"Name": ref.name, **created}, **ref.params()
                 )
-        return CreateNamespaceResponse(properties=parameters)
+        return CreateNamespaceResponse(properties=namespace_properties(created))
 
-    def _create_catalog(self, namespace: list[str], parameters: dict[str, str]) -> None:
+    def _create_catalog(self, namespace: list[str], created: dict[str, Any]) -> None:
         # CreateCatalog has no parent or catalog ID: Glue creates the catalog under the caller's
         # default catalog, which must therefore be our root.
         root = self._settings.catalog_id
@@ -184,7 +195,7 @@ class GlueNamespace(MetadataNamespace):
                 "Glue creates catalogs only directly under the account's default catalog"
             )
         with glue_errors(f"catalog {namespace[0]}"):
-            self._glue.create_catalog(Name=namespace[0], CatalogInput={"Parameters": parameters})
+            self._glue.create_catalog(Name=namespace[0], CatalogInput=created)
 
     def _on_existing(
         self,
@@ -192,7 +203,7 @@ class GlueNamespace(MetadataNamespace):
         existing: ResolvedNamespace,
         mode: str,
         namespace_type: str,
-        parameters: dict[str, str],
+        created: dict[str, Any],
     ) -> CreateNamespaceResponse:
         name = joined_id(namespace)
         if mode == "create":
@@ -202,25 +213,12 @@ class GlueNamespace(MetadataNamespace):
                 f"namespace {name} is a {existing.kind}, not a {namespace_type}"
             )
         if mode == CreateMode.EXIST_OK:
-            return CreateNamespaceResponse(properties=existing.parameters)
+            return CreateNamespaceResponse(properties=namespace_properties(existing.entry))
         # Overwrite = drop + create empty; done as one update so nothing is half-written, and
         # refused when there are children because dropping would unregister them.
         self._catalog.require_empty(existing, name)
-        location = (existing.entry or {}).get("LocationUri") if existing.database else None
-        kept = {"LocationUri": location} if location else {}
-        self._update_namespace(existing, {**kept, "Parameters": parameters})
-        return CreateNamespaceResponse(properties=parameters)
-
-    def _update_namespace(self, found: ResolvedNamespace, update: dict[str, Any]) -> None:
-        """Replace the database or catalog with `update` (UpdateDatabase/UpdateCatalog)."""
-        with glue_errors(found.describe()):
-            if found.database is not None:
-                ref = found.database
-                self._glue.update_database(
-                    Name=ref.name, DatabaseInput={"Name": ref.name, **update}, **ref.params()
-                )
-            else:
-                self._glue.update_catalog(CatalogId=found.catalog_id, CatalogInput=update)
+        self._catalog.update_namespace(existing, created)
+        return CreateNamespaceResponse(properties=namespace_properties(created))
 
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
         namespace = glue_identifier(request.id, "namespace")
@@ -242,7 +240,7 @@ class GlueNamespace(MetadataNamespace):
                 self._glue.delete_database(Name=found.database.name, **found.database.params())
             else:
                 self._glue.delete_catalog(CatalogId=found.catalog_id)
-        return DropNamespaceResponse(properties=found.parameters)
+        return DropNamespaceResponse(properties=namespace_properties(found.entry))
 
     def alter_namespace(self, request: AlterNamespaceRequest) -> AlterNamespaceResponse:
         namespace = glue_identifier(request.id, "namespace")
@@ -252,14 +250,13 @@ class GlueNamespace(MetadataNamespace):
             (NAMESPACE_TYPE_PROPERTY,),
             "only choose what CreateNamespace creates",
         )
-        validate_parameters(changes.updates)
         found = self._catalog.resolve(namespace)
         if found.kind == "root":
             raise InvalidInputError("the root namespace has no properties to alter")
         shapes = ("Database", "DatabaseInput") if found.database else ("Catalog", "CatalogInput")
-        update = self._catalog.writable(*shapes, found.entry or {})
-        update["Parameters"] = changes.applied_to(found.parameters)
-        self._update_namespace(found, update)
+        current = self._catalog.writable(*shapes, found.entry or {})
+        altered = altered_input(current, changes, self._root, found.database is not None)
+        self._catalog.update_namespace(found, altered)
         described = self.describe_namespace(DescribeNamespaceRequest(id=namespace))
         return AlterNamespaceResponse(properties=described.properties)
 
@@ -341,6 +338,32 @@ class GlueNamespace(MetadataNamespace):
             self._catalog.update_table(ref, registered, [*namespace, table])
         return RegisterTableResponse(location=request.location, properties=parameters)
 
+    # -- row writes: the table has Lance data afterwards, which its `empty_table` flag says ----
+
+    def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
+        return self._recorded(request, super().create_table(request, request_data))
+
+    def insert_into_table(
+        self, request: InsertIntoTableRequest, request_data: bytes
+    ) -> InsertIntoTableResponse:
+        return self._recorded(request, super().insert_into_table(request, request_data))
+
+    def merge_insert_into_table(
+        self, request: MergeInsertIntoTableRequest, request_data: bytes
+    ) -> MergeInsertIntoTableResponse:
+        return self._recorded(request, super().merge_insert_into_table(request, request_data))
+
+    def update_table(self, request: UpdateTableRequest) -> UpdateTableResponse:
+        return self._recorded(request, super().update_table(request))
+
+    def delete_from_table(self, request: DeleteFromTableRequest) -> DeleteFromTableResponse:
+        return self._recorded(request, super().delete_from_table(request))
+
+    def _recorded(self, request: Any, response: _Written) -> _Written:
+        namespace, table, ref = self._table_ref(request.id)
+        self._catalog.record_data(ref, [*namespace, table])
+        return response
+
     def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
         namespace, table, ref = self._table_ref(request.id)
         glue_table = self._get_lance_table(ref, table, namespace)
@@ -375,8 +398,6 @@ class GlueNamespace(MetadataNamespace):
     # -- catalog-level operations -------------------------------------------------------------
 
     def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
-        """Glue has no rename: create the new entry, then delete the old one (undone if that
-        fails). The data stays at its location."""
         namespace, table, ref = self._table_ref(request.id)
         new_name = validate_glue_name(request.new_table_name, "new table name")
         target_namespace = namespace
@@ -384,23 +405,10 @@ class GlueNamespace(MetadataNamespace):
             target_namespace = glue_identifier(request.new_namespace_id, "namespace")
         target_ref = self._catalog.database_ref(target_namespace)
         glue_table = self._get_lance_table(ref, table, namespace)
-        renamed = {**self._catalog.writable("Table", "TableInput", glue_table), "Name": new_name}
-        self._catalog.create_table(target_ref, renamed, target_namespace)
-        try:
-            self._catalog.delete_table(ref, [*namespace, table])
-        except LanceNamespaceError as error:
-            self._undo_create(target_ref, [*target_namespace, new_name], error)
-            raise
+        self._catalog.move_table(
+            glue_table, (ref, [*namespace, table]), (target_ref, [*target_namespace, new_name])
+        )
         return RenameTableResponse()
-
-    def _undo_create(self, ref: DatabaseRef, table_id: list[str], cause: Exception) -> None:
-        try:
-            self._catalog.delete_table(ref, table_id)
-        except LanceNamespaceError as undo_error:
-            raise InternalError(
-                f"rename failed ({cause}) and its new entry {joined_id(table_id)} could"
-                f" not be removed ({undo_error}): both entries now name the same data"
-            ) from cause
 
     def alter_table(self, request: AlterTableRequest) -> AlterTableResponse:
         namespace, table, ref = self._table_ref(request.id)
@@ -409,9 +417,8 @@ class GlueNamespace(MetadataNamespace):
         )
         validate_parameters(changes.updates)
         glue_table = self._get_lance_table(ref, table, namespace)
-        altered_input = self._catalog.writable("Table", "TableInput", glue_table)
-        altered_input["Parameters"] = changes.applied_to(glue_table.get("Parameters"))
-        self._catalog.update_table(ref, altered_input, [*namespace, table])
+        parameters = changes.applied_to(glue_table.get("Parameters"))
+        self._catalog.replace_parameters(ref, glue_table, parameters, [*namespace, table])
         altered = self._get_lance_table(ref, table, namespace)
         return AlterTableResponse(properties=dict(altered.get("Parameters") or {}))
 
