@@ -9,10 +9,10 @@ import pytest
 
 from app.auth import load_credentials
 from app.config import Settings, SettingsError, load_settings
-from tests.server import running_server
-from tests.test_ops_backends import RecordingNamespace
+from tests.support.adapter import running_server
+from tests.support.plugin_stand_ins import RecordingNamespace
 
-IMPL = "tests.test_ops_backends.RecordingNamespace"
+IMPL = "tests.support.plugin_stand_ins.RecordingNamespace"
 GOOD = "adapter-token-one"
 OTHER = "adapter-token-two"
 LANCE_ROUTES = (
