@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from backends import load_namespace
 from bench.rest_adapter_bench import CHECKOUT, Measurement, free_port, run_wrk, serving
-from tests.glue_support import glue_properties, start_moto
-from tests.hive_support import HiveMetastoreProcess
+from tests.support.glue import glue_properties, start_moto
+from tests.support.hive import HiveMetastoreProcess
 
 DATABASE = "bench"
 CLI = str(Path(sys.executable).parent / "lance-adapter")

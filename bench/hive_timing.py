@@ -27,8 +27,8 @@ from lance.namespace import RestNamespace
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from backends.hive import Hive2Namespace
-from tests.hive_support import HiveMetastoreProcess
-from tests.server import running_server
+from tests.support.adapter import running_server
+from tests.support.hive import HiveMetastoreProcess
 
 
 def timed(call: Callable[[], object], repeats: int) -> list[float]:

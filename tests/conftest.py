@@ -1,26 +1,16 @@
-from __future__ import annotations
-
-from collections.abc import Iterator
-from pathlib import Path
+"""Every fixture shared between test modules lives in a module of `tests/support/` and is
+registered here, once; test modules import only plain helpers from `tests/support/`."""
 
 import pytest
 
-from tests.server import running_server
+# Assertions in support modules (table steps, the LanceDB lifecycle) report like a test's own.
+pytest.register_assert_rewrite("tests.support")
 
-
-@pytest.fixture
-def data_root(tmp_path: Path) -> Path:
-    root = tmp_path / "lance-data"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
-def dir_server(data_root: Path) -> Iterator[str]:
-    """The adapter on the embedded directory backend; yields its base URL."""
-    with running_server("dir", {"root": str(data_root)}) as url:
-        yield url
-
-
-# Session fixtures of the real Hive Metastore, shared by every Hive test module.
-pytest_plugins = ("tests.hive_support",)
+pytest_plugins = (
+    "tests.support.adapter",
+    "tests.support.glue",
+    "tests.support.hive",
+    "tests.support.hive_catalog_stand_in",
+    "tests.support.pipeline",
+    "tests.support.contract_backends",
+)

@@ -13,10 +13,10 @@ from app.config import Settings, SettingsError, load_settings
 from app.health import HEALTH_PATHS, Readiness, health_routes
 from app.observability import Metrics
 from app.protocol import JSON
-from tests.server import running_server
-from tests.test_ops_backends import RecordingNamespace
+from tests.support.adapter import running_server
+from tests.support.plugin_stand_ins import RecordingNamespace
 
-IMPL = "tests.test_ops_backends.RecordingNamespace"
+IMPL = "tests.support.plugin_stand_ins.RecordingNamespace"
 GOOD = "adapter-token-one"
 OTHER = "adapter-token-two"
 LANCE_ROUTES = (

@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.lance_data import arrow_stream, sample_table, tree_snapshot
-from tests.server import running_server
+from tests.support.adapter import running_server
+from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
 JSON = {"content-type": "application/json"}

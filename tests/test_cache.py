@@ -12,14 +12,11 @@ from lance.namespace import DirectoryNamespace
 from lance_namespace import CreateTableRequest, InsertIntoTableRequest
 
 from backends.cache import CACHED_OPERATIONS, MISS, Generation, MetadataCache
-from tests import glue_support
-from tests.glue_support import MotoEndpoint, glue_properties
-from tests.lance_data import arrow_stream, sample_table
-from tests.server import running_server
+from tests.support.adapter import running_server
+from tests.support.glue import MotoEndpoint, glue_properties
+from tests.support.lance_data import arrow_stream, sample_table
 
 TABLE = "ns$t"
-moto_endpoint = glue_support.moto_endpoint
-clean_moto = glue_support.clean_moto
 
 
 def describe(client: httpx.Client, table: str = TABLE) -> httpx.Response:

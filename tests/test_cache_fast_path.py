@@ -10,10 +10,7 @@ from pathlib import Path
 import httpx
 
 from app.server import LanceFirst
-from tests.server import running_server
-from tests.test_ops import log_lines
-
-__all__ = ["log_lines"]
+from tests.support.adapter import running_server
 
 
 def access_lines(stream: io.StringIO) -> list[dict]:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,34 +13,14 @@ import httpx
 import pytest
 
 from app.config import Settings, SettingsError, load_settings
-from tests.server import free_port
-
-CLI = str(Path(sys.executable).parent / "lance-adapter")
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def cli_environment(env: dict[str, str] | None = None) -> dict[str, str]:
-    """The console script runs this checkout's code, even from a venv installed elsewhere."""
-    return {**(env or os.environ), "PYTHONPATH": str(ROOT)}
+from tests.support.cli import CLI, ROOT, cli_environment, start_up_line, wait_until_serving
+from tests.support.common import free_port
 
 
 def run_cli(*arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [CLI, *arguments], capture_output=True, text=True, timeout=120, env=cli_environment(env)
     )
-
-
-
-def wait_until_serving(url: str, process: subprocess.Popen, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert process.poll() is None, process.stderr.read() if process.stderr else ""
-        try:
-            httpx.get(f"{url}/healthz", timeout=5)
-            return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise AssertionError("the server did not start")
 
 
 @pytest.fixture
@@ -177,23 +154,6 @@ def test_an_unknown_log_level_is_one_line_and_exit_2(tmp_path: Path) -> None:
         "lance-adapter: log_level must be one of critical, error, warning, info, debug, trace, "
         "got 'verbose'"
     ]
-
-
-def start_up_line(*arguments: str) -> dict:
-    """The JSON log line `serve` writes on start; the server runs until /healthz answers."""
-    port = free_port()
-    process = subprocess.Popen(
-        [CLI, "serve", "--port", str(port), *arguments],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_environment(),
-    )
-    try:
-        wait_until_serving(f"http://127.0.0.1:{port}", process)
-    finally:
-        process.terminate()
-        output, _ = process.communicate(timeout=60)
-    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
-    assert lines, output
-    return {**lines[0], "port": port}
 
 
 def test_the_start_up_line_names_the_backend_its_root_and_the_address(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import lance
 
-from tests.lance_data import arrow_stream, sample_table
-from tests.server import free_port
-from tests.test_cli import CLI, cli_environment, wait_until_serving
+from tests.support.cli import CLI, cli_environment, wait_until_serving
+from tests.support.common import free_port
+from tests.support.lance_data import arrow_stream, sample_table
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
 WRITERS = 3

@@ -28,8 +28,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from app.spec import load_operations
-from tests.helm_chart import CHART, render
-from tests.server import free_port
+from tests.support.common import free_port
+from tests.support.helm_chart import CHART, render
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

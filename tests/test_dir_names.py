@@ -10,8 +10,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.lance_data import arrow_stream, sample_table
-from tests.server import running_server
+from tests.support.adapter import running_server
+from tests.support.lance_data import arrow_stream, sample_table
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
 NAMES = ["été", "%2A", "表", "a%b"]

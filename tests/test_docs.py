@@ -9,7 +9,7 @@ import httpx
 import yaml
 
 from app.spec import SPEC_PATH
-from tests.server import running_server
+from tests.support.adapter import running_server
 
 
 def test_openapi_json_is_rest_yaml(dir_server: str) -> None:

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from app.spec import SPEC_PATH
-from tests.lance_data import arrow_stream, sample_table
-from tests.server import running_server
+from tests.support.adapter import running_server
+from tests.support.lance_data import arrow_stream, sample_table
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 T = TypeVar("T")

@@ -3,74 +3,24 @@ trusted X-Forwarded-*, body limit, JSON logs, several workers and graceful shutd
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.server import free_port
-from tests.test_ops import metric
-from tests.test_ops_backends import SLOW_SECONDS
+from tests.support.adapter import metric
+from tests.support.cli import CLI, Adapter, start_adapter
+from tests.support.common import free_port
+from tests.support.plugin_stand_ins import SLOW_SECONDS
 
-ROOT = Path(__file__).resolve().parents[1]
-IMPL = "tests.test_ops_backends.RecordingNamespace"
-CLI = Path(sys.executable).with_name("lance-adapter")
 TOKEN = "gateway-token-91d2"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
-
-
-@dataclass
-class Adapter:
-    process: subprocess.Popen[bytes]
-    url: str
-    log: Path
-
-    def log_lines(self) -> list[dict]:
-        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
-
-    def stop(self) -> int:
-        """SIGTERM; uvicorn shuts down gracefully, then re-raises the signal (a
-        multi-worker supervisor exits 0)."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=30)
-
-    def stopped_cleanly(self) -> bool:
-        code = self.stop()
-        return code in (0, -signal.SIGTERM) and "Finished server process" in self.log.read_text()
-
-
-def start_adapter(tmp: Path, *arguments: str, **environment: str) -> Adapter:
-    """`lance-adapter serve` on a free port; returns once /healthz answers."""
-    port = free_port()
-    log = tmp / f"adapter-{port}.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LANCE_ADAPTER_")}
-    env.update(PYTHONPATH=str(ROOT), LANCE_ADAPTER_PORT=str(port), **environment)
-    command = [str(CLI), "serve", "--impl", IMPL, *arguments]
-    with log.open("wb") as output:
-        process = subprocess.Popen(command, cwd=tmp, env=env, stdout=output,
-                                   stderr=subprocess.STDOUT)
-    adapter = Adapter(process, f"http://127.0.0.1:{port}", log)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the adapter exited: {log.read_text()}")
-        try:
-            if httpx.get(f"{adapter.url}/healthz", timeout=1).status_code == 200:
-                return adapter
-        except httpx.TransportError:
-            time.sleep(0.1)
-    adapter.stop()
-    raise RuntimeError("the adapter did not start in time")
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +155,7 @@ def serving_pids(adapter: Adapter) -> set[int]:
 def test_the_cli_refuses_token_auth_without_tokens_before_listening(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LANCE_ADAPTER_")}
     result = subprocess.run(
-        [str(CLI), "serve", "--auth-mode", "token", "--port", str(free_port())],
+        [CLI, "serve", "--auth-mode", "token", "--port", str(free_port())],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 2

@@ -29,11 +29,11 @@ from lance_namespace_urllib3_client.models import QueryTableRequestVector
 from backends import load_namespace
 from backends.base import MetadataNamespace
 from backends.plugin import PluginNamespace
-from tests.lance_data import arrow_stream, nearest_ids, read_arrow_file, sample_table
-from tests.server import running_server
-from tests.stand_in_backends import MetadataOnlyNamespace
+from tests.support.adapter import running_server
+from tests.support.lance_data import arrow_stream, nearest_ids, read_arrow_file, sample_table
+from tests.support.plugin_stand_ins import MetadataOnlyNamespace
 
-STAND_IN = "tests.stand_in_backends.MetadataOnlyNamespace"
+STAND_IN = "tests.support.plugin_stand_ins.MetadataOnlyNamespace"
 TABLE = ["cat", "items"]
 
 

@@ -22,20 +22,15 @@ from lance_namespace import (
 from moto.core.authorization import enable_iam_authentication
 
 from backends.glue import GlueNamespace
-from tests import glue_support
-from tests.glue_support import (
+from tests.support.common import free_port
+from tests.support.glue import (
     MOTO_ACCOUNT_ID,
     MotoEndpoint,
     create_lance_role,
     create_user_keys,
-    free_port,
     glue_properties,
     start_moto,
 )
-
-# The shared fixtures, by name (pytest finds fixtures among module attributes).
-moto_endpoint = glue_support.moto_endpoint
-clean_moto = glue_support.clean_moto
 
 
 def keyed(url: str, access_key: str, secret_key: str, **extra: str) -> dict[str, str]:

@@ -30,17 +30,8 @@ from lance_namespace import (
 from backends import load_namespace
 from backends.glue import GlueNamespace
 from backends.properties import ConfigurationError
-from tests import glue_support
-from tests.glue_support import (
-    MotoEndpoint,
-    glue_properties,
-)
-from tests.lance_data import sample_table, tree_snapshot
-
-# The shared fixtures, by name (pytest finds fixtures among module attributes).
-moto_endpoint = glue_support.moto_endpoint
-clean_moto = glue_support.clean_moto
-glue = glue_support.glue
+from tests.support.glue import MotoEndpoint, glue_properties
+from tests.support.lance_data import sample_table, tree_snapshot
 
 
 def create_db(glue: GlueNamespace, name: str, **properties: str) -> None:

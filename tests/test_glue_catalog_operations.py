@@ -15,20 +15,9 @@ from moto.core.authorization import enable_iam_authentication
 
 from backends.extensions import AlterNamespaceRequest, AlterTableRequest
 from backends.glue import GlueNamespace
-from tests import glue_support
-from tests.glue_support import (
-    MOTO_ACCOUNT_ID,
-    MotoEndpoint,
-    create_user_keys,
-    free_port,
-    glue_properties,
-)
-from tests.lance_data import all_list_pages, sample_table
-
-# The shared fixtures, by name (pytest finds fixtures among module attributes).
-moto_endpoint = glue_support.moto_endpoint
-clean_moto = glue_support.clean_moto
-glue = glue_support.glue
+from tests.support.common import free_port
+from tests.support.glue import MOTO_ACCOUNT_ID, MotoEndpoint, create_user_keys, glue_properties
+from tests.support.lance_data import all_list_pages, sample_table
 
 GLUE_ACTIONS_BUT_DELETE = [
     "glue:GetDatabase",
@@ -285,9 +274,6 @@ def test_alter_table_refuses_the_lance_marker(
 
 
 # -- ListAllTables ------------------------------------------------------------------------------
-
-
-
 
 
 def test_list_all_tables_pages_across_databases(

@@ -36,17 +36,8 @@ from lance_namespace import (
 )
 
 from backends.glue import GlueNamespace
-from tests import glue_support
-from tests.glue_support import (
-    MOTO_ACCOUNT_ID,
-    MotoEndpoint,
-    free_port,
-    glue_properties,
-)
-
-# The shared fixtures, by name (pytest finds fixtures among module attributes).
-moto_endpoint = glue_support.moto_endpoint
-clean_moto = glue_support.clean_moto
+from tests.support.common import free_port
+from tests.support.glue import MOTO_ACCOUNT_ID, MotoEndpoint, glue_properties
 
 ACCOUNT = MOTO_ACCOUNT_ID
 SALES = f"{ACCOUNT}:sales"

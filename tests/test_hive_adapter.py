@@ -4,7 +4,6 @@ against the real Hive Metastore 2.3.10; registrations are checked in the metasto
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,15 +14,13 @@ import pytest
 from hive_metastore.ttypes import NoSuchObjectException
 from lance.namespace import RestNamespace
 
-from tests.hive_support import HiveMetastoreProcess, create_raw_table, metastore_client
-from tests.server import running_server
+from tests.support.adapter import running_server
+from tests.support.common import unique
+from tests.support.hive import HiveMetastoreProcess, create_raw_table, metastore_client
 
 CLIENTS = 8
 TABLES_PER_CLIENT = 50
 
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ Registrations are checked in the metastore itself through a raw Thrift client.
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,11 +18,8 @@ from hive_metastore.ttypes import NoSuchObjectException, PrincipalType
 from backends import resolve_impl
 from backends.hive import Hive2Namespace, Hive3Namespace
 from backends.properties import ConfigurationError
-from tests.hive_support import HiveMetastoreProcess, create_raw_table, metastore_client
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+from tests.support.common import unique
+from tests.support.hive import HiveMetastoreProcess, create_raw_table, metastore_client
 
 
 @pytest.fixture

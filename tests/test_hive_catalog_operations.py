@@ -3,7 +3,6 @@ real Hive Metastore 2.3.10; every effect is read back through the backend and th
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,12 +13,9 @@ import pytest
 
 from backends.extensions import AlterNamespaceRequest, AlterTableRequest
 from backends.hive import Hive2Namespace, Hive3Namespace
-from tests.hive_support import HiveMetastoreProcess, create_raw_table, metastore_client
-from tests.lance_data import all_list_pages
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+from tests.support.common import unique
+from tests.support.hive import HiveMetastoreProcess, create_raw_table, metastore_client
+from tests.support.lance_data import all_list_pages
 
 
 @pytest.fixture
@@ -214,9 +210,6 @@ def test_alter_table_refuses_the_lance_markers(hive2: Hive2Namespace, tmp_path: 
 
 
 # -- ListAllTables ------------------------------------------------------------------------------
-
-
-
 
 
 def test_list_all_tables_pages_across_databases(

@@ -8,7 +8,6 @@ catalog level is covered against the real metastore in test_hive_backend.py.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,11 +24,9 @@ from hive_metastore.ttypes import (
 )
 
 from backends.hive import LANCE_PARAMETER_FILTER, Hive3Namespace
-from tests.hive_support import CatalogMetastoreServer, metastore_client
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+from tests.support.common import unique
+from tests.support.hive import metastore_client
+from tests.support.hive_catalog_stand_in import CatalogMetastoreServer
 
 
 @pytest.fixture

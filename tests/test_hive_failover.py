@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import socket
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -18,14 +17,12 @@ import pytest
 from lance.namespace import RestNamespace
 
 from backends.hive import Hive2Namespace, Hive3Namespace
-from tests.hive_support import HiveMetastoreProcess, free_port, metastore_client
-from tests.server import running_server
+from tests.support.adapter import running_server
+from tests.support.common import free_port, unique
+from tests.support.hive import HiveMetastoreProcess, metastore_client
 
 FAST_TIMEOUTS = {"client.connect-timeout": "2", "client.read-timeout": "2"}
 
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
 
 @pytest.fixture

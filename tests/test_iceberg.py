@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -30,13 +29,10 @@ from lance_namespace import (
     NamespaceExistsRequest,
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
-    PermissionDeniedError,
     RegisterTableRequest,
-    ServiceUnavailableError,
     TableAlreadyExistsError,
     TableExistsRequest,
     TableNotFoundError,
-    ThrottlingError,
     UnauthenticatedError,
     UnsupportedOperationError,
 )
@@ -53,21 +49,20 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from backends.iceberg import IcebergNamespace
 from backends.properties import ConfigurationError
-from backends.rest_catalog_client import error_for, parse_error_reply
-from tests.iceberg_fixture import IcebergFixture, running_iceberg_fixture
-from tests.rest_catalog_fixture_support import free_port
+from tests.support.common import unique
+from tests.support.iceberg_stand_in import IcebergStandIn, running_iceberg_stand_in
 
 Factory = Callable[..., IcebergNamespace]
 
 
 @pytest.fixture(scope="module")
-def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergFixture]:
-    with running_iceberg_fixture(tmp_path_factory.mktemp("iceberg-catalog")) as fixture:
+def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergStandIn]:
+    with running_iceberg_stand_in(tmp_path_factory.mktemp("iceberg-catalog")) as fixture:
         yield fixture
 
 
 @pytest.fixture(autouse=True)
-def clean_control(iceberg: IcebergFixture) -> Iterator[None]:
+def clean_control(iceberg: IcebergStandIn) -> Iterator[None]:
     iceberg.control.reset()
     iceberg.state.prefix_style = "overrides"
     iceberg.state.load_delay_seconds = 0.0
@@ -76,7 +71,7 @@ def clean_control(iceberg: IcebergFixture) -> Iterator[None]:
 
 
 @pytest.fixture
-def make_namespace(iceberg: IcebergFixture, tmp_path: Path) -> Iterator[Factory]:
+def make_namespace(iceberg: IcebergStandIn, tmp_path: Path) -> Iterator[Factory]:
     created: list[IcebergNamespace] = []
 
     def factory(**overrides: str) -> IcebergNamespace:
@@ -103,7 +98,7 @@ def ns(make_namespace: Factory) -> IcebergNamespace:
 @pytest.fixture
 def db(ns: IcebergNamespace) -> list[str]:
     """A fresh namespace in warehouse `wh` for one test."""
-    identifier = ["wh", f"db_{uuid.uuid4().hex[:8]}"]
+    identifier = ["wh", unique("db")]
     ns.create_namespace(CreateNamespaceRequest(id=identifier))
     return identifier
 
@@ -115,7 +110,7 @@ def write_lance(location: str, rows: int = 3) -> None:
 # Configuration
 
 
-def test_configuration_defaults(iceberg: IcebergFixture) -> None:
+def test_configuration_defaults(iceberg: IcebergStandIn) -> None:
     namespace = IcebergNamespace(endpoint=iceberg.url)
     assert namespace.client.settings.connect_timeout_ms == 10_000
     assert namespace.client.settings.read_timeout_ms == 30_000
@@ -147,7 +142,7 @@ def test_bad_configuration_is_rejected(properties: dict[str, str]) -> None:
 
 
 def test_pyiceberg_sees_lance_tables_as_iceberg_tables(
-    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str], tmp_path: Path
+    iceberg: IcebergStandIn, ns: IcebergNamespace, db: list[str], tmp_path: Path
 ) -> None:
     declared = ns.declare_table(DeclareTableRequest(id=[*db, "declared"], properties={"k": "v"}))
     existing = str(tmp_path / "existing")
@@ -166,9 +161,9 @@ def test_pyiceberg_sees_lance_tables_as_iceberg_tables(
     assert catalog.load_table((db[1], "declared")).properties["k"] == "v"
 
 
-def test_backend_sees_what_pyiceberg_created(iceberg: IcebergFixture, ns: IcebergNamespace) -> None:
+def test_backend_sees_what_pyiceberg_created(iceberg: IcebergStandIn, ns: IcebergNamespace) -> None:
     catalog = RestCatalog("official", uri=iceberg.url, warehouse="wh")
-    name = f"made_by_pyiceberg_{uuid.uuid4().hex[:6]}"
+    name = unique("made_by_pyiceberg")
     catalog.create_namespace(name, {"owner": "iceberg"})
     catalog.create_namespace((name, "child"))
     schema = Schema(NestedField(1, "n", LongType(), required=True))
@@ -188,10 +183,10 @@ def test_backend_sees_what_pyiceberg_created(iceberg: IcebergFixture, ns: Iceber
 
 
 def test_pyiceberg_renames_tables_and_updates_namespace_and_table_properties(
-    iceberg: IcebergFixture,
+    iceberg: IcebergStandIn,
 ) -> None:
     catalog = RestCatalog("official", uri=iceberg.url, warehouse="wh")
-    source, target = (f"{side}_{uuid.uuid4().hex[:6]}" for side in ("src", "dst"))
+    source, target = (unique(side) for side in ("src", "dst"))
     catalog.create_namespace(source, {"owner": "ml", "tier": "gold"})
     catalog.create_namespace(target)
     schema = Schema(NestedField(1, "n", LongType(), required=True))
@@ -229,7 +224,7 @@ def test_pyiceberg_renames_tables_and_updates_namespace_and_table_properties(
 
 
 def test_fixture_refuses_malformed_updates_as_the_spec_says(
-    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
+    iceberg: IcebergStandIn, ns: IcebergNamespace, db: list[str]
 ) -> None:
     base = f"{iceberg.url}/v1/p-wh"
     ns.declare_table(DeclareTableRequest(id=[*db, "t"]))
@@ -252,7 +247,7 @@ def test_fixture_refuses_malformed_updates_as_the_spec_says(
 
 
 def test_namespace_lifecycle_with_nesting_and_properties(ns: IcebergNamespace) -> None:
-    top = ["wh", f"top_{uuid.uuid4().hex[:8]}"]
+    top = ["wh", unique("top")]
     created = ns.create_namespace(CreateNamespaceRequest(id=top, properties={"a": "1"}))
     assert created.properties == {"a": "1"}
     ns.create_namespace(CreateNamespaceRequest(id=[*top, "mid"]))
@@ -337,7 +332,7 @@ def test_root_and_warehouse_levels(ns: IcebergNamespace) -> None:
 
 
 def test_warehouses_are_separate(ns: IcebergNamespace) -> None:
-    name = f"only_in_other_{uuid.uuid4().hex[:6]}"
+    name = unique("only_in_other")
     ns.create_namespace(CreateNamespaceRequest(id=["other", name]))
     assert name in ns.list_namespaces(ListNamespacesRequest(id=["other"])).namespaces
     assert name not in ns.list_namespaces(ListNamespacesRequest(id=["wh"])).namespaces
@@ -347,7 +342,7 @@ def test_warehouses_are_separate(ns: IcebergNamespace) -> None:
 
 
 def test_wire_format_unit_separator_and_cached_prefix(
-    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
+    iceberg: IcebergStandIn, ns: IcebergNamespace, db: list[str]
 ) -> None:
     ns.create_namespace(CreateNamespaceRequest(id=[*db, "inner"]))
     ns.describe_namespace(DescribeNamespaceRequest(id=[*db, "inner"]))
@@ -360,11 +355,11 @@ def test_wire_format_unit_separator_and_cached_prefix(
 
 @pytest.mark.parametrize(("style", "prefix"), [("defaults", "p-wh"), ("none", "wh")])
 def test_prefix_from_defaults_or_warehouse_name(
-    iceberg: IcebergFixture, make_namespace: Factory, style: str, prefix: str
+    iceberg: IcebergStandIn, make_namespace: Factory, style: str, prefix: str
 ) -> None:
     iceberg.state.prefix_style = style
     namespace = make_namespace()
-    name = f"prefix_{uuid.uuid4().hex[:6]}"
+    name = unique("prefix")
     namespace.create_namespace(CreateNamespaceRequest(id=["wh", name]))
     assert iceberg.control.requests_to(f"/v1/{prefix}/namespaces", "POST")
     assert name in namespace.list_namespaces(ListNamespacesRequest(id=["wh"])).namespaces
@@ -374,7 +369,7 @@ def test_prefix_from_defaults_or_warehouse_name(
 
 
 def test_declare_describe_deregister(
-    iceberg: IcebergFixture, make_namespace: Factory, db: list[str], tmp_path: Path
+    iceberg: IcebergStandIn, make_namespace: Factory, db: list[str], tmp_path: Path
 ) -> None:
     ns = make_namespace(**{"storage.region": "eu-west-1"})
     declared = ns.declare_table(DeclareTableRequest(id=[*db, "t1"], properties={"owner": "me"}))
@@ -428,7 +423,7 @@ def test_table_errors(ns: IcebergNamespace, db: list[str]) -> None:
 
 
 def test_failed_overwrite_keeps_the_previous_registration(
-    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str], tmp_path: Path
+    iceberg: IcebergStandIn, ns: IcebergNamespace, db: list[str], tmp_path: Path
 ) -> None:
     old, new = str(tmp_path / "old"), str(tmp_path / "new")
     write_lance(old)
@@ -441,7 +436,7 @@ def test_failed_overwrite_keeps_the_previous_registration(
     assert described.location == old and described.properties["v"] == "1"
 
 
-def test_relative_root_is_made_absolute(iceberg: IcebergFixture) -> None:
+def test_relative_root_is_made_absolute(iceberg: IcebergStandIn) -> None:
     namespace = IcebergNamespace(endpoint=iceberg.url, root="relative/dir/")
     assert namespace.root == os.path.join(os.getcwd(), "relative/dir")
     namespace.close()
@@ -510,7 +505,7 @@ def test_bad_locations_are_invalid_input(
 
 
 def test_paging_follows_server_pages_and_pages_locally(
-    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
+    iceberg: IcebergStandIn, ns: IcebergNamespace, db: list[str]
 ) -> None:
     for index in range(5):
         ns.create_namespace(CreateNamespaceRequest(id=[*db, f"ns{index}"]))
@@ -548,7 +543,7 @@ def test_paging_follows_server_pages_and_pages_locally(
 
 
 def test_list_tables_loads_concurrently_with_a_bound(
-    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
+    iceberg: IcebergStandIn, ns: IcebergNamespace, db: list[str]
 ) -> None:
     count = 16
     for index in range(count):
@@ -563,149 +558,11 @@ def test_list_tables_loads_concurrently_with_a_bound(
     assert 2 <= iceberg.control.max_in_flight <= 8
 
 
-# Errors, retries, timeouts
+# Tokens: how the properties reach the REST client (its behaviour: test_rest_catalog_client.py)
 
 
-@pytest.mark.parametrize(
-    ("status", "error"),
-    [
-        (401, UnauthenticatedError),
-        (403, PermissionDeniedError),
-        (429, ThrottlingError),
-        (503, ServiceUnavailableError),
-        (500, InternalError),
-        (418, InternalError),
-    ],
-)
-def test_status_mapping(
-    iceberg: IcebergFixture, make_namespace: Factory, db: list[str], status: int, error: type
-) -> None:
-    ns = make_namespace(max_retries="0")
-    iceberg.control.fail_next(1, status, method="GET", path="/namespaces/")
-    with pytest.raises(error) as raised:
-        ns.describe_namespace(DescribeNamespaceRequest(id=db))
-    assert f"injected HTTP {status}" in str(raised.value)
-    assert raised.value.code == error.code
-
-
-@pytest.mark.parametrize(
-    ("response", "kind", "message"),
-    [
-        (httpx.Response(500, text="plain boom"), "", "plain boom"),
-        (httpx.Response(409, json={"error": {"type": "T", "message": "m"}}), "T", "m"),
-        (
-            httpx.Response(400, json={"error_code": "INVALID_ARGUMENT", "message": "u"}),
-            "INVALID_ARGUMENT",
-            "u",
-        ),
-        (
-            httpx.Response(401, json={"error": "invalid_client", "error_description": "d"}),
-            "invalid_client",
-            "d",
-        ),
-        (httpx.Response(502, json={"detail": "gateway"}), "", "gateway"),
-    ],
-)
-def test_error_replies_of_every_shape_keep_the_server_message(
-    response: httpx.Response, kind: str, message: str
-) -> None:
-    reply = parse_error_reply(response)
-    assert (reply.kind, reply.message) == (kind, message)
-    error = error_for(
-        reply, {409: TableAlreadyExistsError, "INVALID_ARGUMENT": NamespaceNotFoundError}
-    )
-    assert message in str(error)
-    expected = {500: InternalError, 409: TableAlreadyExistsError, 400: NamespaceNotFoundError}
-    expected.update({401: UnauthenticatedError, 502: InternalError})
-    assert type(error) is expected[response.status_code]
-
-
-def test_connection_refused_is_service_unavailable() -> None:
-    ns = IcebergNamespace(endpoint=f"http://127.0.0.1:{free_port()}", max_retries="1")
-    with pytest.raises(ServiceUnavailableError):
-        ns.list_namespaces(ListNamespacesRequest(id=["wh"]))
-    ns.close()
-
-
-def test_idempotent_call_is_retried_until_it_succeeds(
-    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
-) -> None:
-    iceberg.control.reset()
-    iceberg.control.fail_next(2, 503, method="GET", path=f"/namespaces/{db[1]}")
-    assert ns.describe_namespace(DescribeNamespaceRequest(id=db)).properties == {}
-    assert len(iceberg.control.requests_to(f"/namespaces/{db[1]}", "GET")) == 3
-    iceberg.control.fail_next(1, 429, method="GET", path=f"/namespaces/{db[1]}")
-    ns.describe_namespace(DescribeNamespaceRequest(id=db))
-
-
-def test_retries_give_up_after_max_retries(
-    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
-) -> None:
-    iceberg.control.reset()
-    iceberg.control.fail_next(10, 503, method="GET", path=f"/namespaces/{db[1]}")
-    with pytest.raises(ServiceUnavailableError):
-        ns.describe_namespace(DescribeNamespaceRequest(id=db))
-    assert len(iceberg.control.requests_to(f"/namespaces/{db[1]}", "GET")) == 4
-
-
-def test_non_idempotent_call_is_not_retried(
-    iceberg: IcebergFixture, ns: IcebergNamespace, db: list[str]
-) -> None:
-    iceberg.control.reset()
-    iceberg.control.fail_next(1, 503, method="POST", path="/tables")
-    with pytest.raises(ServiceUnavailableError):
-        ns.declare_table(DeclareTableRequest(id=[*db, "t"]))
-    assert len(iceberg.control.requests_to("/tables", "POST")) == 1
-    with pytest.raises(TableNotFoundError):  # nothing half-written
-        ns.describe_table(DescribeTableRequest(id=[*db, "t"]))
-
-
-def test_stalled_server_times_out_within_read_timeout(
-    iceberg: IcebergFixture, make_namespace: Factory, db: list[str]
-) -> None:
-    impatient = make_namespace(read_timeout="1000")
-    iceberg.control.stall_next(8.0, method="GET", path=f"/namespaces/{db[1]}")
-    started = time.monotonic()
-    with pytest.raises(ServiceUnavailableError):
-        impatient.describe_namespace(DescribeNamespaceRequest(id=db))
-    # read_timeout is 1 s and stalls are not retried: well before the 8 s stall ends.
-    assert time.monotonic() - started < 6
-
-
-# Authentication
-
-
-def test_bearer_token(iceberg: IcebergFixture, make_namespace: Factory, db: list[str]) -> None:
-    iceberg.control.required_token = "s3cret"
-    with pytest.raises(UnauthenticatedError):
-        make_namespace().describe_namespace(DescribeNamespaceRequest(id=db))
-    with pytest.raises(UnauthenticatedError):
-        make_namespace(auth_token="wrong").describe_namespace(DescribeNamespaceRequest(id=db))
-    authorized = make_namespace(auth_token="s3cret")
-    authorized.describe_namespace(DescribeNamespaceRequest(id=db))
-    last = iceberg.control.requests_to(f"/namespaces/{db[1]}", "GET")[-1]
-    assert last.authorization == "Bearer s3cret"
-
-
-def test_oauth2_client_credentials_token_is_fetched_reused_and_refreshed(
-    iceberg: IcebergFixture, make_namespace: Factory, db: list[str]
-) -> None:
-    iceberg.control.oauth_enabled = True
-    iceberg.control.oauth_clients["client"] = "secret"
-    iceberg.control.token_lifetime_seconds = 3
-    ns = make_namespace(credential="client:secret")
-    for _ in range(3):
-        ns.describe_namespace(DescribeNamespaceRequest(id=db))
-    assert iceberg.control.token_requests == 1
-    time.sleep(2.5)  # past 80% of the 3 s lifetime: refreshed before it expires
-    ns.describe_namespace(DescribeNamespaceRequest(id=db))
-    assert iceberg.control.token_requests == 2
-    tokens = {entry.authorization for entry in iceberg.control.requests_to("/namespaces/", "GET")}
-    assert len(tokens) == 2
-
-
-def test_oauth2_token_rejected_by_catalog_is_fetched_again(
-    iceberg: IcebergFixture, make_namespace: Factory, db: list[str]
+def test_a_credential_gets_its_token_from_the_catalogs_token_endpoint(
+    iceberg: IcebergStandIn, make_namespace: Factory, db: list[str]
 ) -> None:
     iceberg.control.oauth_enabled = True
     iceberg.control.oauth_clients["client"] = "secret"
@@ -716,19 +573,8 @@ def test_oauth2_token_rejected_by_catalog_is_fetched_again(
     assert iceberg.control.token_requests == 2
 
 
-def test_oauth2_bad_credential_is_unauthenticated(
-    iceberg: IcebergFixture, make_namespace: Factory, db: list[str]
-) -> None:
-    iceberg.control.oauth_enabled = True
-    iceberg.control.oauth_clients["client"] = "secret"
-    with pytest.raises(UnauthenticatedError):
-        make_namespace(credential="client:wrong").describe_namespace(
-            DescribeNamespaceRequest(id=db)
-        )
-
-
-def test_forwarding_sends_the_callers_token_instead_of_the_static_one(
-    iceberg: IcebergFixture, make_namespace: Factory, db: list[str]
+def test_the_static_token_or_the_forwarded_callers_token_reaches_the_catalog(
+    iceberg: IcebergStandIn, make_namespace: Factory, db: list[str]
 ) -> None:
     iceberg.control.required_token = "caller-token"
     forwarding = make_namespace(auth_token="static-token", forward_caller_token="true")
@@ -736,7 +582,10 @@ def test_forwarding_sends_the_callers_token_instead_of_the_static_one(
     forwarding.list_namespaces(ListNamespacesRequest(id=db, identity=caller))
     with pytest.raises(UnauthenticatedError):
         forwarding.list_namespaces(ListNamespacesRequest(id=db))
+    not_forwarding = make_namespace(auth_token="static-token")
     with pytest.raises(UnauthenticatedError):
-        make_namespace(auth_token="static-token").list_namespaces(
-            ListNamespacesRequest(id=db, identity=caller)
-        )
+        not_forwarding.list_namespaces(ListNamespacesRequest(id=db, identity=caller))
+    iceberg.control.required_token = "static-token"  # the static token is what it sends
+    not_forwarding.list_namespaces(ListNamespacesRequest(id=db, identity=caller))
+    last = iceberg.control.requests_to("/namespaces", "GET")[-1]
+    assert last.authorization == "Bearer static-token"

@@ -31,14 +31,14 @@ from lance_namespace import (
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NoSuchTableError
 
-from tests.iceberg_fixture import IcebergFixture, running_iceberg_fixture
-from tests.lance_data import arrow_stream, sample_table
-from tests.server import running_server
+from tests.support.adapter import running_server
+from tests.support.iceberg_stand_in import IcebergStandIn, running_iceberg_stand_in
+from tests.support.lance_data import arrow_stream, sample_table
 
 
 @pytest.fixture(scope="module")
-def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergFixture]:
-    with running_iceberg_fixture(tmp_path_factory.mktemp("iceberg-adapter")) as fixture:
+def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergStandIn]:
+    with running_iceberg_stand_in(tmp_path_factory.mktemp("iceberg-adapter")) as fixture:
         yield fixture
 
 
@@ -48,7 +48,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def adapter(iceberg: IcebergFixture, root: Path) -> Iterator[str]:
+def adapter(iceberg: IcebergStandIn, root: Path) -> Iterator[str]:
     properties = {
         "endpoint": iceberg.url, "root": str(root), "read_timeout": "2000", "warehouses": "wh",
     }
@@ -57,13 +57,13 @@ def adapter(iceberg: IcebergFixture, root: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def client(adapter: str, iceberg: IcebergFixture) -> RestNamespace:
+def client(adapter: str, iceberg: IcebergStandIn) -> RestNamespace:
     iceberg.control.reset()
     return RestNamespace(uri=adapter)
 
 
 def test_create_table_with_data_lands_at_its_location_and_in_the_catalog(
-    client: RestNamespace, iceberg: IcebergFixture, root: Path
+    client: RestNamespace, iceberg: IcebergStandIn, root: Path
 ) -> None:
     client.create_namespace(CreateNamespaceRequest(id=["wh", "sales"]))
     client.create_namespace(CreateNamespaceRequest(id=["wh", "sales", "eu"]))
@@ -120,7 +120,7 @@ def test_declare_register_deregister_through_the_adapter(
 
 
 def test_errors_reach_the_client_with_their_codes(
-    client: RestNamespace, iceberg: IcebergFixture
+    client: RestNamespace, iceberg: IcebergStandIn
 ) -> None:
     with pytest.raises(NamespaceNotFoundError):
         client.list_tables(ListTablesRequest(id=["wh", "nowhere"]))

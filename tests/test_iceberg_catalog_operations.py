@@ -3,7 +3,6 @@ Iceberg REST protocol fixture over loopback HTTP."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,24 +29,25 @@ from pyiceberg.types import LongType, NestedField
 
 from backends.extensions import AlterNamespaceRequest, AlterTableRequest
 from backends.iceberg import IcebergNamespace
-from tests.iceberg_fixture import IcebergFixture, running_iceberg_fixture
+from tests.support.common import unique
+from tests.support.iceberg_stand_in import IcebergStandIn, running_iceberg_stand_in
 
 
 @pytest.fixture(scope="module")
-def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergFixture]:
-    with running_iceberg_fixture(tmp_path_factory.mktemp("iceberg-catalog-ops")) as fixture:
+def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergStandIn]:
+    with running_iceberg_stand_in(tmp_path_factory.mktemp("iceberg-catalog-ops")) as fixture:
         yield fixture
 
 
 @pytest.fixture
-def ns(iceberg: IcebergFixture, tmp_path: Path) -> Iterator[IcebergNamespace]:
+def ns(iceberg: IcebergStandIn, tmp_path: Path) -> Iterator[IcebergNamespace]:
     namespace = IcebergNamespace(endpoint=iceberg.url, root=str(tmp_path / "root"))
     yield namespace
     namespace.close()
 
 
 def new_namespace(ns: IcebergNamespace, properties: dict[str, str] | None = None) -> list[str]:
-    identifier = ["wh", f"db_{uuid.uuid4().hex[:8]}"]
+    identifier = ["wh", unique("db")]
     ns.create_namespace(CreateNamespaceRequest(id=identifier, properties=properties))
     return identifier
 
@@ -99,7 +99,7 @@ def test_rename_across_namespaces(ns: IcebergNamespace, tmp_path: Path) -> None:
 
 
 def test_rename_errors_change_nothing(
-    iceberg: IcebergFixture, ns: IcebergNamespace, tmp_path: Path
+    iceberg: IcebergStandIn, ns: IcebergNamespace, tmp_path: Path
 ) -> None:
     db = new_namespace(ns)
     ns.declare_table(DeclareTableRequest(id=[*db, "a"]))
@@ -206,7 +206,7 @@ def test_alter_table_never_touches_the_lance_marker(ns: IcebergNamespace) -> Non
     assert tables_of(ns, db) == ["t"]
 
 
-def test_alter_table_errors(iceberg: IcebergFixture, ns: IcebergNamespace) -> None:
+def test_alter_table_errors(iceberg: IcebergStandIn, ns: IcebergNamespace) -> None:
     db = new_namespace(ns)
     with pytest.raises(TableNotFoundError):
         ns.alter_table(AlterTableRequest(id=[*db, "missing"], set_properties={"a": "1"}))
@@ -232,7 +232,7 @@ def test_list_tables_without_declared_tables(ns: IcebergNamespace, tmp_path: Pat
 
 def test_list_all_tables_pages_over_every_namespace(tmp_path: Path) -> None:
     (tmp_path / "catalog").mkdir()
-    with running_iceberg_fixture(tmp_path / "catalog", warehouses=("w1", "w2")) as fixture:
+    with running_iceberg_stand_in(tmp_path / "catalog", warehouses=("w1", "w2")) as fixture:
         ns = IcebergNamespace(
             endpoint=fixture.url, root=str(tmp_path / "root"), warehouses="w1, w2"
         )

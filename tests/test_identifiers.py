@@ -29,14 +29,13 @@ from lance_namespace import (
 
 from backends import load_namespace, names
 from backends.directory import DirectoryBackend
-from tests.glue_support import clean_moto, glue_properties, moto_endpoint
-from tests.lance_data import arrow_stream, sample_table
-from tests.server import running_server
-from tests.stand_in_backends import ProbeNamespace
+from tests.support.adapter import running_server
+from tests.support.glue import glue_properties
+from tests.support.lance_data import arrow_stream, sample_table
+from tests.support.plugin_stand_ins import RecordingNamespace
 
-_GLUE_FIXTURES = (clean_moto, moto_endpoint)  # used through request.getfixturevalue
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
-STAND_IN = "tests.stand_in_backends.MetadataOnlyNamespace"
+STAND_IN = "tests.support.plugin_stand_ins.MetadataOnlyNamespace"
 # dir: the native directory backend; glue: a catalog whose own helpers validate again on the
 # way to Glue's name rules; the stand-in: a plug-in under PluginNamespace.
 KINDS = ("dir", "glue", STAND_IN)
@@ -124,18 +123,18 @@ def test_describe_table_opens_the_dataset_once(
 
 
 def test_bad_names_are_refused_through_the_server_before_the_backend(tmp_path: Path) -> None:
-    ProbeNamespace.received.clear()
-    with running_server("tests.stand_in_backends.ProbeNamespace") as url:
+    recording = "tests.support.plugin_stand_ins.RecordingNamespace"
+    with running_server(recording, {"name": "bad-names"}) as url:
         for bad in BAD_IDS:
             answer = httpx.post(f"{url}/DescribeNamespace", json={"id": bad})
             assert answer.status_code == 400 and answer.json()["code"] == 13, (bad, answer.text)
-    assert ProbeNamespace.received == []
+        assert RecordingNamespace.instances["bad-names"].received == []
 
 
 def test_a_backend_used_from_python_refuses_bad_names(tmp_path: Path) -> None:
     directory = DirectoryBackend(root=str(tmp_path))
-    plugin = load_namespace("tests.stand_in_backends.ProbeNamespace")
-    ProbeNamespace.received.clear()
+    plugin = load_namespace("tests.support.plugin_stand_ins.RecordingNamespace",
+                            {"name": "from-python"})
     for bad in BAD_IDS:
         with pytest.raises(InvalidInputError):
             directory.create_namespace(CreateNamespaceRequest(id=bad))
@@ -143,7 +142,7 @@ def test_a_backend_used_from_python_refuses_bad_names(tmp_path: Path) -> None:
             directory.list_tables(ListTablesRequest(id=bad))
         with pytest.raises(InvalidInputError):
             plugin.describe_namespace(DescribeNamespaceRequest(id=bad))
-    assert ProbeNamespace.received == []
+    assert RecordingNamespace.instances["from-python"].received == []
     assert list(tmp_path.iterdir()) == []
 
 

@@ -29,16 +29,10 @@ from lance_namespace_urllib3_client.models import (
     QueryTableRequestVector,
 )
 
-from tests.docker_engine import (
-    BASE_IMAGE,
-    ROOT,
-    Engine,
-    private_engine,
-    run,
-)
-from tests.helm_chart import render
-from tests.lance_data import arrow_stream, read_arrow_file, sample_table
-from tests.server import free_port
+from tests.support.common import free_port
+from tests.support.docker_engine import BASE_IMAGE, ROOT, Engine, private_engine, run
+from tests.support.helm_chart import render
+from tests.support.lance_data import arrow_stream, read_arrow_file, sample_table
 
 IMAGE = "lance-namespace-adapter:local"
 COMPOSE = Path(sys.executable).parent / "docker-compose"

@@ -39,8 +39,8 @@ from lance_namespace import (
 from lance_namespace_impls.glue import GlueNamespace as ImplsGlueNamespace
 from lance_namespace_urllib3_client.models import QueryTableRequestVector
 
-from tests.glue_support import glue_properties, moto_endpoint  # noqa: F401 (fixture by name)
-from tests.server import running_server
+from tests.support.adapter import running_server
+from tests.support.glue import glue_properties
 
 REGION = "us-east-1"
 BUCKET = "lake"
@@ -83,7 +83,7 @@ def same_rows(read: pa.Table, expected: pa.Table) -> None:
 
 
 @pytest.fixture(scope="module")
-def sides(moto_endpoint) -> Iterator[Sides]:  # noqa: F811 (the fixture of glue_support)
+def sides(moto_endpoint) -> Iterator[Sides]:
     moto_endpoint.reset()
     s3 = moto_endpoint.client("s3")
     for bucket in (BUCKET, IMPLS_DEFAULT_BUCKET):

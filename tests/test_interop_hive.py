@@ -9,7 +9,6 @@ cannot do a step, the test asserts that it refuses.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,9 @@ import pytest
 from lance.namespace import RestNamespace
 from lance_namespace_urllib3_client.models import QueryTableRequestVector
 
-from tests.server import running_server
+from tests.support.adapter import running_server
+from tests.support.common import unique
+from tests.support.lance_data import arrow_stream
 
 ROWS = pa.table({"id": [1, 2, 3], "name": ["a", "b", None], "score": [0.5, None, 2.25]})
 MORE_ROWS = pa.table({"id": [4], "name": ["d"], "score": [9.0]})
@@ -74,17 +75,6 @@ def sides(
     with running_server(impl, properties) as url:
         yield Sides(RestNamespace(uri=url), url, impls, ["hive"] if impl == "hive3" else [], root)
     impls.close()
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
-def arrow_stream(rows: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, rows.schema) as writer:
-        writer.write_table(rows)
-    return sink.getvalue().to_pybytes()
 
 
 def read_rows(namespace: Any, table_id: list[str]) -> list[dict[str, Any]]:

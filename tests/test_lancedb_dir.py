@@ -6,7 +6,7 @@ from __future__ import annotations
 import lancedb
 import pytest
 
-from tests.lancedb_lifecycle import run_lifecycle
+from tests.support.lancedb_lifecycle import run_lifecycle
 
 
 def test_lancedb_remote_client_runs_a_tables_whole_life(dir_server: str) -> None:

@@ -34,7 +34,7 @@ from lance_namespace import (
 )
 from lance_namespace_urllib3_client.models import QueryTableRequestVector
 
-from tests.lance_data import arrow_stream, nearest_ids, read_arrow_file, sample_table
+from tests.support.lance_data import arrow_stream, nearest_ids, read_arrow_file, sample_table
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from lance_namespace_urllib3_client.models import (
     TableExistsRequest,
 )
 
-from tests.lance_data import arrow_stream, nearest_ids, read_arrow_file, sample_table
+from tests.support.lance_data import arrow_stream, nearest_ids, read_arrow_file, sample_table
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pyarrow as pa
 
-from tests.lance_data import arrow_stream, read_arrow_file, sample_table
+from tests.support.lance_data import arrow_stream, read_arrow_file, sample_table
 
 ARROW_STREAM = {"content-type": "application/vnd.apache.arrow.stream"}
 

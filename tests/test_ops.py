@@ -4,53 +4,19 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import re
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
-from app.observability import JsonFormatter, redact, register_secrets
-from tests.server import running_server
-from tests.test_ops_backends import LEAKY_SECRET, SLOW_SECONDS, RecordingNamespace
+from app.observability import redact, register_secrets
+from tests.support.adapter import metric, running_server
+from tests.support.plugin_stand_ins import LEAKY_SECRET, SLOW_SECONDS, RecordingNamespace
 
-IMPL = "tests.test_ops_backends.RecordingNamespace"
+IMPL = "tests.support.plugin_stand_ins.RecordingNamespace"
 TOKEN = "caller-token-5b1e9c"
-
-
-def metric(text: str, name: str, **labels: str) -> float:
-    """The value of one sample of the Prometheus exposition `text` (0 when absent)."""
-    for line in text.splitlines():
-        if line.startswith("#") or not line.startswith(name):
-            continue
-        sample, _, value = line.rpartition(" ")
-        if sample.partition("{")[0] != name:
-            continue
-        found = dict(re.findall(r'(\w+)="([^"]*)"', sample))
-        if all(found.get(key) == wanted for key, wanted in labels.items()):
-            return float(value)
-    return 0.0
-
-
-@pytest.fixture
-def log_lines() -> Iterator[io.StringIO]:
-    """What the adapter logs, formatted as `lance-adapter serve` formats it."""
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter())
-    logger = logging.getLogger("lance_adapter")
-    previous = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        yield stream
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(previous)
 
 
 def test_healthz_and_readyz_answer_on_a_working_directory_backend(tmp_path: Path) -> None:

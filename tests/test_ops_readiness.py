@@ -9,14 +9,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests import glue_support
-from tests.glue_support import MotoEndpoint, glue_properties
-from tests.hive_support import CatalogMetastoreServer, HiveMetastoreProcess
-from tests.iceberg_fixture import IcebergFixture, running_iceberg_fixture
-from tests.server import free_port, running_server
-from tests.unity_fixture import UnityFixture, running_unity_fixture
+from tests.support.adapter import running_server
+from tests.support.common import free_port
+from tests.support.glue import MotoEndpoint, glue_properties
+from tests.support.hive import HiveMetastoreProcess
+from tests.support.hive_catalog_stand_in import CatalogMetastoreServer
+from tests.support.iceberg_stand_in import IcebergStandIn, running_iceberg_stand_in
+from tests.support.unity_stand_in import UnityStandIn, running_unity_stand_in
 
-moto_endpoint = glue_support.moto_endpoint  # the shared session fixture, by name
 CLOSED_URL = f"http://127.0.0.1:{free_port()}"  # nothing listens there
 
 
@@ -103,24 +103,24 @@ def test_glue_is_not_ready_without_an_endpoint(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def unity() -> Iterator[UnityFixture]:
-    with running_unity_fixture() as fixture:
+def unity() -> Iterator[UnityStandIn]:
+    with running_unity_stand_in() as fixture:
         yield fixture
 
 
 @pytest.fixture(scope="module")
-def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergFixture]:
-    with running_iceberg_fixture(tmp_path_factory.mktemp("iceberg-readiness")) as fixture:
+def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergStandIn]:
+    with running_iceberg_stand_in(tmp_path_factory.mktemp("iceberg-readiness")) as fixture:
         yield fixture
 
 
-def test_unity_is_ready_on_a_unity_server(unity: UnityFixture, tmp_path: Path) -> None:
+def test_unity_is_ready_on_a_unity_server(unity: UnityStandIn, tmp_path: Path) -> None:
     assert_ready("unity", {"endpoint": unity.url, "root": str(tmp_path)})
     assert unity.control.requests_to("/catalogs", "GET")
 
 
 def test_iceberg_is_ready_though_its_root_cannot_be_listed(
-    iceberg: IcebergFixture, tmp_path: Path
+    iceberg: IcebergStandIn, tmp_path: Path
 ) -> None:
     assert_ready("iceberg", {"endpoint": iceberg.url, "root": str(tmp_path)})
     assert iceberg.control.requests_to("/v1/config", "GET")

@@ -22,10 +22,6 @@ from pipeline.api import source_options
 from pipeline.options import parse_options
 from pipeline.tables import WRITTEN_MARKERS
 from pipeline.write import LanceWriter, WritePlan, plan_write
-from tests import pipeline_support
-
-adapter_url = pipeline_support.adapter_url
-table_name = pipeline_support.table_name
 
 SCHEMA = StructType([StructField("id", LongType(), False)])
 BATCH_ROWS = 1000

@@ -10,11 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipeline import example
-from tests import pipeline_support
-
-# The shared fixtures, under the names the tests ask for.
-spark = pipeline_support.spark
-adapter_url = pipeline_support.adapter_url
+from tests.support.pipeline import REPO_ROOT
 
 
 def test_example_pipeline_writes_reads_and_summarises(
@@ -43,7 +39,7 @@ def test_example_reports_an_unreachable_adapter(capsys: pytest.CaptureFixture[st
 
 def test_without_pyspark_the_error_names_the_spark_extra() -> None:
     # -S: no site-packages, so no pyspark, as after `./run serve` installed the project.
-    code = f"import sys; sys.path.insert(0, {str(pipeline_support.REPO_ROOT)!r}); import pipeline"
+    code = f"import sys; sys.path.insert(0, {str(REPO_ROOT)!r}); import pipeline"
     finished = subprocess.run(
         [sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60
     )

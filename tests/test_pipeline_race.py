@@ -26,11 +26,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from pipeline.api import source_options
 from pipeline.options import parse_options
 from pipeline.write import LanceWriter, plan_write
-from tests import pipeline_support
-from tests.pipeline_support import run_concurrently
-
-adapter_url = pipeline_support.adapter_url
-table_name = pipeline_support.table_name
+from tests.support.pipeline import run_concurrently
 
 REPETITIONS = 20
 WRITERS = 4

@@ -14,13 +14,7 @@ from lance.namespace import RestNamespace
 from pyspark.sql import DataFrame, SparkSession
 
 import pipeline
-from tests import pipeline_support
-from tests.pipeline_support import lance_options
-
-# The shared fixtures, under the names the tests ask for.
-spark = pipeline_support.spark
-adapter_url = pipeline_support.adapter_url
-table_name = pipeline_support.table_name
+from tests.support.pipeline import REPO_ROOT, adapter, lance_options
 
 ROWS = 5000
 
@@ -205,7 +199,7 @@ def test_filtered_and_unfiltered_queries_are_both_right(
 def test_direct_implementation_and_adapter_see_the_same_table(
     spark: SparkSession, adapter_url: str, table_name: str
 ) -> None:
-    root = pipeline_support.adapter()[1]
+    root = adapter()[1]
     direct = {"table": table_name, "impl": "dir", "ns.root": str(root)}
     spark.range(42).write.format("lance").options(**direct).mode("append").save()
 
@@ -224,7 +218,7 @@ def test_read_tasks_import_neither_the_namespace_client_nor_the_write_side() -> 
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=pipeline_support.REPO_ROOT,
+        cwd=REPO_ROOT,
         check=True,
     )
     loaded = finished.stdout.strip()

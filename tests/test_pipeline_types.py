@@ -13,18 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, FloatType, StructField, StructType
 
 import pipeline
-from tests import pipeline_support
-from tests.pipeline_support import (
-    first_difference,
-    lance_options,
-    sorted_arrow,
-    write_with_pylance,
-)
-
-# The shared fixtures, under the names the tests ask for.
-spark = pipeline_support.spark
-adapter_url = pipeline_support.adapter_url
-table_name = pipeline_support.table_name
+from tests.support.pipeline import first_difference, lance_options, sorted_arrow, write_with_pylance
 
 ROWS = 100_000
 VECTOR_SIZE = 8

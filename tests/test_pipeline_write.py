@@ -16,13 +16,7 @@ from pyspark.sql.types import LongType
 
 import pipeline
 from pipeline.tables import WRITTEN_MARKERS
-from tests import pipeline_support
-from tests.pipeline_support import adapter, lance_options, run_concurrently, write_with_pylance
-
-# The shared fixtures, under the names the tests ask for.
-spark = pipeline_support.spark
-adapter_url = pipeline_support.adapter_url
-table_name = pipeline_support.table_name
+from tests.support.pipeline import adapter, lance_options, run_concurrently, write_with_pylance
 
 
 def ids_frame(spark: SparkSession, start: int, end: int, partitions: int = 2) -> DataFrame:

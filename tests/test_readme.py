@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.server import running_server
-from tests.test_cli import start_up_line
+from tests.support.adapter import running_server
+from tests.support.cli import start_up_line
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 EXAMPLE_ADDRESS = "127.0.0.1:2333"

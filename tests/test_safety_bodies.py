@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.lance_data import arrow_stream, error_code, sample_table, tree_snapshot
-from tests.server import running_server
+from tests.support.adapter import running_server
+from tests.support.lance_data import arrow_stream, error_code, sample_table, tree_snapshot
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 READ_TIMEOUT = 1.0

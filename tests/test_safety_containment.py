@@ -5,7 +5,6 @@ written; DropTable deletes only data its table owns (`backends/containment.py`).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,23 +25,12 @@ from lance_namespace import (
 )
 
 from backends import load_namespace
-from tests.glue_support import clean_moto, glue_properties, moto_endpoint
-from tests.iceberg_fixture import running_iceberg_fixture
-from tests.lance_data import arrow_stream, sample_table
-from tests.unity_fixture import running_unity_fixture
+from tests.support.glue import glue_properties
+from tests.support.iceberg_stand_in import running_iceberg_stand_in
+from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
+from tests.support.unity_stand_in import running_unity_stand_in
 
 KINDS = ("dir", "hive2", "glue", "unity", "iceberg")
-_GLUE_FIXTURES = (clean_moto, moto_endpoint)  # used through request.getfixturevalue
-
-
-def tree_hash(root: Path) -> str:
-    """One digest of every path and file content under `root`."""
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        digest.update(str(path.relative_to(root)).encode())
-        if path.is_file():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 @dataclass
@@ -57,7 +45,7 @@ class Catalog:
 
 @pytest.fixture(scope="module")
 def unity_url() -> Iterator[str]:
-    with running_unity_fixture() as fixture:
+    with running_unity_stand_in() as fixture:
         from unitycatalog.client import ApiClient, CatalogsApi, Configuration
         from unitycatalog.client.models import CreateCatalog
 
@@ -72,7 +60,7 @@ def unity_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def iceberg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_iceberg_fixture(tmp_path_factory.mktemp("iceberg-containment")) as fixture:
+    with running_iceberg_stand_in(tmp_path_factory.mktemp("iceberg-containment")) as fixture:
         yield fixture.url
 
 
@@ -110,7 +98,7 @@ def _create(catalog: Catalog, name: str) -> str:
 
 def _refused(catalog: Catalog, request: object) -> None:
     """`request` (RegisterTable or DeclareTable) is code 13 and changes no file."""
-    before = tree_hash(catalog.root)
+    before = tree_snapshot(catalog.root)
     method = (
         catalog.namespace.register_table
         if isinstance(request, RegisterTableRequest)
@@ -118,7 +106,7 @@ def _refused(catalog: Catalog, request: object) -> None:
     )
     with pytest.raises(InvalidInputError):
         method(request)
-    assert tree_hash(catalog.root) == before
+    assert tree_snapshot(catalog.root) == before
     with pytest.raises(TableNotFoundError):
         catalog.namespace.table_exists(TableExistsRequest(id=request.id))
 

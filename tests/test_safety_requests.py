@@ -10,9 +10,8 @@ import httpx
 import pyarrow as pa
 import pytest
 
-from tests.lance_data import arrow_stream, sample_table
-from tests.server import running_server
-from tests.test_safety_containment import tree_hash
+from tests.support.adapter import running_server
+from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
 SECRET = "server-secret-value-123"
@@ -45,11 +44,11 @@ def _relative(root: Path, location: str) -> str:
 
 def _refused(client: httpx.Client, root: Path, code: int, method: str, url: str,
              **body: object) -> httpx.Response:
-    before = tree_hash(root)
+    before = tree_snapshot(root)
     answer = client.request(method, url, **body)
     assert 400 <= answer.status_code < 500, answer.text
     assert answer.json()["code"] == code, answer.text
-    assert tree_hash(root) == before
+    assert tree_snapshot(root) == before
     assert str(root) not in answer.text and "backtrace" not in answer.text
     return answer
 

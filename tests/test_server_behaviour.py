@@ -9,16 +9,15 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.server import running_server
-from tests.stand_in_backends import ProbeNamespace
+from tests.support.adapter import running_server
+from tests.support.plugin_stand_ins import RecordingNamespace
 
-PROBE = "tests.stand_in_backends.ProbeNamespace"
+PROBE = "tests.support.plugin_stand_ins.RecordingNamespace"
 
 
 @pytest.fixture
 def probe_url() -> Iterator[str]:
-    ProbeNamespace.received.clear()
-    with running_server(PROBE, {"delay": "1.5"}) as url:
+    with running_server(PROBE, {"name": "probe", "delay": "1.5"}) as url:
         yield url
 
 
@@ -29,7 +28,7 @@ def test_credentials_become_identity_and_headers_become_context(probe_url: str) 
         headers={"x-api-key": "key-1", "Authorization": "Bearer tok-9", "x-tenant": "blue"},
     )
     assert response.status_code == 200
-    request = ProbeNamespace.received[-1]
+    request = RecordingNamespace.instances["probe"].received[-1]
     assert (request.identity.api_key, request.identity.auth_token) == ("key-1", "tok-9")
     assert request.context["header.x-tenant"] == "blue"
     assert not any("tok-9" in value for value in request.context.values())

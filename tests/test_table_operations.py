@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from lance_namespace import LanceNamespace
 
-from tests.table_operations_support import BACKENDS, backend
-from tests.table_steps import TableLayout, run_every_step
+from tests.support.table_steps import TableLayout, run_every_step
+from tests.support.tables import BACKENDS, backend
 
 LAYOUT = TableLayout(namespace=["cat", "sub"], rename_target=["cat"])
 

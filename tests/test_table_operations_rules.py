@@ -40,9 +40,9 @@ from lance_namespace import (
 from backends.extensions import AlterNamespaceRequest, AlterTableRequest, ListOperationsRequest
 from backends.operations import list_operations
 from backends.plugin import PluginNamespace
-from tests.lance_data import arrow_stream, sample_table, tree_snapshot
-from tests.stand_in_backends import MetadataOnlyNamespace, ProbeNamespace
-from tests.table_operations_support import BACKENDS, backend, read_back
+from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
+from tests.support.plugin_stand_ins import MetadataOnlyNamespace, RecordingNamespace
+from tests.support.tables import BACKENDS, backend, read_back
 
 TABLE = ["cat", "items"]
 
@@ -203,8 +203,10 @@ def test_list_operations_is_computed_from_the_backend(data_root: Path) -> None:
     assert not {"AlterTableBackfillColumns", "CreateMaterializedView", "AlterTable"} & set(
         directory
     )
-    probe = list_operations(ProbeNamespace(), request).operations
-    assert probe == ["DescribeNamespace", "ListNamespaces", "ListOperations"]
+    recording = list_operations(RecordingNamespace(), request).operations
+    assert recording == [
+        "DescribeNamespace", "DescribeTable", "ListNamespaces", "ListOperations", "ListTables"
+    ]
 
 
 CODE_ZERO_CALLS: list[tuple[str, Any]] = [
@@ -302,8 +304,8 @@ def test_a_version_range_as_wide_as_the_integers_is_not_expanded(data_root) -> N
     from lance_namespace import BatchDeleteTableVersionsRequest, CreateTableRequest
     from lance_namespace_urllib3_client.models import VersionRange
 
-    from tests.lance_data import arrow_stream, sample_table
-    from tests.table_operations_support import backend, read_back
+    from tests.support.lance_data import arrow_stream, sample_table
+    from tests.support.tables import backend, read_back
 
     namespace = backend("metadata-only", data_root)
     table = ["cat", "wide"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,14 +30,11 @@ from lance_namespace import (
     NamespaceExistsRequest,
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
-    PermissionDeniedError,
     RegisterTableRequest,
     RenameTableRequest,
-    ServiceUnavailableError,
     TableAlreadyExistsError,
     TableExistsRequest,
     TableNotFoundError,
-    ThrottlingError,
     UnauthenticatedError,
     UnsupportedOperationError,
 )
@@ -65,20 +61,20 @@ from unitycatalog.client.models import (
 
 from backends.properties import ConfigurationError
 from backends.unity import UnityNamespace, unity_columns
-from tests.rest_catalog_fixture_support import free_port
-from tests.unity_fixture import UnityFixture, running_unity_fixture
+from tests.support.common import unique
+from tests.support.unity_stand_in import UnityStandIn, running_unity_stand_in
 
 Factory = Callable[..., UnityNamespace]
 
 
 @pytest.fixture(scope="module")
-def unity() -> Iterator[UnityFixture]:
-    with running_unity_fixture() as fixture:
+def unity() -> Iterator[UnityStandIn]:
+    with running_unity_stand_in() as fixture:
         yield fixture
 
 
 @pytest.fixture(autouse=True)
-def clean_control(unity: UnityFixture) -> Iterator[None]:
+def clean_control(unity: UnityStandIn) -> Iterator[None]:
     unity.control.reset()
     unity.state.legacy_already_exists = False
     yield
@@ -86,7 +82,7 @@ def clean_control(unity: UnityFixture) -> Iterator[None]:
 
 
 @pytest.fixture
-def make_namespace(unity: UnityFixture, tmp_path: Path) -> Iterator[Factory]:
+def make_namespace(unity: UnityStandIn, tmp_path: Path) -> Iterator[Factory]:
     created: list[UnityNamespace] = []
 
     def factory(**overrides: str) -> UnityNamespace:
@@ -108,7 +104,7 @@ def ns(make_namespace: Factory) -> UnityNamespace:
     return make_namespace()
 
 
-def run_sdk(unity: UnityFixture, action: Callable[[ApiClient], Any]) -> Any:
+def run_sdk(unity: UnityStandIn, action: Callable[[ApiClient], Any]) -> Any:
     """Run one coroutine of the official (asyncio) SDK against the fixture."""
 
     async def main() -> Any:
@@ -120,8 +116,8 @@ def run_sdk(unity: UnityFixture, action: Callable[[ApiClient], Any]) -> Any:
 
 
 @pytest.fixture
-def catalog(unity: UnityFixture) -> str:
-    name = f"cat_{uuid.uuid4().hex[:8]}"
+def catalog(unity: UnityStandIn) -> str:
+    name = unique("cat")
     run_sdk(unity, lambda client: CatalogsApi(client).create_catalog(CreateCatalog(name=name)))
     return name
 
@@ -140,7 +136,7 @@ def write_lance(location: str, table: pa.Table | None = None) -> None:
 # Configuration
 
 
-def test_configuration_defaults(unity: UnityFixture) -> None:
+def test_configuration_defaults(unity: UnityStandIn) -> None:
     namespace = UnityNamespace(endpoint=unity.url)
     assert namespace.client.settings.connect_timeout_ms == 10_000
     assert namespace.client.settings.read_timeout_ms == 300_000
@@ -172,9 +168,9 @@ def test_bad_configuration_is_rejected(properties: dict[str, str]) -> None:
 
 
 def test_sdk_creates_lists_and_gets_catalogs_schemas_tables(
-    unity: UnityFixture, ns: UnityNamespace, tmp_path: Path
+    unity: UnityStandIn, ns: UnityNamespace, tmp_path: Path
 ) -> None:
-    name = f"sdk_{uuid.uuid4().hex[:8]}"
+    name = unique("sdk")
     delta_column = ColumnInfo(
         name="n", type_name=ColumnTypeName.LONG, type_text="bigint", position=0
     )
@@ -227,7 +223,7 @@ def test_sdk_creates_lists_and_gets_catalogs_schemas_tables(
 
 
 def test_sdk_sees_a_registered_lance_table_with_its_columns(
-    unity: UnityFixture, ns: UnityNamespace, schema: list[str], tmp_path: Path
+    unity: UnityStandIn, ns: UnityNamespace, schema: list[str], tmp_path: Path
 ) -> None:
     location = str(tmp_path / "vectors")
     data = pa.table(
@@ -271,8 +267,8 @@ def test_sdk_sees_a_registered_lance_table_with_its_columns(
         run_sdk(unity, get_missing)
 
 
-def test_sdk_updates_schemas_and_catalogs(unity: UnityFixture) -> None:
-    name = f"upd_{uuid.uuid4().hex[:8]}"
+def test_sdk_updates_schemas_and_catalogs(unity: UnityStandIn) -> None:
+    name = unique("upd")
 
     async def update(client: ApiClient) -> tuple[Any, ...]:
         catalogs, schemas, tables = CatalogsApi(client), SchemasApi(client), TablesApi(client)
@@ -341,7 +337,7 @@ def test_sdk_updates_schemas_and_catalogs(unity: UnityFixture) -> None:
 
 
 def test_sdk_sees_a_renamed_lance_table_as_it_was(
-    unity: UnityFixture, ns: UnityNamespace, schema: list[str], tmp_path: Path
+    unity: UnityStandIn, ns: UnityNamespace, schema: list[str], tmp_path: Path
 ) -> None:
     location = str(tmp_path / "renamed")
     write_lance(location)
@@ -365,7 +361,7 @@ def test_sdk_sees_a_renamed_lance_table_as_it_was(
 
 
 def test_catalog_and_schema_listing_follow_server_pages(
-    unity: UnityFixture, ns: UnityNamespace
+    unity: UnityStandIn, ns: UnityNamespace
 ) -> None:
     prefix = f"p{uuid.uuid4().hex[:6]}"
     names = [f"{prefix}_{index}" for index in range(5)]
@@ -415,7 +411,7 @@ def test_schema_lifecycle(ns: UnityNamespace, catalog: str) -> None:
 
 @pytest.mark.parametrize("legacy", [False, True])
 def test_create_schema_modes(
-    unity: UnityFixture, ns: UnityNamespace, schema: list[str], legacy: bool
+    unity: UnityStandIn, ns: UnityNamespace, schema: list[str], legacy: bool
 ) -> None:
     unity.state.legacy_already_exists = legacy  # 409 ALREADY_EXISTS or 400 SCHEMA_ALREADY_EXISTS
     with pytest.raises(NamespaceAlreadyExistsError):
@@ -483,7 +479,7 @@ def test_bad_table_identifiers_are_invalid_input(ns: UnityNamespace, identifier:
 
 
 def test_declare_describe_deregister(
-    unity: UnityFixture, make_namespace: Factory, schema: list[str], tmp_path: Path
+    unity: UnityStandIn, make_namespace: Factory, schema: list[str], tmp_path: Path
 ) -> None:
     ns = make_namespace(**{"storage.access_key_id": "key"})
     declared = ns.declare_table(DeclareTableRequest(id=[*schema, "t"], properties={"o": "me"}))
@@ -511,7 +507,7 @@ def test_declare_describe_deregister(
 
 
 def test_declare_at_a_location_with_data_gets_columns(
-    unity: UnityFixture, ns: UnityNamespace, schema: list[str], tmp_path: Path
+    unity: UnityStandIn, ns: UnityNamespace, schema: list[str], tmp_path: Path
 ) -> None:
     location = str(tmp_path / "existing")
     write_lance(location)
@@ -522,7 +518,7 @@ def test_declare_at_a_location_with_data_gets_columns(
 
 
 def test_register_table(
-    unity: UnityFixture, ns: UnityNamespace, schema: list[str], tmp_path: Path
+    unity: UnityStandIn, ns: UnityNamespace, schema: list[str], tmp_path: Path
 ) -> None:
     first, second = str(tmp_path / "first"), str(tmp_path / "second")
     write_lance(first)
@@ -544,7 +540,7 @@ def test_register_table(
 
 
 def test_failed_overwrite_keeps_the_previous_registration(
-    unity: UnityFixture, ns: UnityNamespace, schema: list[str], tmp_path: Path
+    unity: UnityStandIn, ns: UnityNamespace, schema: list[str], tmp_path: Path
 ) -> None:
     old, new = str(tmp_path / "old"), str(tmp_path / "new")
     write_lance(old)
@@ -561,7 +557,7 @@ def test_failed_overwrite_keeps_the_previous_registration(
 
 @pytest.mark.parametrize("legacy", [False, True])
 def test_table_errors(
-    unity: UnityFixture, ns: UnityNamespace, schema: list[str], legacy: bool
+    unity: UnityStandIn, ns: UnityNamespace, schema: list[str], legacy: bool
 ) -> None:
     unity.state.legacy_already_exists = legacy
     ns.declare_table(DeclareTableRequest(id=[*schema, "t"]))
@@ -576,7 +572,7 @@ def test_table_errors(
 
 
 def test_lance_tables_need_external_type_and_property(
-    unity: UnityFixture, ns: UnityNamespace, schema: list[str], tmp_path: Path
+    unity: UnityStandIn, ns: UnityNamespace, schema: list[str], tmp_path: Path
 ) -> None:
     def create(name: str, table_type: TableType, properties: dict[str, str]) -> Callable:
         request = CreateTable(
@@ -599,7 +595,7 @@ def test_lance_tables_need_external_type_and_property(
         ns.describe_table(DescribeTableRequest(id=[*schema, "managed"]))
 
 
-def test_list_tables_paging(unity: UnityFixture, ns: UnityNamespace, schema: list[str]) -> None:
+def test_list_tables_paging(unity: UnityStandIn, ns: UnityNamespace, schema: list[str]) -> None:
     for index in range(7):
         ns.declare_table(DeclareTableRequest(id=[*schema, f"t{index}"]))
     unity.control.reset()
@@ -707,77 +703,11 @@ def test_unity_columns_cover_arrow_types() -> None:
     assert [column["position"] for column in unity_columns(schema)] == list(range(len(schema)))
 
 
-# Errors, retries, timeouts, auth
+# Tokens: how the properties reach the REST client (its behaviour: test_rest_catalog_client.py)
 
 
-@pytest.mark.parametrize(
-    ("status", "error"),
-    [
-        (401, UnauthenticatedError),
-        (403, PermissionDeniedError),
-        (429, ThrottlingError),
-        (503, ServiceUnavailableError),
-        (500, InternalError),
-        (418, InternalError),
-    ],
-)
-def test_status_mapping(
-    unity: UnityFixture, make_namespace: Factory, catalog: str, status: int, error: type
-) -> None:
-    ns = make_namespace(max_retries="0")
-    unity.control.fail_next(1, status, method="GET", path="/schemas")
-    with pytest.raises(error) as raised:
-        ns.list_namespaces(ListNamespacesRequest(id=[catalog]))
-    assert f"injected HTTP {status}" in str(raised.value)
-
-
-def test_connection_refused_is_service_unavailable() -> None:
-    ns = UnityNamespace(endpoint=f"http://127.0.0.1:{free_port()}", max_retries="1")
-    with pytest.raises(ServiceUnavailableError):
-        ns.list_namespaces(ListNamespacesRequest(id=[]))
-    ns.close()
-
-
-def test_retries(unity: UnityFixture, ns: UnityNamespace, catalog: str) -> None:
-    unity.control.fail_next(2, 503, method="GET", path="/schemas")
-    assert ns.list_namespaces(ListNamespacesRequest(id=[catalog])).namespaces == []
-    assert len(unity.control.requests_to("/schemas", "GET")) == 3
-    unity.control.reset()
-    unity.control.fail_next(9, 502, method="GET", path="/schemas")
-    with pytest.raises(InternalError):
-        ns.list_namespaces(ListNamespacesRequest(id=[catalog]))
-    assert len(unity.control.requests_to("/schemas", "GET")) == 4  # 1 + max_retries
-    unity.control.reset()
-    unity.control.fail_next(1, 503, method="POST", path="/schemas")
-    with pytest.raises(ServiceUnavailableError):
-        ns.create_namespace(CreateNamespaceRequest(id=[catalog, "s"]))
-    assert len(unity.control.requests_to("/schemas", "POST")) == 1
-
-
-def test_stalled_server_times_out_within_read_timeout(
-    unity: UnityFixture, make_namespace: Factory, catalog: str
-) -> None:
-    impatient = make_namespace(read_timeout="1000")
-    unity.control.stall_next(8.0, method="GET", path="/schemas")
-    started = time.monotonic()
-    with pytest.raises(ServiceUnavailableError):
-        impatient.list_namespaces(ListNamespacesRequest(id=[catalog]))
-    # read_timeout is 1 s and stalls are not retried: well before the 8 s stall ends.
-    assert time.monotonic() - started < 6
-
-
-def test_bearer_token(unity: UnityFixture, make_namespace: Factory, catalog: str) -> None:
-    unity.control.required_token = "uc-token"
-    with pytest.raises(UnauthenticatedError):
-        make_namespace().list_namespaces(ListNamespacesRequest(id=[catalog]))
-    with pytest.raises(UnauthenticatedError):
-        make_namespace(auth_token="nope").list_namespaces(ListNamespacesRequest(id=[catalog]))
-    make_namespace(auth_token="uc-token").list_namespaces(ListNamespacesRequest(id=[catalog]))
-    assert unity.control.requests_to("/schemas", "GET")[-1].authorization == "Bearer uc-token"
-
-
-def test_forwarding_sends_the_callers_token_instead_of_the_static_one(
-    unity: UnityFixture, make_namespace: Factory, catalog: str
+def test_the_static_token_or_the_forwarded_callers_token_reaches_unity(
+    unity: UnityStandIn, make_namespace: Factory, catalog: str
 ) -> None:
     unity.control.required_token = "caller-token"
     forwarding = make_namespace(auth_token="static-token", forward_caller_token="true")
@@ -789,3 +719,6 @@ def test_forwarding_sends_the_callers_token_instead_of_the_static_one(
     not_forwarding = make_namespace(auth_token="static-token")
     with pytest.raises(UnauthenticatedError):  # forwarding is off: the caller's token is ignored
         not_forwarding.list_namespaces(ListNamespacesRequest(id=[catalog], identity=caller))
+    unity.control.required_token = "static-token"  # the static token is what it sends
+    not_forwarding.list_namespaces(ListNamespacesRequest(id=[catalog], identity=caller))
+    assert unity.control.requests_to("/schemas", "GET")[-1].authorization == "Bearer static-token"

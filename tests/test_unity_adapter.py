@@ -31,14 +31,14 @@ from lance_namespace import (
 from unitycatalog.client import ApiClient, CatalogsApi, Configuration, TablesApi
 from unitycatalog.client.models import ColumnTypeName, CreateCatalog
 
-from tests.lance_data import arrow_stream, sample_table
-from tests.server import running_server
-from tests.unity_fixture import UnityFixture, running_unity_fixture
+from tests.support.adapter import running_server
+from tests.support.lance_data import arrow_stream, sample_table
+from tests.support.unity_stand_in import UnityStandIn, running_unity_stand_in
 
 
 @pytest.fixture(scope="module")
-def unity() -> Iterator[UnityFixture]:
-    with running_unity_fixture() as fixture:
+def unity() -> Iterator[UnityStandIn]:
+    with running_unity_stand_in() as fixture:
         yield fixture
 
 
@@ -48,19 +48,19 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def adapter(unity: UnityFixture, root: Path) -> Iterator[str]:
+def adapter(unity: UnityStandIn, root: Path) -> Iterator[str]:
     properties = {"endpoint": unity.url, "root": str(root), "read_timeout": "2000"}
     with running_server("unity", properties) as url:
         yield url
 
 
 @pytest.fixture
-def client(adapter: str, unity: UnityFixture) -> RestNamespace:
+def client(adapter: str, unity: UnityStandIn) -> RestNamespace:
     unity.control.reset()
     return RestNamespace(uri=adapter)
 
 
-def sdk(unity: UnityFixture, call: Any) -> Any:
+def sdk(unity: UnityStandIn, call: Any) -> Any:
     async def main() -> Any:
         configuration = Configuration(host=f"{unity.url}/api/2.1/unity-catalog")
         async with ApiClient(configuration) as api_client:
@@ -70,13 +70,13 @@ def sdk(unity: UnityFixture, call: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def catalog(unity: UnityFixture) -> str:
+def catalog(unity: UnityStandIn) -> str:
     sdk(unity, lambda api: CatalogsApi(api).create_catalog(CreateCatalog(name="lakehouse")))
     return "lakehouse"
 
 
 def test_create_table_with_data_lands_at_its_location_and_in_unity(
-    client: RestNamespace, unity: UnityFixture, catalog: str, root: Path
+    client: RestNamespace, unity: UnityStandIn, catalog: str, root: Path
 ) -> None:
     assert catalog in client.list_namespaces(ListNamespacesRequest(id=[])).namespaces
     client.create_namespace(CreateNamespaceRequest(id=[catalog, "ml"], properties={"o": "me"}))
@@ -112,7 +112,7 @@ def test_create_table_with_data_lands_at_its_location_and_in_unity(
 
 
 def test_register_through_the_adapter_fills_unity_columns(
-    client: RestNamespace, unity: UnityFixture, catalog: str, root: Path
+    client: RestNamespace, unity: UnityStandIn, catalog: str, root: Path
 ) -> None:
     client.create_namespace(CreateNamespaceRequest(id=[catalog, "reg"]))
     location = str(root / "external" / "existing")  # registered locations lie inside the root
@@ -130,7 +130,7 @@ def test_register_through_the_adapter_fills_unity_columns(
 
 
 def test_errors_reach_the_client_with_their_codes(
-    client: RestNamespace, unity: UnityFixture, catalog: str
+    client: RestNamespace, unity: UnityStandIn, catalog: str
 ) -> None:
     with pytest.raises(NamespaceNotFoundError):
         client.list_namespaces(ListNamespacesRequest(id=["no_such_catalog"]))

@@ -3,7 +3,6 @@ Unity Catalog protocol fixture over loopback HTTP."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,17 +28,18 @@ from lance_namespace import (
 
 from backends.extensions import AlterNamespaceRequest, AlterTableRequest, ListOperationsRequest
 from backends.unity import UnityNamespace
-from tests.unity_fixture import API, UnityFixture, running_unity_fixture
+from tests.support.common import unique
+from tests.support.unity_stand_in import API, UnityStandIn, running_unity_stand_in
 
 
 @pytest.fixture(scope="module")
-def unity() -> Iterator[UnityFixture]:
-    with running_unity_fixture() as fixture:
+def unity() -> Iterator[UnityStandIn]:
+    with running_unity_stand_in() as fixture:
         yield fixture
 
 
 @pytest.fixture
-def ns(unity: UnityFixture, tmp_path: Path) -> Iterator[UnityNamespace]:
+def ns(unity: UnityStandIn, tmp_path: Path) -> Iterator[UnityNamespace]:
     unity.control.reset()
     namespace = UnityNamespace(endpoint=unity.url, root=str(tmp_path / "root"))
     yield namespace
@@ -47,7 +47,7 @@ def ns(unity: UnityFixture, tmp_path: Path) -> Iterator[UnityNamespace]:
 
 
 def new_catalog(url: str, properties: dict[str, str] | None = None) -> str:
-    name = f"cat_{uuid.uuid4().hex[:8]}"
+    name = unique("cat")
     body = {"name": name, "properties": properties or {}}
     httpx.post(f"{url}{API}/catalogs", json=body).raise_for_status()
     return name
@@ -72,7 +72,7 @@ def tables_of(ns: UnityNamespace, schema: list[str], **options: object) -> list[
 
 
 def test_rename_keeps_the_entry_and_the_data(
-    unity: UnityFixture, ns: UnityNamespace, tmp_path: Path
+    unity: UnityStandIn, ns: UnityNamespace, tmp_path: Path
 ) -> None:
     schema = new_schema(ns, unity.url)
     location = tmp_path / "old"
@@ -94,7 +94,7 @@ def test_rename_keeps_the_entry_and_the_data(
 
 
 def test_rename_across_schemas_and_catalogs(
-    unity: UnityFixture, ns: UnityNamespace, tmp_path: Path
+    unity: UnityStandIn, ns: UnityNamespace, tmp_path: Path
 ) -> None:
     source = new_schema(ns, unity.url)
     sibling = [source[0], "sibling"]
@@ -117,7 +117,7 @@ def test_rename_across_schemas_and_catalogs(
 
 
 def test_rename_errors_change_nothing(
-    unity: UnityFixture, ns: UnityNamespace, tmp_path: Path
+    unity: UnityStandIn, ns: UnityNamespace, tmp_path: Path
 ) -> None:
     schema = new_schema(ns, unity.url)
     ns.declare_table(DeclareTableRequest(id=[*schema, "a"]))
@@ -163,7 +163,7 @@ def test_rename_errors_change_nothing(
 
 
 def test_rename_undoes_the_new_entry_when_the_old_cannot_go(
-    unity: UnityFixture, ns: UnityNamespace
+    unity: UnityStandIn, ns: UnityNamespace
 ) -> None:
     schema = new_schema(ns, unity.url)
     ns.declare_table(DeclareTableRequest(id=[*schema, "old"], properties={"k": "v"}))
@@ -181,7 +181,7 @@ def test_rename_undoes_the_new_entry_when_the_old_cannot_go(
 # AlterNamespace
 
 
-def test_alter_schema_sets_and_unsets(unity: UnityFixture, ns: UnityNamespace) -> None:
+def test_alter_schema_sets_and_unsets(unity: UnityStandIn, ns: UnityNamespace) -> None:
     schema = new_schema(ns, unity.url, {"owner": "ml", "tier": "gold", "keep": "1"})
 
     altered = ns.alter_namespace(
@@ -198,7 +198,7 @@ def test_alter_schema_sets_and_unsets(unity: UnityFixture, ns: UnityNamespace) -
     assert len(unity.control.requests_to("/schemas/", "PATCH")) == 1
 
 
-def test_alter_catalog_sets_and_unsets(unity: UnityFixture, ns: UnityNamespace) -> None:
+def test_alter_catalog_sets_and_unsets(unity: UnityStandIn, ns: UnityNamespace) -> None:
     catalog = new_catalog(unity.url, {"a": "1", "b": "2"})
     altered = ns.alter_namespace(
         AlterNamespaceRequest(id=[catalog], set_properties={"c": "3"}, unset_properties=["a"])
@@ -210,7 +210,7 @@ def test_alter_catalog_sets_and_unsets(unity: UnityFixture, ns: UnityNamespace) 
     )
 
 
-def test_alter_namespace_errors_change_nothing(unity: UnityFixture, ns: UnityNamespace) -> None:
+def test_alter_namespace_errors_change_nothing(unity: UnityStandIn, ns: UnityNamespace) -> None:
     schema = new_schema(ns, unity.url, {"only": "1"})
     with pytest.raises(UnsupportedOperationError, match=r"alter_namespace.*unity.*every property"):
         ns.alter_namespace(AlterNamespaceRequest(id=schema, unset_properties=["only"]))
@@ -232,7 +232,7 @@ def test_alter_namespace_errors_change_nothing(unity: UnityFixture, ns: UnityNam
 # AlterTable
 
 
-def test_alter_table_is_unsupported(unity: UnityFixture, ns: UnityNamespace) -> None:
+def test_alter_table_is_unsupported(unity: UnityStandIn, ns: UnityNamespace) -> None:
     schema = new_schema(ns, unity.url)
     ns.declare_table(DeclareTableRequest(id=[*schema, "t"], properties={"k": "v"}))
     with pytest.raises(UnsupportedOperationError, match=r"AlterTable.*Unity"):
@@ -245,7 +245,7 @@ def test_alter_table_is_unsupported(unity: UnityFixture, ns: UnityNamespace) -> 
 
 
 def test_list_tables_without_declared_tables(
-    unity: UnityFixture, ns: UnityNamespace, tmp_path: Path
+    unity: UnityStandIn, ns: UnityNamespace, tmp_path: Path
 ) -> None:
     schema = new_schema(ns, unity.url)
     ns.declare_table(DeclareTableRequest(id=[*schema, "declared"]))
@@ -257,7 +257,7 @@ def test_list_tables_without_declared_tables(
 
 
 def test_list_all_tables_pages_over_every_schema(tmp_path: Path) -> None:
-    with running_unity_fixture() as fixture:
+    with running_unity_stand_in() as fixture:
         ns = UnityNamespace(endpoint=fixture.url, root=str(tmp_path / "root"))
         for catalog in ("c1", "c2"):
             httpx.post(f"{fixture.url}{API}/catalogs", json={"name": catalog}).raise_for_status()

@@ -14,13 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests import glue_support
-from tests.glue_support import MotoEndpoint, glue_properties
-from tests.lance_data import arrow_stream, sample_table
-from tests.test_gateway import Adapter, start_adapter
+from tests.support.cli import Adapter, start_adapter
+from tests.support.glue import MotoEndpoint, glue_properties
+from tests.support.lance_data import arrow_stream, sample_table
 
-moto_endpoint = glue_support.moto_endpoint
-clean_moto = glue_support.clean_moto
 TABLE = "ns$t"
 ROUNDS = 24  # requests per check, each on a new connection, so both workers answer
 

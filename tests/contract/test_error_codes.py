@@ -26,9 +26,9 @@ from lance_namespace import (
     TableExistsRequest,
 )
 
-from tests.contract.backends import ContractBackend
-from tests.contract.clients import OfficialClient
-from tests.lance_data import arrow_stream, sample_table
+from tests.support.contract_backends import ContractBackend
+from tests.support.lance_data import arrow_stream, sample_table
+from tests.support.official_client import OfficialClient
 
 TOO_LONG = "x" * 300
 UNPRINTABLE = "bad\tname"

@@ -8,8 +8,8 @@ from typing import Any
 import lancedb
 import pytest
 
-from tests.contract.backends import ContractBackend
-from tests.lancedb_lifecycle import run_lifecycle
+from tests.support.contract_backends import ContractBackend
+from tests.support.lancedb_lifecycle import run_lifecycle
 
 CATALOG_BACKENDS = ["hive2", "hive3", "glue", "unity", "iceberg"]
 PUSHDOWN = ["QueryTable", "CreateTable"]

@@ -30,8 +30,8 @@ from lance_namespace import (
 )
 from lance_namespace_urllib3_client.models import AlterTransactionAction, AlterTransactionSetStatus
 
-from tests.contract.backends import NAMESPACE_PROPERTIES, ContractBackend
-from tests.table_steps import TableLayout, run_every_step
+from tests.support.contract_backends import NAMESPACE_PROPERTIES, ContractBackend
+from tests.support.table_steps import TableLayout, run_every_step
 
 # Operations every backend serves, and the spec's names of two of them.
 CORE_OPERATIONS = {

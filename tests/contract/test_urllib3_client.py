@@ -20,8 +20,8 @@ from lance_namespace_urllib3_client.models import (
     TableExistsRequest,
 )
 
-from tests.contract.backends import ContractBackend
-from tests.lance_data import arrow_stream, error_code, sample_table
+from tests.support.contract_backends import ContractBackend
+from tests.support.lance_data import arrow_stream, error_code, sample_table
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from typing import Any
 import boto3
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
-from tests.server import running_server
+from tests.support.adapter import running_server
 from tests.support.s3_policy_gate import S3PolicyGate
 
 REGION = "us-east-1"

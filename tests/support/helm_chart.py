@@ -8,7 +8,7 @@ from typing import Any
 import helm_python as helm
 import yaml
 
-CHART = Path(__file__).resolve().parents[1] / "helm" / "lance-namespace-adapter"
+CHART = Path(__file__).resolve().parents[2] / "helm" / "lance-namespace-adapter"
 
 
 def render(values: dict[str, Any] | None = None) -> dict[str, list[dict[str, Any]]]:

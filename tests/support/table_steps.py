@@ -61,8 +61,8 @@ from lance_namespace_urllib3_client.models import (
     VersionRange,
 )
 
-from tests.lance_data import arrow_stream, nearest_ids, read_arrow_file, sample_table
-from tests.table_operations_support import location, read_back
+from tests.support.lance_data import arrow_stream, nearest_ids, read_arrow_file, sample_table
+from tests.support.tables import location, read_back
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,12 +45,6 @@ def start_moto(port: int = 0) -> tuple[ThreadedMotoServer, str]:
     server.start()
     host, bound_port = server.get_host_and_port()
     return server, f"http://{host}:{bound_port}"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def glue_properties(url: str, **extra: str) -> dict[str, str]:

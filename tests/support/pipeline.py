@@ -24,9 +24,9 @@ from lance_namespace import DeclareTableRequest
 from pyspark.sql import DataFrame, SparkSession
 
 import pipeline
-from tests.server import running_server
+from tests.support.adapter import running_server
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 _resources = contextlib.ExitStack()
 atexit.register(_resources.close)
 _singletons: dict[str, object] = {}

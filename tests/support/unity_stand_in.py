@@ -1,4 +1,5 @@
-"""A Unity Catalog protocol fixture: the catalogs/schemas/tables part of `api/all.yaml`.
+"""A stand-in for Unity Catalog (none is installable here): the catalogs/schemas/tables part of
+`api/all.yaml`.
 
 Request bodies are validated with the official `unitycatalog-client` models, errors have Unity's
 shape (`error_code`, `message`, HTTP status per Unity's ErrorCode), names follow Unity's rule,
@@ -31,7 +32,7 @@ from unitycatalog.client.models import (
     UpdateSchema,
 )
 
-from tests.rest_catalog_fixture_support import FixtureControl, install_control, serve
+from tests.support.rest_catalog_stand_in import StandInControl, install_control, serve
 
 API = "/api/2.1/unity-catalog"
 NAME = re.compile(r"[A-Za-z0-9_@-]{1,255}")
@@ -67,9 +68,9 @@ class UnityState:
 
 
 @dataclass
-class UnityFixture:
+class UnityStandIn:
     url: str
-    control: FixtureControl
+    control: StandInControl
     state: UnityState
 
 
@@ -120,7 +121,7 @@ def _audit() -> dict[str, Any]:
     return {"created_at": now, "updated_at": now, "owner": "fixture", "created_by": "fixture"}
 
 
-def build_app(state: UnityState, control: FixtureControl) -> FastAPI:
+def build_app(state: UnityState, control: StandInControl) -> FastAPI:
     app = FastAPI()
     install_control(app, control, error_body, open_paths=())
 
@@ -331,9 +332,9 @@ def build_app(state: UnityState, control: FixtureControl) -> FastAPI:
 
 
 @contextmanager
-def running_unity_fixture() -> Iterator[UnityFixture]:
-    """Start the fixture on 127.0.0.1 (free port); its URL is the server root (no API path)."""
-    control = FixtureControl()
+def running_unity_stand_in() -> Iterator[UnityStandIn]:
+    """Start the stand-in on 127.0.0.1 (free port); its URL is the server root (no API path)."""
+    control = StandInControl()
     state = UnityState()
     with serve(build_app(state, control)) as url:
-        yield UnityFixture(url, control, state)
+        yield UnityStandIn(url, control, state)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENGINE_SCRIPT = ROOT / "scripts" / "docker-engine.sh"
 CACHE = ROOT / ".cache" / "docker"
 DATA_ROOT = CACHE / "data"

@@ -11,7 +11,7 @@ from lance_namespace import CreateNamespaceRequest, DescribeTableRequest, LanceN
 
 from backends import load_namespace
 
-STAND_IN = "tests.stand_in_backends.MetadataOnlyNamespace"
+STAND_IN = "tests.support.plugin_stand_ins.MetadataOnlyNamespace"
 BACKENDS = {"metadata-only": STAND_IN, "dir": "dir"}
 
 

@@ -1,4 +1,5 @@
-"""An Iceberg REST Catalog protocol fixture backed by real Iceberg metadata.
+"""A stand-in for an Iceberg REST Catalog (none is installable here), backed by real Iceberg
+(pyiceberg) metadata.
 
 It serves the subset of `open-api/rest-catalog-open-api.yaml` the iceberg backend uses (config,
 OAuth2 token, namespaces, tables) and keeps everything in pyiceberg `SqlCatalog`s on SQLite, one
@@ -16,7 +17,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
@@ -32,7 +32,12 @@ from pyiceberg.exceptions import (
 )
 from pyiceberg.table import CommitTableRequest, TableIdentifier
 
-from tests.rest_catalog_fixture_support import FixtureControl, install_control, serve
+from tests.support.rest_catalog_stand_in import (
+    StandInControl,
+    install_control,
+    install_token_route,
+    serve,
+)
 
 SEPARATOR = "\x1f"
 DEFAULT_PAGE_SIZE = 2
@@ -50,11 +55,11 @@ def error_body(status: int, kind: str, message: str) -> dict[str, Any]:
 
 
 @dataclass
-class IcebergFixture:
+class IcebergStandIn:
     """A running fixture: its URL, the control knobs and the catalogs behind it."""
 
     url: str
-    control: FixtureControl
+    control: StandInControl
     state: CatalogState
 
 
@@ -111,7 +116,7 @@ def _table_result(table: Any) -> dict[str, Any]:
     }
 
 
-def build_app(state: CatalogState, control: FixtureControl) -> FastAPI:
+def build_app(state: CatalogState, control: StandInControl) -> FastAPI:
     app = FastAPI()
     install_control(app, control, error_body, open_paths=("/v1/config", TOKEN_PATH))
 
@@ -130,23 +135,7 @@ def build_app(state: CatalogState, control: FixtureControl) -> FastAPI:
             return {"defaults": {}, "overrides": {}}
         return {"defaults": {}, "overrides": prefix}
 
-    @app.post(TOKEN_PATH)
-    async def token(request: Request) -> JSONResponse:
-        form = {key: values[0] for key, values in parse_qs((await request.body()).decode()).items()}
-        grant_type = form.get("grant_type", "")
-        client_id, client_secret = form.get("client_id", ""), form.get("client_secret", "")
-        issued = control.issue_token(client_id, client_secret)
-        if grant_type != "client_credentials" or issued is None:
-            body = {"error": "invalid_client", "error_description": "bad client credentials"}
-            return JSONResponse(body, status_code=401)
-        return JSONResponse(
-            {
-                "access_token": issued,
-                "token_type": "bearer",
-                "expires_in": control.token_lifetime_seconds,
-                "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
-            }
-        )
+    install_token_route(app, control, TOKEN_PATH)
 
     @app.get("/v1/{prefix}/namespaces")
     def list_namespaces(prefix: str, request: Request) -> dict[str, Any]:
@@ -382,11 +371,11 @@ def _require_namespace(catalog: SqlCatalog, namespace: tuple[str, ...]) -> dict[
 
 
 @contextmanager
-def running_iceberg_fixture(
+def running_iceberg_stand_in(
     workdir: Path, warehouses: tuple[str, ...] = ("wh", "other")
-) -> Iterator[IcebergFixture]:
-    """Start the fixture on 127.0.0.1 (free port) and yield it."""
-    control = FixtureControl()
+) -> Iterator[IcebergStandIn]:
+    """Start the stand-in on 127.0.0.1 (free port) and yield it."""
+    control = StandInControl()
     state = CatalogState(workdir, warehouses)
     with serve(build_app(state, control)) as url:
-        yield IcebergFixture(url, control, state)
+        yield IcebergStandIn(url, control, state)

@@ -1,7 +1,8 @@
-"""Running a catalog fixture app over loopback HTTP, with auth checks and injected faults.
+"""Running a catalog stand-in app over loopback HTTP, with auth checks and injected faults.
 
-Both catalog fixtures (Unity, Iceberg) are FastAPI apps served by uvicorn in a thread on
-127.0.0.1 with a free port. `FixtureControl` is the knob tests turn: required bearer tokens,
+The REST catalog stand-ins (Unity, Iceberg, and the bare one of tests/test_rest_catalog_client.py)
+are FastAPI apps served by uvicorn in a thread on
+127.0.0.1 with a free port. `StandInControl` is the knob tests turn: required bearer tokens,
 OAuth2 tokens it issued (with expiry), failures and stalls for the next matching requests, and a
 log of what the backend actually sent.
 """
@@ -10,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qs
 
 import uvicorn
 from fastapi import FastAPI, Request
@@ -50,8 +51,8 @@ class LoggedRequest:
 
 
 @dataclass
-class FixtureControl:
-    """Shared, thread-safe state a test uses to steer a fixture server."""
+class StandInControl:
+    """Shared, thread-safe state a test uses to steer a stand-in server."""
 
     required_token: str | None = None
     oauth_enabled: bool = False
@@ -124,7 +125,7 @@ class FixtureControl:
 
 
 def install_control(
-    app: FastAPI, control: FixtureControl, error_body: ErrorBody, open_paths: tuple[str, ...]
+    app: FastAPI, control: StandInControl, error_body: ErrorBody, open_paths: tuple[str, ...]
 ) -> None:
     """Log every request, then apply injected faults and the auth check before the routes."""
 
@@ -156,10 +157,26 @@ def install_control(
                 control.in_flight -= 1
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def install_token_route(app: FastAPI, control: StandInControl, path: str) -> None:
+    """An OAuth2 token endpoint at `path` (client-credentials grant) issuing `control`'s tokens."""
+
+    @app.post(path)
+    async def token(request: Request) -> JSONResponse:
+        form = {key: values[0] for key, values in parse_qs((await request.body()).decode()).items()}
+        grant_type = form.get("grant_type", "")
+        client_id, client_secret = form.get("client_id", ""), form.get("client_secret", "")
+        issued = control.issue_token(client_id, client_secret)
+        if grant_type != "client_credentials" or issued is None:
+            body = {"error": "invalid_client", "error_description": "bad client credentials"}
+            return JSONResponse(body, status_code=401)
+        return JSONResponse(
+            {
+                "access_token": issued,
+                "token_type": "bearer",
+                "expires_in": control.token_lifetime_seconds,
+                "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            }
+        )
 
 
 @contextmanager
@@ -172,7 +189,7 @@ def serve(app: FastAPI) -> Iterator[str]:
     deadline = time.monotonic() + 20
     while not (server.started and server.servers):
         if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("fixture server did not start")
+            raise RuntimeError("stand-in server did not start")
         time.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:

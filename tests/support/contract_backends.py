@@ -1,5 +1,6 @@
-"""Every backend of the contract suite, served by a real adapter, with its layout: where a
-table lives, which namespace RenameTable moves it to, and what the backend cannot do.
+"""Every backend of the contract suite (`tests/contract/`), served by a real adapter, with its
+layout: where a table lives, which namespace RenameTable moves it to, and what the backend cannot
+do. The session fixture `backend` runs each contract test once per name of `CONVENTIONS`.
 
 Each backend follows its own conventions: `dir` and the metadata-only plug-in nest `cat$sub`,
 hive2 and glue use one database, hive3 `hive$database`, unity `catalog$schema`, iceberg
@@ -19,13 +20,13 @@ import httpx
 import pytest
 from lance_namespace import CreateNamespaceRequest
 
-from tests.contract.clients import OfficialClient
-from tests.glue_support import glue_properties
-from tests.iceberg_fixture import running_iceberg_fixture
-from tests.server import running_server
-from tests.table_operations_support import STAND_IN
-from tests.table_steps import TableLayout
-from tests.unity_fixture import API, running_unity_fixture
+from tests.support.adapter import running_server
+from tests.support.glue import glue_properties
+from tests.support.iceberg_stand_in import running_iceberg_stand_in
+from tests.support.official_client import OfficialClient
+from tests.support.table_steps import TableLayout
+from tests.support.tables import STAND_IN
+from tests.support.unity_stand_in import API, running_unity_stand_in
 
 NAMESPACE_PROPERTIES = {"owner": "contract"}
 
@@ -142,7 +143,7 @@ def _glue_catalog(request: pytest.FixtureRequest, root: Path) -> Catalog:
 
 
 def _unity_catalog(stack: contextlib.ExitStack, root: Path) -> Catalog:
-    unity = stack.enter_context(running_unity_fixture())
+    unity = stack.enter_context(running_unity_stand_in())
 
     def create_catalog(token: str) -> None:
         """Unity catalogs are made in Unity itself (the backend creates schemas only)."""
@@ -154,7 +155,7 @@ def _unity_catalog(stack: contextlib.ExitStack, root: Path) -> Catalog:
 
 def _iceberg_catalog(stack: contextlib.ExitStack, root: Path) -> Catalog:
     (root / "catalog").mkdir()
-    iceberg = stack.enter_context(running_iceberg_fixture(root / "catalog"))
+    iceberg = stack.enter_context(running_iceberg_stand_in(root / "catalog"))
     properties = {"endpoint": iceberg.url, "root": str(root / "lance"), "warehouses": "wh"}
     return Catalog("iceberg", properties)
 
@@ -182,3 +183,13 @@ def serve_backend(
         catalog = _catalog(name, request, root, stack)
         url = stack.enter_context(running_server(catalog.impl, catalog.properties))
         yield ContractBackend(name, url, CONVENTIONS[name], catalog.prepare)
+
+
+@pytest.fixture(scope="session", params=BACKEND_NAMES)
+def backend(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ContractBackend]:
+    """One adapter per backend for the whole session, every test on fresh namespaces."""
+    root = tmp_path_factory.mktemp(f"contract-{request.param}")
+    with serve_backend(request.param, request, root) as served:
+        yield served

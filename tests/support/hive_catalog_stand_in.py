@@ -1,31 +1,17 @@
-"""Test support for the Hive backends.
+"""A stand-in for the catalog level of a Hive Metastore 3, which the tests cannot install.
 
-- `HiveMetastoreProcess`: a real Hive Metastore 2.3.10 (the jars shipped in the pyspark wheel,
-  embedded Derby) run as a Java process on a free 127.0.0.1 port.
-- `CatalogMetastoreServer`: an in-process Thrift server that speaks the HMS Thrift protocol
-  (the generated `ThriftHiveMetastore.Processor`) and implements the catalog, database and
-  table calls in memory. HMS 2.3 has no catalogs, so this protocol fixture is what the hive3
-  catalog level is tested against.
-- `metastore_client`: a raw Thrift client to check what the backends registered.
-
-Fixtures: tests/conftest.py loads this module with `pytest_plugins` so the
-session-scoped metastore is started once for all Hive test modules.
+HMS 2.3 (the real metastore of `tests/support/hive.py`) has no catalogs, so the hive3 catalog
+level is tested against `CatalogMetastoreServer`: an in-process Thrift server that speaks the HMS
+Thrift protocol (the generated `ThriftHiveMetastore.Processor`) and implements the catalog,
+database and table calls in memory.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import re
-import shutil
-import socket
-import subprocess
 import threading
-import time
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
 from copy import deepcopy
-from pathlib import Path
 
 import pytest
 from hive_metastore import ThriftHiveMetastore
@@ -39,179 +25,13 @@ from hive_metastore.ttypes import (
     InvalidOperationException,
     MetaException,
     NoSuchObjectException,
-    SerDeInfo,
-    StorageDescriptor,
     Table,
 )
 from thrift.protocol import TBinaryProtocol
 from thrift.server import TServer
 from thrift.transport import TSocket, TTransport
 
-JAVA_FLAGS = [
-    "-Xmx512m",
-    "-XX:+UseSerialGC",
-    "-XX:TieredStopAtLevel=1",
-    "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector",
-    *(
-        flag
-        for package in ("java.lang", "java.net", "java.util", "java.nio", "sun.nio.ch")
-        for flag in ("--add-opens", f"java.base/{package}=ALL-UNNAMED")
-    ),
-]
-METASTORE_MAIN = "org.apache.hadoop.hive.metastore.HiveMetaStore"
-START_TIMEOUT_SECONDS = 180
 _PARAMETER_CLAUSE = re.compile(r'hive_filter_field_params__(\w+) = "([^"]*)"')
-
-
-def free_port() -> int:
-    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def pyspark_jars() -> Path:
-    import pyspark
-
-    jars = Path(pyspark.__file__).parent / "jars"
-    if not any(jars.glob("hive-metastore-2.3*.jar")):
-        raise RuntimeError(f"no Hive Metastore 2.3 jars in {jars}")
-    return jars
-
-
-def java_executable() -> str:
-    java = shutil.which("java")
-    if java is None:
-        raise RuntimeError("java not found: install openjdk-17-jre-headless (./run test does)")
-    return java
-
-
-@contextmanager
-def metastore_client(port: int, timeout_seconds: float = 30.0) -> Iterator:
-    """A raw HMS Thrift client, to inspect registrations independently of the backend."""
-    sock = TSocket.TSocket("127.0.0.1", port)
-    sock.setTimeout(timeout_seconds * 1000)
-    transport = TTransport.TBufferedTransport(sock)
-    client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
-    transport.open()
-    try:
-        yield client
-    finally:
-        transport.close()
-
-
-def create_raw_table(port: int, database: str, name: str, table_type: str,
-                     parameters: dict[str, str], location: Path) -> None:
-    """A table registered by some other Hive client, not by the backend. The metastore
-    creates the `location` directory."""
-    table = Table(
-        tableName=name,
-        dbName=database,
-        owner="someone",
-        sd=StorageDescriptor(cols=[], location=str(location), serdeInfo=SerDeInfo(),
-                             parameters={}),
-        partitionKeys=[],
-        parameters=parameters,
-        tableType=table_type,
-    )
-    with metastore_client(port) as client:
-        client.create_table(table)
-
-
-@contextmanager
-def _quiet_thrift_socket_log() -> Iterator[None]:
-    """Thrift logs every refused connection; while polling a starting server those are noise."""
-    socket_log = logging.getLogger("thrift.transport.TSocket")
-    level = socket_log.level
-    socket_log.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        socket_log.setLevel(level)
-
-
-def _hive_site(derby_dir: Path, warehouse: Path) -> str:
-    properties = {
-        "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={derby_dir};create=true",
-        "datanucleus.schema.autoCreateAll": "true",
-        "hive.metastore.schema.verification": "false",
-        "hive.metastore.warehouse.dir": str(warehouse),
-        # BoneCP (the default pool) is not among the pyspark jars; DBCP is.
-        "datanucleus.connectionPoolingType": "DBCP",
-        "hive.metastore.event.db.notification.api.auth": "false",
-    }
-    body = "".join(
-        f"  <property><name>{key}</name><value>{value}</value></property>\n"
-        for key, value in properties.items()
-    )
-    return f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n'
-
-
-class HiveMetastoreProcess:
-    """A Hive Metastore 2.3 Java process with an embedded Derby database under `workdir`.
-
-    `stop()` then `start()` restarts it on the same port with the same Derby database.
-    """
-
-    def __init__(self, workdir: Path, port: int | None = None):
-        self.workdir = workdir
-        self.port = port or free_port()
-        self._process: subprocess.Popen | None = None
-        conf_dir = workdir / "conf"
-        conf_dir.mkdir(parents=True, exist_ok=True)
-        (conf_dir / "hive-site.xml").write_text(
-            _hive_site(workdir / "derby", workdir / "warehouse")
-        )
-        self._classpath = f"{conf_dir}{os.pathsep}{pyspark_jars()}/*"
-
-    @property
-    def uri(self) -> str:
-        return f"thrift://127.0.0.1:{self.port}"
-
-    def start(self, timeout_seconds: float = START_TIMEOUT_SECONDS) -> None:
-        log = open(self.workdir / "metastore.log", "ab")  # noqa: SIM115 - owned by the process
-        self._process = subprocess.Popen(
-            [java_executable(), *JAVA_FLAGS, "-cp", self._classpath, METASTORE_MAIN,
-             "-p", str(self.port)],
-            cwd=self.workdir,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        log.close()
-        self._wait_until_serving(timeout_seconds)
-
-    def _wait_until_serving(self, timeout_seconds: float) -> None:
-        with _quiet_thrift_socket_log():
-            self._poll_until_serving(timeout_seconds)
-
-    def _poll_until_serving(self, timeout_seconds: float) -> None:
-        deadline = time.monotonic() + timeout_seconds
-        while time.monotonic() < deadline:
-            if self._process is not None and self._process.poll() is not None:
-                raise RuntimeError(f"metastore exited early; see {self.workdir}/metastore.log")
-            try:
-                with metastore_client(self.port, timeout_seconds=10) as client:
-                    client.get_all_databases()
-                return
-            except Exception:
-                time.sleep(0.5)
-        self.stop()
-        raise RuntimeError(f"metastore did not serve within {timeout_seconds}s")
-
-    def stop(self) -> None:
-        if self._process is None:
-            return
-        self._process.terminate()
-        try:
-            self._process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(timeout=10)
-        self._process = None
-
-
-# ---------------------------------------------------------------------------------------------
-# The in-process Thrift catalog protocol fixture
 
 
 def _split_database_name(name: str, default_catalog: str) -> tuple[str, str | None]:
@@ -435,19 +255,6 @@ class CatalogMetastoreServer:
     def stop(self) -> None:
         self._stopped.set()
         self._server_socket.close()
-
-
-# ---------------------------------------------------------------------------------------------
-# Fixtures
-
-
-@pytest.fixture(scope="session")
-def hive_metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HiveMetastoreProcess]:
-    """The real Hive Metastore 2.3.10 shared by the Hive tests."""
-    metastore = HiveMetastoreProcess(tmp_path_factory.mktemp("hive-metastore"))
-    metastore.start()
-    yield metastore
-    metastore.stop()
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from pathlib import Path
@@ -52,9 +53,14 @@ def error_code(body: str | bytes) -> int:
     return json.loads(body)["code"]
 
 
-def tree_snapshot(root: Path) -> dict[str, int]:
-    """Every file under `root` with its size: proves an operation wrote nothing."""
-    return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*") if p.is_file()}
+def tree_snapshot(root: Path) -> dict[str, str]:
+    """Every path under `root` with the digest of its content ("dir" for a directory): two equal
+    snapshots prove an operation wrote nothing."""
+    return {
+        str(path.relative_to(root)):
+            hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+        for path in root.rglob("*")
+    }
 
 
 def all_list_pages(namespace: Any, limit: int, **request: Any) -> list[list[str]]:

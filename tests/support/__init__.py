@@ -1,0 +1,1 @@
+"""Test support: fixtures and helpers shared by the test modules (see the README's "Tests")."""
