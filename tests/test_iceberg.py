@@ -53,7 +53,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from backends.iceberg import IcebergNamespace
 from backends.properties import ConfigurationError
-from backends.rest_catalog_client import error_for, parse_error_reply
+from backends.rest_catalog import error_for, parse_error_reply
 from tests.iceberg_fixture import IcebergFixture, running_iceberg_fixture
 from tests.rest_catalog_fixture_support import free_port
 
@@ -84,7 +84,7 @@ def make_namespace(iceberg: IcebergFixture, tmp_path: Path) -> Iterator[Factory]
             "endpoint": iceberg.url,
             "root": str(tmp_path / "root"),
             # Generous: a loaded machine must not time out ordinary calls.
-            "read_timeout": "15000",
+            "client.read-timeout-ms": "15000",
         }
         namespace = IcebergNamespace(**{**properties, **overrides})
         created.append(namespace)
@@ -133,9 +133,9 @@ def test_configuration_defaults(iceberg: IcebergFixture) -> None:
         {"endpoint": "ftp://host"},
         {"endpoint": "http://h", "credential": "no-colon"},
         {"endpoint": "http://h", "credential": "id:secret", "auth_token": "t"},
-        {"endpoint": "http://h", "max_retries": "-1"},
-        {"endpoint": "http://h", "read_timeout": "soon"},
-        {"endpoint": "http://h", "connect_timeout": "0"},
+        {"endpoint": "http://h", "client.max-retries": "-1"},
+        {"endpoint": "http://h", "client.read-timeout-ms": "soon"},
+        {"endpoint": "http://h", "client.connect-timeout-ms": "0"},
     ],
 )
 def test_bad_configuration_is_rejected(properties: dict[str, str]) -> None:
@@ -580,7 +580,7 @@ def test_list_tables_loads_concurrently_with_a_bound(
 def test_status_mapping(
     iceberg: IcebergFixture, make_namespace: Factory, db: list[str], status: int, error: type
 ) -> None:
-    ns = make_namespace(max_retries="0")
+    ns = make_namespace(**{"client.max-retries": "0"})
     iceberg.control.fail_next(1, status, method="GET", path="/namespaces/")
     with pytest.raises(error) as raised:
         ns.describe_namespace(DescribeNamespaceRequest(id=db))
@@ -621,7 +621,7 @@ def test_error_replies_of_every_shape_keep_the_server_message(
 
 
 def test_connection_refused_is_service_unavailable() -> None:
-    ns = IcebergNamespace(endpoint=f"http://127.0.0.1:{free_port()}", max_retries="1")
+    ns = IcebergNamespace(endpoint=f"http://127.0.0.1:{free_port()}", **{"client.max-retries": "1"})
     with pytest.raises(ServiceUnavailableError):
         ns.list_namespaces(ListNamespacesRequest(id=["wh"]))
     ns.close()
@@ -663,7 +663,7 @@ def test_non_idempotent_call_is_not_retried(
 def test_stalled_server_times_out_within_read_timeout(
     iceberg: IcebergFixture, make_namespace: Factory, db: list[str]
 ) -> None:
-    impatient = make_namespace(read_timeout="1000")
+    impatient = make_namespace(**{"client.read-timeout-ms": "1000"})
     iceberg.control.stall_next(8.0, method="GET", path=f"/namespaces/{db[1]}")
     started = time.monotonic()
     with pytest.raises(ServiceUnavailableError):

@@ -92,7 +92,7 @@ def make_namespace(unity: UnityFixture, tmp_path: Path) -> Iterator[Factory]:
     def factory(**overrides: str) -> UnityNamespace:
         # A generous read timeout: a loaded machine must not time out ordinary calls.
         properties = {
-            "endpoint": unity.url, "root": str(tmp_path / "root"), "read_timeout": "15000"
+            "endpoint": unity.url, "root": str(tmp_path / "root"), "client.read-timeout-ms": "15000"
         }
         namespace = UnityNamespace(**{**properties, **overrides})
         created.append(namespace)
@@ -159,8 +159,8 @@ def test_configuration_defaults(unity: UnityFixture) -> None:
     [
         {},
         {"endpoint": " "},
-        {"endpoint": "http://h", "max_retries": "x"},
-        {"endpoint": "http://h", "read_timeout": "-5"},
+        {"endpoint": "http://h", "client.max-retries": "x"},
+        {"endpoint": "http://h", "client.read-timeout-ms": "-5"},
     ],
 )
 def test_bad_configuration_is_rejected(properties: dict[str, str]) -> None:
@@ -724,7 +724,7 @@ def test_unity_columns_cover_arrow_types() -> None:
 def test_status_mapping(
     unity: UnityFixture, make_namespace: Factory, catalog: str, status: int, error: type
 ) -> None:
-    ns = make_namespace(max_retries="0")
+    ns = make_namespace(**{"client.max-retries": "0"})
     unity.control.fail_next(1, status, method="GET", path="/schemas")
     with pytest.raises(error) as raised:
         ns.list_namespaces(ListNamespacesRequest(id=[catalog]))
@@ -732,7 +732,7 @@ def test_status_mapping(
 
 
 def test_connection_refused_is_service_unavailable() -> None:
-    ns = UnityNamespace(endpoint=f"http://127.0.0.1:{free_port()}", max_retries="1")
+    ns = UnityNamespace(endpoint=f"http://127.0.0.1:{free_port()}", **{"client.max-retries": "1"})
     with pytest.raises(ServiceUnavailableError):
         ns.list_namespaces(ListNamespacesRequest(id=[]))
     ns.close()
@@ -757,7 +757,7 @@ def test_retries(unity: UnityFixture, ns: UnityNamespace, catalog: str) -> None:
 def test_stalled_server_times_out_within_read_timeout(
     unity: UnityFixture, make_namespace: Factory, catalog: str
 ) -> None:
-    impatient = make_namespace(read_timeout="1000")
+    impatient = make_namespace(**{"client.read-timeout-ms": "1000"})
     unity.control.stall_next(8.0, method="GET", path="/schemas")
     started = time.monotonic()
     with pytest.raises(ServiceUnavailableError):
