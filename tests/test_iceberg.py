@@ -16,6 +16,7 @@ import lance
 import pyarrow as pa
 import pytest
 from lance_namespace import (
+    CountTableRowsRequest,
     CreateNamespaceRequest,
     DeclareTableRequest,
     DeregisterTableRequest,
@@ -740,3 +741,19 @@ def test_forwarding_sends_the_callers_token_instead_of_the_static_one(
         make_namespace(auth_token="static-token").list_namespaces(
             ListNamespacesRequest(id=db, identity=caller)
         )
+
+
+def test_forwarding_covers_the_inherited_table_operations(
+    iceberg: IcebergFixture, ns: IcebergNamespace, make_namespace: Factory, db: list[str],
+    tmp_path: Path,
+) -> None:
+    location = str(tmp_path / "forwarded")
+    write_lance(location)
+    ns.register_table(RegisterTableRequest(id=[*db, "t"], location=location))
+    iceberg.control.required_token = "caller-token"
+    forwarding = make_namespace(auth_token="static-token", forward_caller_token="true")
+    caller = Identity(auth_token="caller-token")
+    described = forwarding.describe_table(DescribeTableRequest(id=[*db, "t"], identity=caller))
+    assert described.location == location
+    count = CountTableRowsRequest(id=[*db, "t"], identity=caller)
+    assert forwarding.count_table_rows(count).count == 3

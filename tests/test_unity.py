@@ -17,6 +17,7 @@ import lance
 import pyarrow as pa
 import pytest
 from lance_namespace import (
+    CountTableRowsRequest,
     CreateNamespaceRequest,
     DeclareTableRequest,
     DeregisterTableRequest,
@@ -789,3 +790,20 @@ def test_forwarding_sends_the_callers_token_instead_of_the_static_one(
     not_forwarding = make_namespace(auth_token="static-token")
     with pytest.raises(UnauthenticatedError):  # forwarding is off: the caller's token is ignored
         not_forwarding.list_namespaces(ListNamespacesRequest(id=[catalog], identity=caller))
+
+
+def test_forwarding_covers_the_inherited_table_operations(
+    unity: UnityFixture, ns: UnityNamespace, make_namespace: Factory, schema: list[str],
+    tmp_path: Path,
+) -> None:
+    location = str(tmp_path / "forwarded")
+    write_lance(location)
+    ns.register_table(RegisterTableRequest(id=[*schema, "t"], location=location))
+    unity.control.required_token = "caller-token"
+    forwarding = make_namespace(auth_token="static-token", forward_caller_token="true")
+    caller = Identity(auth_token="caller-token")
+    described = forwarding.describe_table(DescribeTableRequest(id=[*schema, "t"], identity=caller))
+    assert described.location == location
+    count = CountTableRowsRequest(id=[*schema, "t"], identity=caller)
+    assert forwarding.count_table_rows(count).count == 3
+    assert unity.control.requests_to("/tables", "GET")[-1].authorization == "Bearer caller-token"

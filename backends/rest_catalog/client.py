@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 from lance_namespace import InternalError, LanceNamespace, ServiceUnavailableError
 
+from backends.operations import EXTENSION_METHODS, operation_methods
 from backends.rest_catalog.errors import ErrorRules, error_for, parse_error_reply
 from backends.rest_catalog.oauth import OAuth2ClientCredentials
 from backends.rest_catalog.settings import RestCatalogSettings
@@ -29,22 +30,22 @@ BACKOFF_BASE_SECONDS = 0.1
 BACKOFF_MAX_SECONDS = 5.0
 
 _CALLER_TOKEN: ContextVar[str | None] = ContextVar("caller_token", default=None)
-# Spec operations the official client lacks (backends/extensions.py); they act for the caller too.
-EXTENSION_OPERATIONS = frozenset({"alter_namespace", "alter_table"})
 
 
 def acts_for_the_caller(namespace_class: type[LanceNamespace]) -> type[LanceNamespace]:
-    """Run every operation of `namespace_class` inside `self.client.acting_for(request)`, so
-    the caller's bearer token reaches the catalog when the backend forwards it."""
-    for name, member in list(vars(namespace_class).items()):
-        spec_operation = hasattr(LanceNamespace, name) or name in EXTENSION_OPERATIONS
-        request_operation = spec_operation and name != "namespace_id"
-        if name.startswith("_") or not callable(member) or not request_operation:
-            continue
+    """Run every operation `namespace_class` implements, its own and the inherited generic
+    ones alike (DescribeTable, the data operations), inside `self.client.acting_for(request)`,
+    so the caller's bearer token reaches the catalog when the backend forwards it."""
+    for name in [*operation_methods(), *EXTENSION_METHODS]:
+        member = getattr(namespace_class, name, None)
+        if member is None or member is getattr(LanceNamespace, name, None):
+            continue  # not implemented: the code-0 default stays as it is
 
-        def operation(self: Any, request: Any, *arguments: Any, _member: Any = member) -> Any:
+        def operation(
+            self: Any, request: Any, *arguments: Any, _member: Any = member, **keywords: Any
+        ) -> Any:
             with self.client.acting_for(request):
-                return _member(self, request, *arguments)
+                return _member(self, request, *arguments, **keywords)
 
         functools.update_wrapper(operation, member)
         setattr(namespace_class, name, operation)
