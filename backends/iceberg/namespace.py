@@ -29,24 +29,18 @@ from lance_namespace import (
     ListTablesRequest,
     ListTablesResponse,
     NamespaceAlreadyExistsError,
-    NamespaceExistsRequest,
-    NamespaceExistsResponse,
     RegisterTableRequest,
     RegisterTableResponse,
     RenameTableRequest,
     RenameTableResponse,
     TableAlreadyExistsError,
-    TableExistsRequest,
-    TableExistsResponse,
     TableNotFoundError,
     UnsupportedOperationError,
 )
 
-from backends.base import MetadataNamespace
 from backends.conventions import (
     TABLE_TYPE_KEY,
     has_lance_table_type,
-    open_lance_table,
     require_lance_table,
     storage_root,
 )
@@ -65,6 +59,7 @@ from backends.paging import paginate
 from backends.rest_catalog import (
     OAuth2ClientCredentials,
     RestCatalogClient,
+    RestCatalogNamespace,
     acts_for_the_caller,
     property_changes,
     validate_location,
@@ -75,7 +70,7 @@ LOAD_CONCURRENCY = 8
 
 
 @acts_for_the_caller
-class IcebergNamespace(MetadataNamespace):
+class IcebergNamespace(RestCatalogNamespace):
     """Lance tables registered in an Iceberg REST Catalog."""
 
     settings_class: ClassVar[type[BackendSettings]] = IcebergSettings
@@ -95,14 +90,8 @@ class IcebergNamespace(MetadataNamespace):
         self.client = RestCatalogClient(self.endpoint, settings, oauth=oauth)
         self.catalog = IcebergCatalog(self.client)
 
-    def storage_root(self) -> str:
-        return self.root
-
     def namespace_id(self) -> str:
         return f"IcebergNamespace {{ endpoint: '{self.endpoint}' }}"
-
-    def close(self) -> None:
-        self.client.close()
 
     def readiness_probe(self) -> None:
         """/readyz: the catalog's config endpoint answers."""
@@ -130,10 +119,6 @@ class IcebergNamespace(MetadataNamespace):
         return DescribeNamespaceResponse(
             properties=self.catalog.namespace_properties(warehouse, path)
         )
-
-    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
-        self.describe_namespace(DescribeNamespaceRequest(id=request.id))
-        return NamespaceExistsResponse()
 
     def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
         warehouse, path = namespace_identifier(request.id)
@@ -231,16 +216,12 @@ class IcebergNamespace(MetadataNamespace):
                 return None  # dropped between the listing and the load
             if not has_lance_table_type(table_properties(table)):
                 return None
-            return name if with_declared or self._has_data(table) else None
+            return name if with_declared or self.has_data_at(table_location(table)) else None
 
         if not names:
             return []
         with ThreadPoolExecutor(max_workers=min(LOAD_CONCURRENCY, len(names))) as pool:
             return [name for name in pool.map(lance_or_none, names) if name is not None]
-
-    def _has_data(self, table: dict[str, Any]) -> bool:
-        location = table_location(table)
-        return location is not None and open_lance_table(location, self.storage_options) is not None
 
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
         warehouse, path, name = table_identifier(request.id)
@@ -288,10 +269,6 @@ class IcebergNamespace(MetadataNamespace):
             storage_options=dict(self.storage_options),
             properties=table_properties(table),
         )
-
-    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
-        self.describe_table(DescribeTableRequest(id=request.id))
-        return TableExistsResponse()
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         warehouse, path, name = table_identifier(request.id)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from lance_namespace import (
@@ -34,21 +33,16 @@ from lance_namespace import (
     ListTablesRequest,
     ListTablesResponse,
     NamespaceAlreadyExistsError,
-    NamespaceExistsRequest,
-    NamespaceExistsResponse,
     NamespaceNotFoundError,
     RegisterTableRequest,
     RegisterTableResponse,
     RenameTableRequest,
     RenameTableResponse,
     TableAlreadyExistsError,
-    TableExistsRequest,
-    TableExistsResponse,
     TableNotFoundError,
     UnsupportedOperationError,
 )
 
-from backends.base import MetadataNamespace
 from backends.conventions import open_lance_table, require_lance_table, storage_root
 from backends.extensions import AlterNamespaceRequest, AlterNamespaceResponse
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
@@ -56,6 +50,7 @@ from backends.names import joined_identifier
 from backends.paging import paginate
 from backends.rest_catalog import (
     RestCatalogClient,
+    RestCatalogNamespace,
     acts_for_the_caller,
     property_changes,
     string_map,
@@ -78,7 +73,7 @@ logger = logging.getLogger(__name__)
 
 
 @acts_for_the_caller
-class UnityNamespace(MetadataNamespace):
+class UnityNamespace(RestCatalogNamespace):
     """Lance tables registered in Unity Catalog as EXTERNAL tables."""
 
     settings_class: ClassVar[type[BackendSettings]] = UnitySettings
@@ -92,14 +87,8 @@ class UnityNamespace(MetadataNamespace):
         self.client = RestCatalogClient(base_url, settings)
         self.catalog = UnityCatalog(self.client)
 
-    def storage_root(self) -> str:
-        return self.root
-
     def namespace_id(self) -> str:
         return f"UnityNamespace {{ endpoint: '{self.endpoint}' }}"
-
-    def close(self) -> None:
-        self.client.close()
 
     def readiness_probe(self) -> None:
         """/readyz: the server lists one catalog."""
@@ -125,10 +114,6 @@ class UnityNamespace(MetadataNamespace):
             return DescribeNamespaceResponse(properties={})  # the root always exists
         securable = self.catalog.securable(parts)
         return DescribeNamespaceResponse(properties=string_map(securable.get("properties")))
-
-    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
-        self.describe_namespace(DescribeNamespaceRequest(id=request.id))
-        return NamespaceExistsResponse()
 
     def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
         catalog, schema = schema_identifier(request.id)
@@ -226,12 +211,10 @@ class UnityNamespace(MetadataNamespace):
             return []  # dropped since the schemas were listed
         lance_tables = [table for table in tables if is_lance(table) and table.get("name")]
         if not with_declared:
-            lance_tables = [table for table in lance_tables if self._has_data(table)]
+            lance_tables = [
+                table for table in lance_tables if self.has_data_at(table.get("storage_location"))
+            ]
         return [str(table["name"]) for table in lance_tables]
-
-    def _has_data(self, table: Mapping[str, Any]) -> bool:
-        location = table.get("storage_location")
-        return bool(location) and open_lance_table(str(location), self.storage_options) is not None
 
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
         catalog, schema, name = table_identifier(request.id)
@@ -300,10 +283,6 @@ class UnityNamespace(MetadataNamespace):
             storage_options=dict(self.storage_options),
             properties=string_map(table.get("properties")),
         )
-
-    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
-        self.describe_table(DescribeTableRequest(id=request.id))
-        return TableExistsResponse()
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         catalog, schema, name = table_identifier(request.id)
