@@ -6,10 +6,11 @@ the Lance table root and the property `table_type=lance`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from lance_namespace import InvalidInputError, NamespaceNotFoundError
+from lance_namespace import InvalidInputError, LanceNamespaceError, NamespaceNotFoundError
 
 from backends.conventions import LANCE_TABLE_TYPE, TABLE_TYPE_KEY, has_lance_table_type
 from backends.rest_catalog import RestCatalogClient
@@ -124,6 +125,21 @@ class UnityCatalog:
         body = {"name": name, "catalog_name": catalog, "schema_name": schema}
         body |= {key: table[key] for key in COPIED_TABLE_FIELDS if table.get(key) is not None}
         self._post_table(body)
+
+    def replace_columns(
+        self, table: Mapping[str, Any], catalog: str, schema: str, name: str,
+        columns: list[dict[str, Any]],
+    ) -> None:
+        """Register the entry again with `columns`, everything else unchanged: Unity has no
+        call that changes the columns of a table. If the new entry is refused, the old one is
+        put back and the refusal raised."""
+        self.delete_table(catalog, schema, name)
+        try:
+            self.copy_table({**table, "columns": columns}, catalog, schema, name)
+        except LanceNamespaceError:
+            with contextlib.suppress(LanceNamespaceError):
+                self.copy_table(table, catalog, schema, name)
+            raise
 
     def require_lance_table(self, catalog: str, schema: str, name: str) -> dict[str, Any]:
         table = self.client.get_json(table_path(catalog, schema, name), errors=TABLE_ERRORS)

@@ -2,8 +2,9 @@
 open-source REST API, `api/2.1/unity-catalog`).
 
 Identifiers are catalog.schema.table: the root lists catalogs, a catalog lists its schemas, and
-a Lance table is an EXTERNAL Unity table (`catalog.py`). When the location already holds a
-Lance table, its Arrow schema is converted to Unity `columns` (`columns.py`).
+a Lance table is an EXTERNAL Unity table (`catalog.py`). Its Unity `columns` are converted from
+the Arrow schema of the data at its location (`columns.py`), and kept true when this server
+writes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,12 @@ import logging
 from typing import Any, ClassVar
 
 from lance_namespace import (
+    AlterTableAddColumnsRequest,
+    AlterTableAddColumnsResponse,
+    AlterTableAlterColumnsRequest,
+    AlterTableAlterColumnsResponse,
+    AlterTableDropColumnsRequest,
+    AlterTableDropColumnsResponse,
     CreateNamespaceRequest,
     CreateNamespaceResponse,
     CreateTableRequest,
@@ -27,6 +34,8 @@ from lance_namespace import (
     DescribeTableResponse,
     DropNamespaceRequest,
     DropNamespaceResponse,
+    InsertIntoTableRequest,
+    InsertIntoTableResponse,
     LanceNamespaceError,
     ListNamespacesRequest,
     ListNamespacesResponse,
@@ -38,6 +47,8 @@ from lance_namespace import (
     RegisterTableResponse,
     RenameTableRequest,
     RenameTableResponse,
+    RestoreTableRequest,
+    RestoreTableResponse,
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedOperationError,
@@ -234,25 +245,6 @@ class UnityNamespace(RestCatalogNamespace):
             properties=string_map(table.get("properties")),
         )
 
-    def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
-        """The generic CreateTable, then the registration again with the columns of the data
-        just written: Unity cannot add columns to a table entry that exists."""
-        created = super().create_table(request, request_data)
-        try:
-            self.register_table(
-                RegisterTableRequest(
-                    id=request.id,
-                    location=created.location,
-                    mode="overwrite",
-                    properties=created.properties,
-                    identity=request.identity,
-                    context=request.context,
-                )
-            )
-        except LanceNamespaceError:
-            logger.warning("table %s keeps its registration without columns", request.id)
-        return created
-
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         catalog, schema, name = table_identifier(request.id)
         mode = parse_mode(request.mode, RegisterMode, RegisterMode.CREATE)
@@ -325,3 +317,70 @@ class UnityNamespace(RestCatalogNamespace):
             return None
         self.catalog.delete_table(catalog, schema, name)
         return table
+
+    # Writes keep the entry's columns true to the data: a table declared without data (by this
+    # server: no columns; by lance-namespace-impls: a placeholder `__placeholder_id`) gets the
+    # columns of its first data, and a schema change reaches Unity. Unity has no call that
+    # changes columns, so the entry is registered again, everything else unchanged.
+
+    def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
+        created = super().create_table(request, request_data)
+        self._keep_columns_true(request)
+        return created
+
+    def insert_into_table(
+        self, request: InsertIntoTableRequest, request_data: bytes
+    ) -> InsertIntoTableResponse:
+        inserted = super().insert_into_table(request, request_data)
+        self._keep_columns_true(request)
+        return inserted
+
+    def alter_table_add_columns(
+        self, request: AlterTableAddColumnsRequest
+    ) -> AlterTableAddColumnsResponse:
+        altered = super().alter_table_add_columns(request)
+        self._keep_columns_true(request)
+        return altered
+
+    def alter_table_alter_columns(
+        self, request: AlterTableAlterColumnsRequest
+    ) -> AlterTableAlterColumnsResponse:
+        altered = super().alter_table_alter_columns(request)
+        self._keep_columns_true(request)
+        return altered
+
+    def alter_table_drop_columns(
+        self, request: AlterTableDropColumnsRequest
+    ) -> AlterTableDropColumnsResponse:
+        altered = super().alter_table_drop_columns(request)
+        self._keep_columns_true(request)
+        return altered
+
+    def restore_table(self, request: RestoreTableRequest) -> RestoreTableResponse:
+        restored = super().restore_table(request)
+        self._keep_columns_true(request)
+        return restored
+
+    def _keep_columns_true(self, request: Any) -> None:
+        """Register the table again when its columns differ from its data's; the write has
+        happened either way, so a refusal only leaves the old columns (and a warning)."""
+        catalog, schema, name = table_identifier(request.id)
+        try:
+            table = self.catalog.require_lance_table(catalog, schema, name)
+            dataset = open_lance_table(str(table.get("storage_location")), self.storage_options)
+            if dataset is None:
+                return
+            columns = unity_columns(dataset.schema)
+            if _column_types(table.get("columns")) != _column_types(columns):
+                self.catalog.replace_columns(table, catalog, schema, name, columns)
+        except LanceNamespaceError as error:
+            logger.warning("table %s keeps its old columns in Unity: %s", request.id, error)
+
+
+def _column_types(columns: Any) -> list[tuple[str, str, bool]]:
+    """What the columns say about the data: names, SQL types and nullability, in order."""
+    return [
+        (str(column.get("name")), str(column.get("type_text")), bool(column.get("nullable")))
+        for column in columns or []
+        if isinstance(column, dict)
+    ]
