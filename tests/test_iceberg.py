@@ -15,6 +15,7 @@ import lance
 import pyarrow as pa
 import pytest
 from lance_namespace import (
+    CountTableRowsRequest,
     CreateNamespaceRequest,
     DeclareTableRequest,
     DeregisterTableRequest,
@@ -79,7 +80,7 @@ def make_namespace(iceberg: IcebergStandIn, tmp_path: Path) -> Iterator[Factory]
             "endpoint": iceberg.url,
             "root": str(tmp_path / "root"),
             # Generous: a loaded machine must not time out ordinary calls.
-            "read_timeout": "15000",
+            "client.read-timeout-ms": "15000",
         }
         namespace = IcebergNamespace(**{**properties, **overrides})
         created.append(namespace)
@@ -128,9 +129,9 @@ def test_configuration_defaults(iceberg: IcebergStandIn) -> None:
         {"endpoint": "ftp://host"},
         {"endpoint": "http://h", "credential": "no-colon"},
         {"endpoint": "http://h", "credential": "id:secret", "auth_token": "t"},
-        {"endpoint": "http://h", "max_retries": "-1"},
-        {"endpoint": "http://h", "read_timeout": "soon"},
-        {"endpoint": "http://h", "connect_timeout": "0"},
+        {"endpoint": "http://h", "client.max-retries": "-1"},
+        {"endpoint": "http://h", "client.read-timeout-ms": "soon"},
+        {"endpoint": "http://h", "client.connect-timeout-ms": "0"},
     ],
 )
 def test_bad_configuration_is_rejected(properties: dict[str, str]) -> None:
@@ -589,3 +590,19 @@ def test_the_static_token_or_the_forwarded_callers_token_reaches_the_catalog(
     not_forwarding.list_namespaces(ListNamespacesRequest(id=db, identity=caller))
     last = iceberg.control.requests_to("/namespaces", "GET")[-1]
     assert last.authorization == "Bearer static-token"
+
+
+def test_forwarding_covers_the_inherited_table_operations(
+    iceberg: IcebergStandIn, ns: IcebergNamespace, make_namespace: Factory, db: list[str],
+    tmp_path: Path,
+) -> None:
+    location = str(tmp_path / "forwarded")
+    write_lance(location)
+    ns.register_table(RegisterTableRequest(id=[*db, "t"], location=location))
+    iceberg.control.required_token = "caller-token"
+    forwarding = make_namespace(auth_token="static-token", forward_caller_token="true")
+    caller = Identity(auth_token="caller-token")
+    described = forwarding.describe_table(DescribeTableRequest(id=[*db, "t"], identity=caller))
+    assert described.location == location
+    count = CountTableRowsRequest(id=[*db, "t"], identity=caller)
+    assert forwarding.count_table_rows(count).count == 3

@@ -50,7 +50,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def adapter(iceberg: IcebergStandIn, root: Path) -> Iterator[str]:
     properties = {
-        "endpoint": iceberg.url, "root": str(root), "read_timeout": "2000", "warehouses": "wh",
+        "endpoint": iceberg.url, "root": str(root), "client.read-timeout-ms": "2000",
+        "warehouses": "wh",
     }
     with running_server("iceberg", properties) as url:
         yield url

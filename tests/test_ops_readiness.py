@@ -129,4 +129,4 @@ def test_iceberg_is_ready_though_its_root_cannot_be_listed(
 @pytest.mark.parametrize("impl", ["unity", "iceberg"])
 def test_rest_catalogs_are_not_ready_without_their_server(impl: str, tmp_path: Path) -> None:
     assert_not_ready(impl, {"endpoint": CLOSED_URL, "root": str(tmp_path),
-                            "connect_timeout": "2000", "max_retries": "0"})
+                            "client.connect-timeout-ms": "2000", "client.max-retries": "0"})

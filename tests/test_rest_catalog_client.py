@@ -1,4 +1,4 @@
-"""`backends/rest_catalog_client.py`, the HTTP client of the REST catalog backends (unity,
+"""`backends/rest_catalog/client.py`, the HTTP client of the REST catalog backends (unity,
 iceberg), tested once for all of them: status mapping, error replies, retries, stalls, bearer and
 OAuth2 tokens, and forwarding the caller's token.
 
@@ -28,10 +28,10 @@ from lance_namespace import (
 )
 from lance_namespace_urllib3_client.models import Identity
 
-from backends.rest_catalog_client import (
-    ClientSettings,
+from backends.rest_catalog import (
     OAuth2ClientCredentials,
     RestCatalogClient,
+    RestCatalogSettings,
     error_for,
     parse_error_reply,
 )
@@ -92,9 +92,12 @@ def make_client(stand_in: tuple[str, StandInControl]) -> Iterator[Factory]:
         auth_token: str | None = None, credential: str | None = None, **properties: str
     ) -> RestCatalogClient:
         # A generous read timeout: a loaded machine must not time out ordinary calls.
-        settings = ClientSettings.from_properties({"read_timeout": "15000", **properties}, 15000)
+        settings = RestCatalogSettings.from_properties({
+            "endpoint": url, "client.read-timeout-ms": "15000",
+            **({"auth_token": auth_token} if auth_token else {}), **properties,
+        })
         oauth = OAuth2ClientCredentials(f"{url}{TOKEN_PATH}", credential) if credential else None
-        client = RestCatalogClient(url, settings, auth_token=auth_token, oauth=oauth)
+        client = RestCatalogClient(url, settings, oauth=oauth)
         created.append(client)
         return client
 
@@ -120,7 +123,7 @@ def make_client(stand_in: tuple[str, StandInControl]) -> Iterator[Factory]:
 def test_status_mapping(
     control: StandInControl, make_client: Factory, status: int, error: type
 ) -> None:
-    client = make_client(max_retries="0")
+    client = make_client(**{"client.max-retries": "0"})
     control.fail_next(1, status, method="GET", path="/items/")
     with pytest.raises(error) as raised:
         client.get_json("/items/a")
@@ -161,8 +164,9 @@ def test_error_replies_of_every_shape_keep_the_server_message(
 
 
 def test_connection_refused_is_service_unavailable() -> None:
-    settings = ClientSettings.from_properties({"max_retries": "1"}, 15000)
-    client = RestCatalogClient(f"http://127.0.0.1:{free_port()}", settings)
+    url = f"http://127.0.0.1:{free_port()}"
+    settings = RestCatalogSettings.from_properties({"endpoint": url, "client.max-retries": "1"})
+    client = RestCatalogClient(url, settings)
     with pytest.raises(ServiceUnavailableError):
         client.get_json("/items/a")
     client.close()
@@ -206,7 +210,7 @@ def test_non_idempotent_call_is_not_retried(control: StandInControl, make_client
 def test_stalled_server_times_out_within_read_timeout(
     control: StandInControl, make_client: Factory
 ) -> None:
-    impatient = make_client(read_timeout="1000")
+    impatient = make_client(**{"client.read-timeout-ms": "1000"})
     control.stall_next(8.0, method="GET", path="/items/a")
     started = time.monotonic()
     with pytest.raises(ServiceUnavailableError):

@@ -7,8 +7,9 @@ import logging
 
 import pytest
 
+from backends.iceberg import IcebergSettings
 from backends.properties import ConfigurationError
-from backends.rest_catalog_settings import IcebergSettings, UnitySettings
+from backends.unity import UnitySettings
 
 
 def test_each_backend_has_its_own_defaults() -> None:

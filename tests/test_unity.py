@@ -16,6 +16,7 @@ import lance
 import pyarrow as pa
 import pytest
 from lance_namespace import (
+    CountTableRowsRequest,
     CreateNamespaceRequest,
     DeclareTableRequest,
     DeregisterTableRequest,
@@ -88,7 +89,7 @@ def make_namespace(unity: UnityStandIn, tmp_path: Path) -> Iterator[Factory]:
     def factory(**overrides: str) -> UnityNamespace:
         # A generous read timeout: a loaded machine must not time out ordinary calls.
         properties = {
-            "endpoint": unity.url, "root": str(tmp_path / "root"), "read_timeout": "15000"
+            "endpoint": unity.url, "root": str(tmp_path / "root"), "client.read-timeout-ms": "15000"
         }
         namespace = UnityNamespace(**{**properties, **overrides})
         created.append(namespace)
@@ -155,8 +156,8 @@ def test_configuration_defaults(unity: UnityStandIn) -> None:
     [
         {},
         {"endpoint": " "},
-        {"endpoint": "http://h", "max_retries": "x"},
-        {"endpoint": "http://h", "read_timeout": "-5"},
+        {"endpoint": "http://h", "client.max-retries": "x"},
+        {"endpoint": "http://h", "client.read-timeout-ms": "-5"},
     ],
 )
 def test_bad_configuration_is_rejected(properties: dict[str, str]) -> None:
@@ -722,3 +723,20 @@ def test_the_static_token_or_the_forwarded_callers_token_reaches_unity(
     unity.control.required_token = "static-token"  # the static token is what it sends
     not_forwarding.list_namespaces(ListNamespacesRequest(id=[catalog], identity=caller))
     assert unity.control.requests_to("/schemas", "GET")[-1].authorization == "Bearer static-token"
+
+
+def test_forwarding_covers_the_inherited_table_operations(
+    unity: UnityStandIn, ns: UnityNamespace, make_namespace: Factory, schema: list[str],
+    tmp_path: Path,
+) -> None:
+    location = str(tmp_path / "forwarded")
+    write_lance(location)
+    ns.register_table(RegisterTableRequest(id=[*schema, "t"], location=location))
+    unity.control.required_token = "caller-token"
+    forwarding = make_namespace(auth_token="static-token", forward_caller_token="true")
+    caller = Identity(auth_token="caller-token")
+    described = forwarding.describe_table(DescribeTableRequest(id=[*schema, "t"], identity=caller))
+    assert described.location == location
+    count = CountTableRowsRequest(id=[*schema, "t"], identity=caller)
+    assert forwarding.count_table_rows(count).count == 3
+    assert unity.control.requests_to("/tables", "GET")[-1].authorization == "Bearer caller-token"

@@ -49,7 +49,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def adapter(unity: UnityStandIn, root: Path) -> Iterator[str]:
-    properties = {"endpoint": unity.url, "root": str(root), "read_timeout": "2000"}
+    properties = {"endpoint": unity.url, "root": str(root), "client.read-timeout-ms": "2000"}
     with running_server("unity", properties) as url:
         yield url
 

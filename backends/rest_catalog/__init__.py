@@ -1,0 +1,31 @@
+"""What the REST catalog backends (Unity Catalog, Iceberg REST) share.
+
+    client.py    the pooled, retrying, authenticating HTTP client (`RestCatalogClient`) and
+                 `acts_for_the_caller`, which forwards the caller's bearer token
+    errors.py    a catalog's refusal → the Lance error (`ErrorRules` per call)
+    namespace.py `RestCatalogNamespace`, what the backends' namespace classes share
+    oauth.py     OAuth2 client credentials with refresh before expiry
+    settings.py  `RestCatalogSettings`, the properties every REST catalog backend reads
+    values.py    locations, property maps and property changes read from requests and answers
+"""
+
+from backends.rest_catalog.client import RestCatalogClient, acts_for_the_caller
+from backends.rest_catalog.errors import ErrorRules, error_for, parse_error_reply
+from backends.rest_catalog.namespace import RestCatalogNamespace
+from backends.rest_catalog.oauth import OAuth2ClientCredentials
+from backends.rest_catalog.settings import RestCatalogSettings
+from backends.rest_catalog.values import property_changes, string_map, validate_location
+
+__all__ = [
+    "ErrorRules",
+    "OAuth2ClientCredentials",
+    "RestCatalogClient",
+    "RestCatalogNamespace",
+    "RestCatalogSettings",
+    "acts_for_the_caller",
+    "error_for",
+    "parse_error_reply",
+    "property_changes",
+    "string_map",
+    "validate_location",
+]

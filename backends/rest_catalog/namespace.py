@@ -1,0 +1,43 @@
+"""What the namespaces of the REST catalog backends share."""
+
+from __future__ import annotations
+
+from lance_namespace import (
+    DescribeNamespaceRequest,
+    DescribeTableRequest,
+    NamespaceExistsRequest,
+    NamespaceExistsResponse,
+    TableExistsRequest,
+    TableExistsResponse,
+)
+
+from backends.base import MetadataNamespace
+from backends.conventions import open_lance_table
+from backends.rest_catalog.client import RestCatalogClient
+
+
+class RestCatalogNamespace(MetadataNamespace):
+    """A catalog backend reached through one `RestCatalogClient`; a subclass sets `root`,
+    `storage_options` and `client` and is decorated with `acts_for_the_caller`."""
+
+    root: str
+    storage_options: dict[str, str]
+    client: RestCatalogClient
+
+    def storage_root(self) -> str:
+        return self.root
+
+    def close(self) -> None:
+        self.client.close()
+
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
+        self.describe_namespace(DescribeNamespaceRequest(id=request.id))
+        return NamespaceExistsResponse()
+
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+        self.describe_table(DescribeTableRequest(id=request.id))
+        return TableExistsResponse()
+
+    def has_data_at(self, location: str | None) -> bool:
+        """Whether a Lance table with data is at a catalog entry's location."""
+        return bool(location) and open_lance_table(str(location), self.storage_options) is not None
