@@ -10,8 +10,6 @@ naming the operation and the backend (`@unsupported`); `list_operations` tells t
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any
 
 from lance import LanceDataset
@@ -24,19 +22,13 @@ from lance_namespace import (
     AlterTableBackfillColumnsResponse,
     AlterTableDropColumnsRequest,
     AlterTableDropColumnsResponse,
-    AlterTransactionRequest,
-    AlterTransactionResponse,
     AnalyzeTableQueryPlanRequest,
-    BatchCommitTablesRequest,
-    BatchCommitTablesResponse,
     BatchCreateTableVersionsRequest,
     BatchCreateTableVersionsResponse,
     BatchDeleteTableVersionsRequest,
     BatchDeleteTableVersionsResponse,
     CountTableRowsRequest,
     CountTableRowsResponse,
-    CreateMaterializedViewRequest,
-    CreateMaterializedViewResponse,
     CreateTableBranchRequest,
     CreateTableBranchResponse,
     CreateTableIndexRequest,
@@ -61,8 +53,6 @@ from lance_namespace import (
     DescribeTableResponse,
     DescribeTableVersionRequest,
     DescribeTableVersionResponse,
-    DescribeTransactionRequest,
-    DescribeTransactionResponse,
     DropTableIndexRequest,
     DropTableIndexResponse,
     DropTableRequest,
@@ -90,8 +80,6 @@ from lance_namespace import (
     MergeInsertIntoTableResponse,
     QueryTableRequest,
     QueryTableResponse,
-    RefreshMaterializedViewRequest,
-    RefreshMaterializedViewResponse,
     RenameTableRequest,
     RenameTableResponse,
     RestoreTableRequest,
@@ -111,16 +99,21 @@ from lance_namespace import (
 from backends.arrow_schema import arrow_schema_to_json
 from backends.containment import moving_table
 from backends.extensions import (
-    AlterNamespaceRequest,
-    AlterNamespaceResponse,
-    AlterTableRequest,
-    AlterTableResponse,
     ListOperationsRequest,
     ListOperationsResponse,
 )
 from backends.modes import CreateMode, WriteMode, parse_mode
-from backends.names import ID_DELIMITER, call_with_valid_id, joined_id
-from backends.operations import EXTENSION_METHODS, list_operations, operation_methods, unsupported
+from backends.names import ID_DELIMITER, joined_id
+from backends.operations import (
+    FRONT_DOOR_MARK,
+    FRONT_DOORS,
+    NO_JOBS,
+    NO_MANIFEST_STORE,
+    AdapterLimits,
+    front_door,
+    list_operations,
+    unsupported,
+)
 from backends.tables import history, indexes, lifecycle, reads, schema, writes
 from backends.tables.access import (
     TableLocation,
@@ -133,29 +126,8 @@ from backends.tables.access import (
 )
 from backends.tables.lifecycle import caller
 
-NO_TRANSACTIONS = "every operation of this adapter commits at once; there are no open transactions"
-NO_MANIFEST_STORE = "the table's manifests are managed by Lance at its location, not by a store"
-NO_JOBS = "it needs a job service (UDF backfills, materialized views) this adapter does not run"
 
-
-# The methods that take a request naming an object: each validates the request's id first.
-FRONT_DOORS = (*operation_methods(), *EXTENSION_METHODS, "describe_table_entry")
-_FRONT_DOOR_MARK = "validates_request_id"
-
-
-def front_door(method: Callable[..., Any]) -> Callable[..., Any]:
-    """`method(self, request, ...)`, the request's id validated before its body runs."""
-
-    @functools.wraps(method)
-    def operation(self: Any, request: Any, *arguments: Any, **keywords: Any) -> Any:
-        return call_with_valid_id(functools.partial(method, self), request, *arguments,
-                                  **keywords)
-
-    setattr(operation, _FRONT_DOOR_MARK, True)
-    return operation
-
-
-class MetadataNamespace(LanceNamespace):
+class MetadataNamespace(AdapterLimits, LanceNamespace):
     """A catalog backend; every table operation is done with pylance at the table location.
 
     Every operation a subclass has, its own or inherited, is a front door: the request's id is
@@ -167,7 +139,7 @@ class MetadataNamespace(LanceNamespace):
         for name in FRONT_DOORS:
             method = getattr(cls, name, None)
             default = getattr(LanceNamespace, name, None)
-            if method is None or method is default or getattr(method, _FRONT_DOOR_MARK, False):
+            if method is None or method is default or getattr(method, FRONT_DOOR_MARK, False):
                 continue
             setattr(cls, name, front_door(method))
 
@@ -437,39 +409,3 @@ class MetadataNamespace(LanceNamespace):
         self, request: UpdateFieldMetadataRequest
     ) -> UpdateFieldMetadataResponse:
         return schema.update_field_metadata(self.open(request), request)
-
-    # -- what the catalog or this adapter cannot do ------------------------------------------
-
-    @unsupported("the catalog offers no way to change a namespace's properties here")
-    def alter_namespace(self, request: AlterNamespaceRequest) -> AlterNamespaceResponse:
-        raise NotImplementedError
-
-    @unsupported("the catalog offers no way to change a table's properties here")
-    def alter_table(self, request: AlterTableRequest) -> AlterTableResponse:
-        raise NotImplementedError
-
-    @unsupported(NO_TRANSACTIONS)
-    def describe_transaction(
-        self, request: DescribeTransactionRequest
-    ) -> DescribeTransactionResponse:
-        raise NotImplementedError
-
-    @unsupported(NO_TRANSACTIONS)
-    def alter_transaction(self, request: AlterTransactionRequest) -> AlterTransactionResponse:
-        raise NotImplementedError
-
-    @unsupported("pylance commits one table at a time; there is no atomic multi-table commit")
-    def batch_commit_tables(self, request: BatchCommitTablesRequest) -> BatchCommitTablesResponse:
-        raise NotImplementedError
-
-    @unsupported(NO_JOBS)
-    def create_materialized_view(
-        self, request: CreateMaterializedViewRequest
-    ) -> CreateMaterializedViewResponse:
-        raise NotImplementedError
-
-    @unsupported(NO_JOBS)
-    def refresh_materialized_view(
-        self, request: RefreshMaterializedViewRequest
-    ) -> RefreshMaterializedViewResponse:
-        raise NotImplementedError

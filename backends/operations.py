@@ -5,6 +5,10 @@ only raises "not supported") nor one of this adapter's defaults marked with `@un
 (which answer code 0 naming the operation and the backend). ListOperations, the spec's
 AlterNamespace and AlterTable have no `LanceNamespace` method; the last two count when the
 backend has a method for them that is not marked.
+
+Also here: the front door every operation of a `MetadataNamespace` passes (its request's id
+validated first, `backends.names`), and `AdapterLimits`, the marked defaults of what no
+catalog backend can do here.
 """
 
 from __future__ import annotations
@@ -13,9 +17,30 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from lance_namespace import LanceNamespace, UnsupportedOperationError
+from lance_namespace import (
+    AlterTransactionRequest,
+    AlterTransactionResponse,
+    BatchCommitTablesRequest,
+    BatchCommitTablesResponse,
+    CreateMaterializedViewRequest,
+    CreateMaterializedViewResponse,
+    DescribeTransactionRequest,
+    DescribeTransactionResponse,
+    LanceNamespace,
+    RefreshMaterializedViewRequest,
+    RefreshMaterializedViewResponse,
+    UnsupportedOperationError,
+)
 
-from backends.extensions import ListOperationsRequest, ListOperationsResponse
+from backends.extensions import (
+    AlterNamespaceRequest,
+    AlterNamespaceResponse,
+    AlterTableRequest,
+    AlterTableResponse,
+    ListOperationsRequest,
+    ListOperationsResponse,
+)
+from backends.names import call_with_valid_id
 
 MethodT = TypeVar("MethodT", bound=Callable[..., Any])
 _UNSUPPORTED_MARK = "unsupported_default"
@@ -82,3 +107,64 @@ def supported_operations(namespace: Any) -> list[str]:
 def list_operations(namespace: Any, request: ListOperationsRequest) -> ListOperationsResponse:
     """ListOperations for any `LanceNamespace`: plug-ins and pylance's own classes too."""
     return ListOperationsResponse(operations=supported_operations(namespace))
+
+
+# The methods that take a request naming an object: each validates the request's id first.
+FRONT_DOORS = (*operation_methods(), *EXTENSION_METHODS, "describe_table_entry")
+FRONT_DOOR_MARK = "validates_request_id"
+
+
+def front_door(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`method(self, request, ...)`, the request's id validated before its body runs."""
+
+    @functools.wraps(method)
+    def operation(self: Any, request: Any, *arguments: Any, **keywords: Any) -> Any:
+        return call_with_valid_id(functools.partial(method, self), request, *arguments,
+                                  **keywords)
+
+    setattr(operation, FRONT_DOOR_MARK, True)
+    return operation
+
+
+NO_TRANSACTIONS = "every operation of this adapter commits at once; there are no open transactions"
+NO_MANIFEST_STORE = "the table's manifests are managed by Lance at its location, not by a store"
+NO_JOBS = "it needs a job service (UDF backfills, materialized views) this adapter does not run"
+
+
+class AdapterLimits:
+    """The operations no catalog backend can do here, answering code 0 with the reason;
+    a backend that can do one overrides it."""
+
+    @unsupported("the catalog offers no way to change a namespace's properties here")
+    def alter_namespace(self, request: AlterNamespaceRequest) -> AlterNamespaceResponse:
+        raise NotImplementedError
+
+    @unsupported("the catalog offers no way to change a table's properties here")
+    def alter_table(self, request: AlterTableRequest) -> AlterTableResponse:
+        raise NotImplementedError
+
+    @unsupported(NO_TRANSACTIONS)
+    def describe_transaction(
+        self, request: DescribeTransactionRequest
+    ) -> DescribeTransactionResponse:
+        raise NotImplementedError
+
+    @unsupported(NO_TRANSACTIONS)
+    def alter_transaction(self, request: AlterTransactionRequest) -> AlterTransactionResponse:
+        raise NotImplementedError
+
+    @unsupported("pylance commits one table at a time; there is no atomic multi-table commit")
+    def batch_commit_tables(self, request: BatchCommitTablesRequest) -> BatchCommitTablesResponse:
+        raise NotImplementedError
+
+    @unsupported(NO_JOBS)
+    def create_materialized_view(
+        self, request: CreateMaterializedViewRequest
+    ) -> CreateMaterializedViewResponse:
+        raise NotImplementedError
+
+    @unsupported(NO_JOBS)
+    def refresh_materialized_view(
+        self, request: RefreshMaterializedViewRequest
+    ) -> RefreshMaterializedViewResponse:
+        raise NotImplementedError
