@@ -11,6 +11,7 @@ pytest_plugins = (
     "tests.support.glue",
     "tests.support.hive",
     "tests.support.hive_catalog_stand_in",
+    "tests.support.interop",
     "tests.support.pipeline",
     "tests.support.contract_backends",
 )

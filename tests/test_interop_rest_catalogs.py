@@ -1,0 +1,273 @@
+"""The unity and iceberg backends and lance-namespace-impls' `UnityNamespace` and
+`IcebergNamespace` on one REST catalog (the Unity or the Iceberg stand-in), both ways.
+
+The server runs on the stand-in and is driven over HTTP by the official client
+(`lance_namespace.connect("rest", ...)`); impls talks to the same stand-in directly. Tables are
+written by pylance through either side, and rows are compared cell for cell. Each test runs on
+both catalogs (`rest_catalog_sides`) unless its name says which; where impls itself cannot do a
+step, a test says so by asserting the failure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import lance
+import pytest
+from lance_namespace import (
+    AlterTableDropColumnsRequest,
+    CountTableRowsRequest,
+    CreateNamespaceRequest,
+    CreateTableRequest,
+    DeclareTableRequest,
+    DeregisterTableRequest,
+    DescribeNamespaceRequest,
+    DescribeTableRequest,
+    DropNamespaceRequest,
+    DropTableRequest,
+    InsertIntoTableRequest,
+    ListNamespacesRequest,
+    ListTablesRequest,
+    NamespaceNotEmptyError,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
+from lance_namespace_impls.iceberg import IcebergNamespace as ImplsIcebergNamespace
+from lance_namespace_impls.rest_client import (
+    InternalException,
+    InvalidInputException,
+    NamespaceNotFoundException,
+)
+
+from tests.support.interop import RestCatalogSides, alter_namespace, read_rows
+from tests.support.lance_data import arrow_stream, sample_table
+
+# What the server describes for a table impls wrote: impls' Unity tables say who manages them.
+IMPLS_TABLE_PROPERTIES = {
+    "unity": {"table_type": "lance", "managed_by": "catalog"},
+    "iceberg": {"table_type": "lance"},
+}
+
+
+def test_namespaces_impls_creates_are_the_servers_and_properties_round_trip(
+    rest_catalog_sides: RestCatalogSides,
+) -> None:
+    sides, rest, impls = rest_catalog_sides, rest_catalog_sides.rest, rest_catalog_sides.impls
+    namespace = sides.catalog.new_namespace("imp")
+    properties = {"owner": "alice", "comment": "nightly loads"}
+    impls.create_namespace(CreateNamespaceRequest(id=namespace, properties=properties))
+
+    listed = rest.list_namespaces(ListNamespacesRequest(id=namespace[:-1])).namespaces
+    if sides.nests:  # the warehouse holds other tests' namespaces; this one has a child
+        assert namespace[-1] in listed
+        impls.create_namespace(CreateNamespaceRequest(id=[*namespace, "nested"]))
+        nested = rest.list_namespaces(ListNamespacesRequest(id=namespace))
+        assert nested.namespaces == ["nested"]
+    else:  # the new catalog holds this schema only
+        assert listed == [namespace[-1]]
+    described = rest.describe_namespace(DescribeNamespaceRequest(id=namespace))
+    assert described.properties == properties
+
+    altered = alter_namespace(sides.catalog.url, namespace, set_properties={"owner": "bob"})
+    assert altered.status_code == 200, altered.text
+    read_back = impls.describe_namespace(DescribeNamespaceRequest(id=namespace))
+    assert read_back.properties == {"owner": "bob", "comment": "nightly loads"}
+    unset = alter_namespace(sides.catalog.url, namespace, unset_properties=["comment"])
+    assert unset.status_code == 200, unset.text
+    read_back = impls.describe_namespace(DescribeNamespaceRequest(id=namespace))
+    assert read_back.properties == {"owner": "bob"}
+
+
+def test_namespaces_the_server_creates_are_impls(rest_catalog_sides: RestCatalogSides) -> None:
+    sides, rest, impls = rest_catalog_sides, rest_catalog_sides.rest, rest_catalog_sides.impls
+    namespace = sides.catalog.new_namespace("srv")
+    parent = namespace[:-1]
+    properties = {"owner": "bob", "location": "s3://bucket/sales"}
+    rest.create_namespace(CreateNamespaceRequest(id=namespace, properties=properties))
+
+    if sides.nests:
+        rest.create_namespace(CreateNamespaceRequest(id=[*namespace, "deep"]))
+        listed = impls.list_namespaces(ListNamespacesRequest(id=parent)).namespaces
+        assert sides.impls_name(namespace) in listed
+        children = impls.list_namespaces(ListNamespacesRequest(id=namespace))
+        assert children.namespaces == [sides.impls_name([*namespace, "deep"])]
+    else:  # Unity's catalogs are listed at the top; the new one holds this schema only
+        assert parent[0] in impls.list_namespaces(ListNamespacesRequest(id=[])).namespaces
+        listed = impls.list_namespaces(ListNamespacesRequest(id=parent)).namespaces
+        assert listed == [sides.impls_name(namespace)]
+    described = impls.describe_namespace(DescribeNamespaceRequest(id=namespace))
+    assert described.properties == properties
+
+
+def test_tables_impls_writes_are_listed_described_read_and_written_by_the_server(
+    rest_catalog_sides: RestCatalogSides,
+) -> None:
+    sides, rest, impls = rest_catalog_sides, rest_catalog_sides.rest, rest_catalog_sides.impls
+    namespace = sides.catalog.new_namespace("imp")
+    impls.create_namespace(CreateNamespaceRequest(id=namespace))
+    written, declared = [*namespace, "written"], [*namespace, "declared"]
+    rows, more = sample_table(5), sample_table(3, start=5)
+    lance.write_dataset(rows, namespace_client=impls, table_id=written, mode="create")
+    impls.declare_table(DeclareTableRequest(id=declared))
+    nested = [*namespace, "sub", "nested"]
+    if sides.nests:
+        impls.create_namespace(CreateNamespaceRequest(id=nested[:-1]))
+        lance.write_dataset(rows, namespace_client=impls, table_id=nested, mode="create")
+
+    assert rest.list_tables(ListTablesRequest(id=namespace)).tables == ["declared", "written"]
+    with_data = ListTablesRequest(id=namespace, include_declared=False)
+    assert rest.list_tables(with_data).tables == ["written"]
+    described = rest.describe_table(DescribeTableRequest(id=written))
+    assert described.location == impls.describe_table(DescribeTableRequest(id=written)).location
+    assert described.properties == IMPLS_TABLE_PROPERTIES[sides.kind]
+    assert rest.count_table_rows(CountTableRowsRequest(id=written)).count == 5
+    assert read_rows(rest, written) == rows.to_pylist()
+    if sides.nests:  # and a table in a child namespace, listed there only
+        assert rest.list_tables(ListTablesRequest(id=nested[:-1])).tables == ["nested"]
+        assert read_rows(rest, nested) == rows.to_pylist()
+    else:  # impls declares a Unity table with a placeholder column
+        assert sides.unity_columns(declared)[0] == "__placeholder_id"
+
+    # The server writes into both; impls reads every row back.
+    rest.insert_into_table(InsertIntoTableRequest(id=written), arrow_stream(more))
+    rest.insert_into_table(InsertIntoTableRequest(id=declared), arrow_stream(rows))
+    assert read_rows(impls, written) == rows.to_pylist() + more.to_pylist()
+    assert read_rows(impls, declared) == rows.to_pylist()
+    if sides.kind == "unity":
+        # The placeholder column is replaced by the columns of the data, and a schema change
+        # made through the server reaches Unity's columns too.
+        assert sides.unity_columns(declared) == ["id", "name", "vector"]
+        properties = impls.describe_table(DescribeTableRequest(id=declared)).properties
+        assert properties == IMPLS_TABLE_PROPERTIES["unity"]
+        dropping = AlterTableDropColumnsRequest(id=declared, columns=["vector"])
+        rest.alter_table_drop_columns(dropping)
+        assert sides.unity_columns(declared) == ["id", "name"]
+
+
+def test_tables_the_server_writes_read_through_impls(
+    rest_catalog_sides: RestCatalogSides,
+) -> None:
+    sides, rest, impls = rest_catalog_sides, rest_catalog_sides.rest, rest_catalog_sides.impls
+    namespace = sides.catalog.new_namespace("srv")
+    rest.create_namespace(CreateNamespaceRequest(id=namespace))
+    created, declared = [*namespace, "created"], [*namespace, "declared"]
+    rows = sample_table(4)
+    rest.create_table(CreateTableRequest(id=created), arrow_stream(rows))
+    rest.declare_table(DeclareTableRequest(id=declared))
+    nested = [*namespace, "deep", "nested"]
+    if sides.nests:
+        rest.create_namespace(CreateNamespaceRequest(id=nested[:-1]))
+        rest.create_table(CreateTableRequest(id=nested), arrow_stream(rows))
+
+    assert impls.list_tables(ListTablesRequest(id=namespace)).tables == ["created", "declared"]
+    with_data = ListTablesRequest(id=namespace, include_declared=False)
+    assert impls.list_tables(with_data).tables == ["created"]
+    theirs = impls.describe_table(DescribeTableRequest(id=created))
+    assert theirs.location == rest.describe_table(DescribeTableRequest(id=created)).location
+    assert theirs.properties == {"table_type": "lance"}
+    assert read_rows(impls, created) == rows.to_pylist()
+    if sides.nests:  # and the table in the child namespace
+        assert read_rows(impls, nested) == rows.to_pylist()
+
+    # pylance writes the first data of the server's declared table through impls.
+    lance.write_dataset(rows, namespace_client=impls, table_id=declared, mode="append")
+    assert rest.count_table_rows(CountTableRowsRequest(id=declared)).count == 4
+    assert read_rows(rest, declared) == rows.to_pylist()
+
+
+def test_deregister_either_way_leaves_the_data(rest_catalog_sides: RestCatalogSides) -> None:
+    sides, rest, impls = rest_catalog_sides, rest_catalog_sides.rest, rest_catalog_sides.impls
+    namespace = sides.catalog.new_namespace("s")
+    rest.create_namespace(CreateNamespaceRequest(id=namespace))
+    by_server, by_impls = [*namespace, "by_server"], [*namespace, "by_impls"]
+    rows = sample_table(3)
+    location = rest.create_table(CreateTableRequest(id=by_server), arrow_stream(rows)).location
+    theirs = lance.write_dataset(rows, namespace_client=impls, table_id=by_impls, mode="create")
+
+    impls.deregister_table(DeregisterTableRequest(id=by_server))
+    with pytest.raises(TableNotFoundError):
+        rest.describe_table(DescribeTableRequest(id=by_server))
+    rest.deregister_table(DeregisterTableRequest(id=by_impls))
+    assert impls.list_tables(ListTablesRequest(id=namespace)).tables == []
+    assert lance.dataset(location).count_rows() == 3
+    assert lance.dataset(theirs.uri).count_rows() == 3
+
+
+def test_drop_deletes_only_data_the_server_owns(
+    rest_catalog_sides: RestCatalogSides, tmp_path: Path
+) -> None:
+    sides, rest, impls = rest_catalog_sides, rest_catalog_sides.rest, rest_catalog_sides.impls
+    elsewhere = sides.catalog.impls(tmp_path / "elsewhere")
+    namespace = sides.catalog.new_namespace("d")
+    impls.create_namespace(CreateNamespaceRequest(id=namespace))
+    inside, outside = [*namespace, "inside"], [*namespace, "outside"]
+    rows = sample_table(3)
+    in_root = lance.write_dataset(rows, namespace_client=impls, table_id=inside, mode="create")
+    out = lance.write_dataset(rows, namespace_client=elsewhere, table_id=outside, mode="create")
+    with pytest.raises(UnsupportedOperationError):  # impls cannot drop a Unity or Iceberg table
+        impls.drop_table(DropTableRequest(id=outside))
+
+    rest.drop_table(DropTableRequest(id=outside))
+    rest.drop_table(DropTableRequest(id=inside))
+    assert impls.list_tables(ListTablesRequest(id=namespace)).tables == []
+    assert lance.dataset(out.uri).count_rows() == 3  # outside the server's root: kept
+    assert not Path(in_root.uri).exists()  # inside it: the table's own data is deleted
+    elsewhere.close()
+
+
+@pytest.mark.parametrize("rest_catalog", ["unity"], indirect=True)
+def test_what_impls_cannot_do_on_unity_and_the_server_can(
+    rest_catalog_sides: RestCatalogSides,
+) -> None:
+    rest, impls = rest_catalog_sides.rest, rest_catalog_sides.impls
+    namespace = rest_catalog_sides.catalog.new_namespace("full")
+    rest.create_namespace(CreateNamespaceRequest(id=namespace))
+    names = ["t1", "t2", "t3", "t4"]
+    for name in names:
+        rest.create_table(CreateTableRequest(id=[*namespace, name]), arrow_stream(sample_table(1)))
+
+    # impls reads one page of a listing: the stand-in, like Unity, pages by its own size.
+    assert len(impls.list_tables(ListTablesRequest(id=namespace)).tables) == 3
+    assert rest.list_tables(ListTablesRequest(id=namespace)).tables == names
+    # impls describes only schemas; the server describes catalogs too.
+    catalog = namespace[:-1]
+    with pytest.raises(InvalidInputException):
+        impls.describe_namespace(DescribeNamespaceRequest(id=catalog))
+    assert rest.describe_namespace(DescribeNamespaceRequest(id=catalog)).properties == {}
+    # A schema that still holds tables: impls reports an internal error, the server code 3.
+    with pytest.raises(InternalException, match="FAILED_PRECONDITION"):
+        impls.drop_namespace(DropNamespaceRequest(id=namespace))
+    with pytest.raises(NamespaceNotEmptyError):
+        rest.drop_namespace(DropNamespaceRequest(id=namespace))
+
+
+@pytest.mark.parametrize("rest_catalog", ["iceberg"], indirect=True)
+def test_what_impls_cannot_do_on_iceberg_and_the_server_can(
+    rest_catalog_sides: RestCatalogSides,
+) -> None:
+    rest, impls = rest_catalog_sides.rest, rest_catalog_sides.impls
+    namespace = rest_catalog_sides.catalog.new_namespace("ns")
+    for level in (namespace, [*namespace, "a"], [*namespace, "a", "b"]):
+        rest.create_namespace(CreateNamespaceRequest(id=level))
+    rest.create_table(CreateTableRequest(id=[*namespace, "t"]), arrow_stream(sample_table(1)))
+
+    # impls encodes a nested parent twice, so it cannot list below two levels.
+    with pytest.raises(InternalException, match="NoSuchNamespaceException"):
+        impls.list_namespaces(ListNamespacesRequest(id=[*namespace, "a"]))
+    listed = rest.list_namespaces(ListNamespacesRequest(id=[*namespace, "a"]))
+    assert listed.namespaces == ["b"]
+    # A namespace that still holds a table: impls reports an internal error, the server code 3.
+    with pytest.raises(InternalException, match="not empty"):
+        impls.drop_namespace(DropNamespaceRequest(id=namespace))
+    with pytest.raises(NamespaceNotEmptyError):
+        rest.drop_namespace(DropNamespaceRequest(id=namespace))
+    # A catalog that sends the warehouse prefix in `overrides` (where the spec lets it win):
+    # impls ignores it and finds no namespace; the server follows it.
+    iceberg: Any = rest_catalog_sides.catalog.stand_in
+    iceberg.state.prefix_style = "overrides"
+    fresh = ImplsIcebergNamespace(endpoint=iceberg.url)
+    with pytest.raises(NamespaceNotFoundException):
+        fresh.describe_namespace(DescribeNamespaceRequest(id=namespace))
+    fresh.close()
+    assert rest.list_tables(ListTablesRequest(id=namespace)).tables == ["t"]
