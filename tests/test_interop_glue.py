@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import lance
 import lance_namespace
 import pyarrow as pa
@@ -31,16 +30,16 @@ from lance_namespace import (
     LanceNamespace,
     ListNamespacesRequest,
     ListTablesRequest,
-    QueryTableRequest,
     RegisterTableRequest,
     TableNotFoundError,
     UnsupportedOperationError,
 )
 from lance_namespace_impls.glue import GlueNamespace as ImplsGlueNamespace
-from lance_namespace_urllib3_client.models import QueryTableRequestVector
 
 from tests.support.adapter import running_server
 from tests.support.glue import glue_properties
+from tests.support.interop import alter_namespace, query_table, read_table, same_rows
+from tests.support.lance_data import arrow_stream, sample_table
 
 REGION = "us-east-1"
 BUCKET = "lake"
@@ -58,28 +57,6 @@ class Sides:
     glue: Any  # raw boto3 Glue, to look at what each side stored
     s3: Any
     storage: dict[str, str]  # pylance's own options (the server never answers credentials)
-
-
-def rows(start: int, count: int) -> pa.Table:
-    ids = list(range(start, start + count))
-    return pa.table({
-        "id": pa.array(ids, pa.int64()),
-        "name": pa.array([f"row-{i}" for i in ids], pa.string()),
-        "score": pa.array([i / 4 for i in ids], pa.float64()),
-    })
-
-
-def stream(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-def same_rows(read: pa.Table, expected: pa.Table) -> None:
-    """Cell for cell, in id order."""
-    assert read.schema.names == expected.schema.names
-    assert read.sort_by("id").to_pylist() == expected.sort_by("id").to_pylist()
 
 
 @pytest.fixture(scope="module")
@@ -109,11 +86,6 @@ def sides(moto_endpoint) -> Iterator[Sides]:
     with running_server("glue", properties, metadata_cache=False) as url:
         server = lance_namespace.connect("rest", {"uri": url})
         yield Sides(server, url, impls, moto_endpoint.client("glue"), s3, storage)
-
-
-def alter_namespace(sides: Sides, namespace: str, **change: Any) -> httpx.Response:
-    """AlterNamespace has no method in the official client: its spec route."""
-    return httpx.post(f"{sides.url}/AlterNamespace", json={"id": [namespace], **change})
 
 
 def database(sides: Sides, name: str) -> dict[str, Any]:
@@ -177,20 +149,21 @@ def test_properties_are_written_under_either_key(sides: Sides):
     assert "LocationUri" not in database(sides, "props")
     moved = f"{ROOT}/elsewhere"
     change = {"description": "one", "database.location-uri": moved, "k": "v"}
-    assert alter_namespace(sides, "props", set_properties=change).status_code == 200
+    assert alter_namespace(sides.url, ["props"], set_properties=change).status_code == 200
     stored = database(sides, "props")
     assert (stored["Description"], stored["LocationUri"]) == ("one", moved)
     assert stored["Parameters"] == {"k": "v"}
     seen = sides.impls.describe_namespace(DescribeNamespaceRequest(id=["props"])).properties
     assert seen == {"description": "one", "location": moved, "k": "v"}
 
-    unset = alter_namespace(sides, "props", unset_properties=["location", "database.description"])
+    unset_keys = ["location", "database.description"]
+    unset = alter_namespace(sides.url, ["props"], unset_properties=unset_keys)
     assert unset.status_code == 200
     assert unset.json()["properties"] == {"k": "v"}
     assert {"Description", "LocationUri"}.isdisjoint(database(sides, "props"))
     # Two spellings of one field must agree; a location outside the root is refused.
     for refused in ({"description": "a", "database.description": "b"}, {"location": "s3://x/y"}):
-        answer = alter_namespace(sides, "props", set_properties=refused)
+        answer = alter_namespace(sides.url, ["props"], set_properties=refused)
         assert (answer.status_code, answer.json()["code"]) == (400, 13)
     assert database(sides, "props")["Parameters"] == {"k": "v"}
     sides.server.drop_namespace(DropNamespaceRequest(id=["props"]))
@@ -220,10 +193,10 @@ def test_default_table_locations(sides: Sides):
 
 def test_table_created_with_data_by_impls(sides: Sides):
     sides.server.create_namespace(CreateNamespaceRequest(id=["imp"]))
-    first = rows(0, 20)
+    first = sample_table(20)
     # impls has no create_table; pylance creates through it (DeclareTable, then the write).
     with pytest.raises(UnsupportedOperationError):
-        sides.impls.create_table(CreateTableRequest(id=["imp", "t"]), stream(first))
+        sides.impls.create_table(CreateTableRequest(id=["imp", "t"]), arrow_stream(first))
     lance.write_dataset(first, namespace_client=sides.impls, table_id=["imp", "t"])
     stored = glue_table(sides, "imp", "t")
     assert stored["Parameters"] == {"table_type": "LANCE", "managed_by": "storage",
@@ -233,39 +206,32 @@ def test_table_created_with_data_by_impls(sides: Sides):
     described = sides.server.describe_table(DescribeTableRequest(id=["imp", "t"]))
     assert described.location == f"{ROOT}/imp/t.lance"
     assert sides.server.count_table_rows(CountTableRowsRequest(id=["imp", "t"])).count == 20
-    queried = sides.server.query_table(
-        QueryTableRequest(id=["imp", "t"], k=100, vector=QueryTableRequestVector())
-    )
-    same_rows(pa.ipc.open_file(pa.BufferReader(queried.data)).read_all(), first)
+    same_rows(query_table(sides.server, ["imp", "t"], k=100), first)
 
-    more = rows(20, 5)
-    sides.server.insert_into_table(InsertIntoTableRequest(id=["imp", "t"]), stream(more))
+    more = sample_table(5, start=20)
+    sides.server.insert_into_table(InsertIntoTableRequest(id=["imp", "t"]), arrow_stream(more))
     # The server wrote data: the flag says so now; the rest of impls' entry is kept.
     after = glue_table(sides, "imp", "t")
     assert after["Parameters"]["empty_table"] == "false"
     assert after["StorageDescriptor"]["Columns"] == stored["StorageDescriptor"]["Columns"]
-    through_impls = lance.dataset(namespace_client=sides.impls, table_id=["imp", "t"])
-    same_rows(through_impls.to_table(), pa.concat_tables([first, more]))
+    same_rows(read_table(sides.impls, ["imp", "t"]), pa.concat_tables([first, more]))
 
 
 def test_table_created_with_data_by_the_server(sides: Sides):
     sides.server.create_namespace(CreateNamespaceRequest(id=["srv"]))
-    first = rows(0, 12)
-    created = sides.server.create_table(CreateTableRequest(id=["srv", "t"]), stream(first))
+    first = sample_table(12)
+    created = sides.server.create_table(CreateTableRequest(id=["srv", "t"]), arrow_stream(first))
     assert glue_table(sides, "srv", "t")["Parameters"] == {"table_type": "lance"}  # glue.md
 
     assert sides.impls.list_tables(ListTablesRequest(id=["srv"])).tables == ["t"]
     described = sides.impls.describe_table(DescribeTableRequest(id=["srv", "t"]))
     assert described.location == created.location == f"{ROOT}/srv/t.lance"
-    more = rows(12, 3)
-    dataset = lance.dataset(namespace_client=sides.impls, table_id=["srv", "t"])
-    same_rows(dataset.to_table(), first)
+    more = sample_table(3, start=12)
+    same_rows(read_table(sides.impls, ["srv", "t"]), first)
     lance.write_dataset(more, namespace_client=sides.impls, table_id=["srv", "t"], mode="append")
     assert sides.server.count_table_rows(CountTableRowsRequest(id=["srv", "t"])).count == 15
-    read_back = lance.dataset(
-        namespace_client=sides.server, table_id=["srv", "t"], storage_options=sides.storage
-    )
-    same_rows(read_back.to_table(), pa.concat_tables([first, more]))
+    read_back = read_table(sides.server, ["srv", "t"], sides.storage)
+    same_rows(read_back, pa.concat_tables([first, more]))
 
 
 def test_declared_by_one_side_written_by_pylance_through_the_other(sides: Sides):
@@ -279,7 +245,7 @@ def test_declared_by_one_side_written_by_pylance_through_the_other(sides: Sides)
     )
     assert checked.is_only_declared is True
 
-    data = rows(0, 7)
+    data = sample_table(7)
     lance.write_dataset(
         data, namespace_client=sides.server, table_id=["dec", "by_impls"], mode="append",
         storage_options=sides.storage,
@@ -288,12 +254,8 @@ def test_declared_by_one_side_written_by_pylance_through_the_other(sides: Sides)
         data, namespace_client=sides.impls, table_id=["dec", "by_server"], mode="append"
     )
     for table in ("by_impls", "by_server"):
-        server_read = lance.dataset(
-            namespace_client=sides.server, table_id=["dec", table], storage_options=sides.storage
-        )
-        same_rows(server_read.to_table(), data)
-        same_rows(lance.dataset(namespace_client=sides.impls, table_id=["dec", table]).to_table(),
-                  data)
+        same_rows(read_table(sides.server, ["dec", table], sides.storage), data)
+        same_rows(read_table(sides.impls, ["dec", table]), data)
     # pylance wrote behind both namespaces: nothing told Glue, so impls' flag still says empty.
     assert glue_table(sides, "dec", "by_impls")["Parameters"]["empty_table"] == "true"
 
@@ -301,11 +263,11 @@ def test_declared_by_one_side_written_by_pylance_through_the_other(sides: Sides)
 def test_deregister_and_drop(sides: Sides):
     sides.server.create_namespace(CreateNamespaceRequest(id=["gone"]))
     sides.impls.create_namespace(CreateNamespaceRequest(id=["outside"]))  # impls' default bucket
-    data = rows(0, 4)
+    data = sample_table(4)
     for table in ("a", "b", "c"):
         lance.write_dataset(data, namespace_client=sides.impls, table_id=["gone", table])
     lance.write_dataset(data, namespace_client=sides.impls, table_id=["outside", "t"])
-    sides.server.create_table(CreateTableRequest(id=["gone", "mine"]), stream(data))
+    sides.server.create_table(CreateTableRequest(id=["gone", "mine"]), arrow_stream(data))
 
     # Deregister, each side on the other's table: the entry goes, the data stays.
     sides.server.deregister_table(DeregisterTableRequest(id=["gone", "a"]))
@@ -335,7 +297,7 @@ def test_what_impls_cannot_do_on_glue(sides: Sides):
     """Steps the server does and impls 0.4.2 refuses; the tests above do them on the server."""
     sides.server.create_namespace(CreateNamespaceRequest(id=["limits"]))
     location = f"{ROOT}/limits/t.lance"
-    lance.write_dataset(rows(0, 2), location, storage_options=sides.storage)
+    lance.write_dataset(sample_table(2), location, storage_options=sides.storage)
     with pytest.raises(UnsupportedOperationError):
         sides.impls.register_table(RegisterTableRequest(id=["limits", "t"], location=location))
     assert sides.server.register_table(
