@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import lance
 import lance_namespace as ln
 import lance_namespace_impls.hive2
@@ -22,10 +21,10 @@ import lance_namespace_impls.hive3
 import pyarrow as pa
 import pytest
 from lance.namespace import RestNamespace
-from lance_namespace_urllib3_client.models import QueryTableRequestVector
 
 from tests.support.adapter import running_server
 from tests.support.common import unique
+from tests.support.interop import alter_namespace, in_id_order, query_table, read_rows
 from tests.support.lance_data import arrow_stream
 
 ROWS = pa.table({"id": [1, 2, 3], "name": ["a", "b", None], "score": [0.5, None, 2.25]})
@@ -77,19 +76,6 @@ def sides(
     impls.close()
 
 
-def read_rows(namespace: Any, table_id: list[str]) -> list[dict[str, Any]]:
-    """The table's rows read with pylance through `namespace`, in id order."""
-    table = lance.dataset(namespace_client=namespace, table_id=table_id).to_table()
-    return table.sort_by("id").to_pylist()
-
-
-def query_rows(rest: RestNamespace, table_id: list[str]) -> list[dict[str, Any]]:
-    """The table's rows from the server's QueryTable (an Arrow IPC file)."""
-    request = ln.QueryTableRequest(id=table_id, k=0, vector=QueryTableRequestVector())
-    answer = rest.query_table(request).data
-    return pa.ipc.open_file(pa.BufferReader(answer)).read_all().sort_by("id").to_pylist()
-
-
 def impls_database(sides: Sides, **properties: str) -> str:
     database = unique("impls")
     sides.impls.create_namespace(
@@ -104,12 +90,6 @@ def server_database(sides: Sides, **properties: str) -> str:
         ln.CreateNamespaceRequest(id=sides.ns(database), properties=properties or None)
     )
     return database
-
-
-def alter_namespace(sides: Sides, database: str, **changes: Any) -> httpx.Response:
-    """AlterNamespace has no method in the official client: its spec route, over HTTP."""
-    body = {"id": sides.ns(database), **changes}
-    return httpx.post(f"{sides.url}/AlterNamespace", json=body, timeout=60)
 
 
 # -- namespaces ------------------------------------------------------------------------------
@@ -153,18 +133,19 @@ def test_namespace_made_by_the_server_is_read_by_impls(sides: Sides) -> None:
 
 def test_namespace_properties_altered_under_either_key(sides: Sides) -> None:
     database = impls_database(sides, comment="before", owner="alice")
+    url, namespace = sides.url, sides.ns(database)
 
-    answer = alter_namespace(sides, database, set_properties={"owner": "dave", "tier": "gold"})
+    answer = alter_namespace(url, namespace, set_properties={"owner": "dave", "tier": "gold"})
     assert answer.status_code == 200, answer.text
     assert answer.json()["properties"]["database.owner"] == "dave"
-    answer = alter_namespace(sides, database, set_properties={"database.owner": "erin"})
+    answer = alter_namespace(url, namespace, set_properties={"database.owner": "erin"})
     assert answer.json()["properties"]["owner"] == "erin"
 
-    seen = sides.impls.describe_namespace(ln.DescribeNamespaceRequest(id=sides.ns(database)))
+    seen = sides.impls.describe_namespace(ln.DescribeNamespaceRequest(id=namespace))
     assert (seen.properties["owner"], seen.properties["tier"]) == ("erin", "gold")
     conflicting = {"owner": "x", "database.owner": "y"}
-    assert alter_namespace(sides, database, set_properties=conflicting).json()["code"] == 13
-    assert alter_namespace(sides, database, unset_properties=["comment"]).json()["code"] == 13
+    assert alter_namespace(url, namespace, set_properties=conflicting).json()["code"] == 13
+    assert alter_namespace(url, namespace, unset_properties=["comment"]).json()["code"] == 13
 
 
 def test_namespaces_dropped_by_the_other_side(sides: Sides) -> None:
@@ -204,7 +185,7 @@ def test_table_created_with_data_by_impls_is_served(sides: Sides) -> None:
     described = rest.describe_table(ln.DescribeTableRequest(id=table_id))
     assert described.location == f"{sides.root}/{database}.db/orders"
     assert rest.count_table_rows(ln.CountTableRowsRequest(id=table_id)).count == 3
-    assert query_rows(rest, table_id) == ROWS.to_pylist()
+    assert in_id_order(query_table(rest, table_id)) == ROWS.to_pylist()
     assert read_rows(rest, table_id) == ROWS.to_pylist()
 
     rest.insert_into_table(ln.InsertIntoTableRequest(id=table_id), arrow_stream(MORE_ROWS))
