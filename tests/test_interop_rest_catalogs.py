@@ -20,7 +20,6 @@ from lance_namespace import (
     CountTableRowsRequest,
     CreateNamespaceRequest,
     CreateTableRequest,
-    DeclareTableRequest,
     DeregisterTableRequest,
     DescribeNamespaceRequest,
     DescribeTableRequest,
@@ -48,6 +47,9 @@ IMPLS_TABLE_PROPERTIES = {
     "unity": {"table_type": "lance", "managed_by": "catalog"},
     "iceberg": {"table_type": "lance"},
 }
+
+# How impls' error names a namespace that still holds tables, when it tries to drop it.
+NOT_EMPTY_IN_IMPLS = {"unity": "FAILED_PRECONDITION", "iceberg": "not empty"}
 
 
 def test_namespaces_impls_creates_are_the_servers_and_properties_round_trip(
@@ -104,28 +106,24 @@ def test_tables_impls_writes_are_listed_described_read_and_written_by_the_server
     rest_catalog_sides: RestCatalogSides,
 ) -> None:
     sides, rest, impls = rest_catalog_sides, rest_catalog_sides.rest, rest_catalog_sides.impls
-    namespace = sides.catalog.new_namespace("imp")
-    impls.create_namespace(CreateNamespaceRequest(id=namespace))
-    written, declared = [*namespace, "written"], [*namespace, "declared"]
     rows, more = sample_table(5), sample_table(3, start=5)
-    lance.write_dataset(rows, namespace_client=impls, table_id=written, mode="create")
-    impls.declare_table(DeclareTableRequest(id=declared))
-    nested = [*namespace, "sub", "nested"]
-    if sides.nests:
-        impls.create_namespace(CreateNamespaceRequest(id=nested[:-1]))
-        lance.write_dataset(rows, namespace_client=impls, table_id=nested, mode="create")
+    tables = sides.make_tables("impls", rows)
+    written, declared = tables.filled, tables.declared
 
-    assert rest.list_tables(ListTablesRequest(id=namespace)).tables == ["declared", "written"]
-    with_data = ListTablesRequest(id=namespace, include_declared=False)
-    assert rest.list_tables(with_data).tables == ["written"]
+    assert rest.list_tables(ListTablesRequest(id=tables.namespace)).tables == [
+        "declared", "filled"
+    ]
+    with_data = ListTablesRequest(id=tables.namespace, include_declared=False)
+    assert rest.list_tables(with_data).tables == ["filled"]
     described = rest.describe_table(DescribeTableRequest(id=written))
     assert described.location == impls.describe_table(DescribeTableRequest(id=written)).location
     assert described.properties == IMPLS_TABLE_PROPERTIES[sides.kind]
     assert rest.count_table_rows(CountTableRowsRequest(id=written)).count == 5
     assert read_rows(rest, written) == rows.to_pylist()
-    if sides.nests:  # and a table in a child namespace, listed there only
-        assert rest.list_tables(ListTablesRequest(id=nested[:-1])).tables == ["nested"]
-        assert read_rows(rest, nested) == rows.to_pylist()
+    if tables.nested is not None:  # a table in a child namespace is listed there only
+        child = ListTablesRequest(id=tables.nested[:-1])
+        assert rest.list_tables(child).tables == ["nested"]
+        assert read_rows(rest, tables.nested) == rows.to_pylist()
     else:  # impls declares a Unity table with a placeholder column
         assert sides.unity_columns(declared)[0] == "__placeholder_id"
 
@@ -149,26 +147,20 @@ def test_tables_the_server_writes_read_through_impls(
     rest_catalog_sides: RestCatalogSides,
 ) -> None:
     sides, rest, impls = rest_catalog_sides, rest_catalog_sides.rest, rest_catalog_sides.impls
-    namespace = sides.catalog.new_namespace("srv")
-    rest.create_namespace(CreateNamespaceRequest(id=namespace))
-    created, declared = [*namespace, "created"], [*namespace, "declared"]
     rows = sample_table(4)
-    rest.create_table(CreateTableRequest(id=created), arrow_stream(rows))
-    rest.declare_table(DeclareTableRequest(id=declared))
-    nested = [*namespace, "deep", "nested"]
-    if sides.nests:
-        rest.create_namespace(CreateNamespaceRequest(id=nested[:-1]))
-        rest.create_table(CreateTableRequest(id=nested), arrow_stream(rows))
+    tables = sides.make_tables("server", rows)
+    created, declared = tables.filled, tables.declared
 
-    assert impls.list_tables(ListTablesRequest(id=namespace)).tables == ["created", "declared"]
-    with_data = ListTablesRequest(id=namespace, include_declared=False)
-    assert impls.list_tables(with_data).tables == ["created"]
+    listing = impls.list_tables(ListTablesRequest(id=tables.namespace))
+    assert listing.tables == ["declared", "filled"]
+    with_data = ListTablesRequest(id=tables.namespace, include_declared=False)
+    assert impls.list_tables(with_data).tables == ["filled"]
     theirs = impls.describe_table(DescribeTableRequest(id=created))
     assert theirs.location == rest.describe_table(DescribeTableRequest(id=created)).location
     assert theirs.properties == {"table_type": "lance"}
     assert read_rows(impls, created) == rows.to_pylist()
-    if sides.nests:  # and the table in the child namespace
-        assert read_rows(impls, nested) == rows.to_pylist()
+    if tables.nested is not None:  # and the table in the child namespace
+        assert read_rows(impls, tables.nested) == rows.to_pylist()
 
     # pylance writes the first data of the server's declared table through impls.
     lance.write_dataset(rows, namespace_client=impls, table_id=declared, mode="append")
@@ -216,16 +208,28 @@ def test_drop_deletes_only_data_the_server_owns(
     elsewhere.close()
 
 
+def test_a_namespace_holding_tables_impls_fails_to_drop_and_the_server_refuses_with_3(
+    rest_catalog_sides: RestCatalogSides,
+) -> None:
+    sides, rest, impls = rest_catalog_sides, rest_catalog_sides.rest, rest_catalog_sides.impls
+    tables = sides.make_tables("server", sample_table(1))
+
+    # impls reports an internal error (Unity's or Iceberg's own); the server, code 3.
+    with pytest.raises(InternalException, match=NOT_EMPTY_IN_IMPLS[sides.kind]):
+        impls.drop_namespace(DropNamespaceRequest(id=tables.namespace))
+    with pytest.raises(NamespaceNotEmptyError):
+        rest.drop_namespace(DropNamespaceRequest(id=tables.namespace))
+
+
 @pytest.mark.parametrize("rest_catalog", ["unity"], indirect=True)
 def test_what_impls_cannot_do_on_unity_and_the_server_can(
     rest_catalog_sides: RestCatalogSides,
 ) -> None:
     rest, impls = rest_catalog_sides.rest, rest_catalog_sides.impls
-    namespace = rest_catalog_sides.catalog.new_namespace("full")
-    rest.create_namespace(CreateNamespaceRequest(id=namespace))
-    names = ["t1", "t2", "t3", "t4"]
-    for name in names:
+    namespace = rest_catalog_sides.make_tables("server", sample_table(1)).namespace
+    for name in ("t3", "t4"):  # four tables in all, more than the stand-in's page of 3
         rest.create_table(CreateTableRequest(id=[*namespace, name]), arrow_stream(sample_table(1)))
+    names = ["declared", "filled", "t3", "t4"]
 
     # impls reads one page of a listing: the stand-in, like Unity, pages by its own size.
     assert len(impls.list_tables(ListTablesRequest(id=namespace)).tables) == 3
@@ -235,11 +239,6 @@ def test_what_impls_cannot_do_on_unity_and_the_server_can(
     with pytest.raises(InvalidInputException):
         impls.describe_namespace(DescribeNamespaceRequest(id=catalog))
     assert rest.describe_namespace(DescribeNamespaceRequest(id=catalog)).properties == {}
-    # A schema that still holds tables: impls reports an internal error, the server code 3.
-    with pytest.raises(InternalException, match="FAILED_PRECONDITION"):
-        impls.drop_namespace(DropNamespaceRequest(id=namespace))
-    with pytest.raises(NamespaceNotEmptyError):
-        rest.drop_namespace(DropNamespaceRequest(id=namespace))
 
 
 @pytest.mark.parametrize("rest_catalog", ["iceberg"], indirect=True)
@@ -257,11 +256,6 @@ def test_what_impls_cannot_do_on_iceberg_and_the_server_can(
         impls.list_namespaces(ListNamespacesRequest(id=[*namespace, "a"]))
     listed = rest.list_namespaces(ListNamespacesRequest(id=[*namespace, "a"]))
     assert listed.namespaces == ["b"]
-    # A namespace that still holds a table: impls reports an internal error, the server code 3.
-    with pytest.raises(InternalException, match="not empty"):
-        impls.drop_namespace(DropNamespaceRequest(id=namespace))
-    with pytest.raises(NamespaceNotEmptyError):
-        rest.drop_namespace(DropNamespaceRequest(id=namespace))
     # A catalog that sends the warehouse prefix in `overrides` (where the spec lets it win):
     # impls ignores it and finds no namespace; the server follows it.
     iceberg: Any = rest_catalog_sides.catalog.stand_in

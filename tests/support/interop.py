@@ -20,7 +20,13 @@ import lance
 import lance_namespace
 import pyarrow as pa
 import pytest
-from lance_namespace import LanceNamespace, QueryTableRequest
+from lance_namespace import (
+    CreateNamespaceRequest,
+    CreateTableRequest,
+    DeclareTableRequest,
+    LanceNamespace,
+    QueryTableRequest,
+)
 from lance_namespace_impls.iceberg import IcebergNamespace as ImplsIcebergNamespace
 from lance_namespace_impls.unity import UnityNamespace as ImplsUnityNamespace
 from lance_namespace_urllib3_client.models import QueryTableRequestVector
@@ -29,7 +35,7 @@ from unitycatalog.client.models import CreateCatalog
 
 from tests.support.adapter import running_server
 from tests.support.iceberg_stand_in import IcebergStandIn, running_iceberg_stand_in
-from tests.support.lance_data import read_arrow_file
+from tests.support.lance_data import arrow_stream, read_arrow_file
 from tests.support.unity_stand_in import API, UnityStandIn, running_unity_stand_in
 
 WAREHOUSE = "wh"  # the Iceberg warehouse the server is given
@@ -115,6 +121,16 @@ class RestCatalog:
 
 
 @dataclass(frozen=True)
+class Tables:
+    """The tables `RestCatalogSides.make_tables` made."""
+
+    namespace: list[str]
+    filled: list[str]  # made with rows
+    declared: list[str]  # declared only
+    nested: list[str] | None  # made with rows in a child namespace, where namespaces nest
+
+
+@dataclass(frozen=True)
 class RestCatalogSides:
     """One test's two sides of a REST catalog: the server and impls."""
 
@@ -137,6 +153,27 @@ class RestCatalogSides:
         response = httpx.get(f"{self.catalog.stand_in.url}{API}/tables/{name}", timeout=30)
         response.raise_for_status()
         return [column["name"] for column in response.json()["columns"]]
+
+    def make_tables(self, by: str, rows: pa.Table) -> Tables:
+        """A new namespace, made by `by` ("impls" or "server") with tables: `filled` (pylance
+        writes it through impls; the server creates it with the rows), `declared`, and, where
+        namespaces nest, `nested` with the rows in the child namespace `child`."""
+        side = self.impls if by == "impls" else self.rest
+        namespace = self.catalog.new_namespace(by)
+        nested = [*namespace, "child", "nested"] if self.nests else None
+        tables = Tables(namespace, [*namespace, "filled"], [*namespace, "declared"], nested)
+        side.create_namespace(CreateNamespaceRequest(id=namespace))
+        if nested is not None:
+            side.create_namespace(CreateNamespaceRequest(id=nested[:-1]))
+        side.declare_table(DeclareTableRequest(id=tables.declared))
+        for table_id in (tables.filled, nested):
+            if table_id is None:
+                continue
+            if by == "impls":
+                lance.write_dataset(rows, namespace_client=side, table_id=table_id, mode="create")
+            else:
+                side.create_table(CreateTableRequest(id=table_id), arrow_stream(rows))
+        return tables
 
     def impls_name(self, namespace_id: list[str]) -> str:
         """How impls names a namespace in a listing: Iceberg's in full, joined with '.'."""
