@@ -31,16 +31,32 @@ def test_every_served_alias_is_a_catalog_backend_or_dir() -> None:
     assert set(OFFLINE_PROPERTIES) == set(CATALOG_IMPLS)
 
 
-@pytest.mark.parametrize("impl", list(CATALOG_IMPLS))
-def test_lance_namespace_connect_builds_our_backend_by_alias(impl: str) -> None:
-    namespace = lance_namespace.connect(impl, OFFLINE_PROPERTIES[impl])
-    assert type(namespace) is resolve_impl(impl)
-    assert type(namespace).__module__.startswith("backends.")
+def test_lance_namespace_connect_builds_our_backends_by_alias() -> None:
+    """In a fresh interpreter (the registry is global: another library imported later, such as
+    lance-namespace-impls, may register the same aliases for its own classes)."""
+    script = (
+        "import backends, lance_namespace, sys\n"
+        f"properties = {OFFLINE_PROPERTIES!r}\n"
+        "for impl, props in properties.items():\n"
+        "    built = lance_namespace.connect(impl, props)\n"
+        "    assert type(built) is backends.resolve_impl(impl), (impl, type(built))\n"
+        "    print(impl, type(built).__module__)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            cwd=Path(backends.__file__).parents[1], timeout=120)
+    assert result.returncode == 0, result.stderr
+    modules = dict(line.split() for line in result.stdout.splitlines())
+    assert set(modules) == set(CATALOG_IMPLS)
+    assert all(module.startswith("backends.") for module in modules.values())
 
 
 @pytest.mark.parametrize("impl", list(CATALOG_IMPLS))
-def test_the_server_builds_the_same_class_as_connect(impl: str) -> None:
-    assert type(load_namespace(impl, OFFLINE_PROPERTIES[impl])) is resolve_impl(impl)
+def test_the_server_builds_its_own_class_whoever_holds_the_alias(impl: str) -> None:
+    lance_namespace.register_namespace_impl(impl, f"lance_namespace_impls.{impl}.Other")
+    try:
+        assert type(load_namespace(impl, OFFLINE_PROPERTIES[impl])) is resolve_impl(impl)
+    finally:
+        lance_namespace.register_namespace_impl(impl, CATALOG_IMPLS[impl])
 
 
 def test_importing_backends_is_the_registration() -> None:
