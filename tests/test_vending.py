@@ -30,6 +30,7 @@ from backends.vending import (
     CredentialVendor,
     TablePrefix,
     VendingSettings,
+    credential_vendor,
     session_policy,
 )
 from tests.support.vending import (
@@ -139,7 +140,7 @@ def test_wildcards_in_a_location_are_literals_and_only_s3_is_vended_for() -> Non
 def test_vending_is_off_by_default_and_checked_when_on() -> None:
     assert VendingSettings.from_backend_properties({"root": "/x"}).enabled is False
     with pytest.raises(ConfigurationError, match=r"vending\.role-arn"):
-        VendingSettings.from_properties({"vending.enabled": "true"})
+        credential_vendor({"vending.enabled": "true"})  # a backend that relays nothing
     with pytest.raises(ConfigurationError, match=r"vending\.access\.bi"):
         VendingSettings.from_properties({"vending.access.bi": "admin"})
     settings = VendingSettings.from_properties({"vending.access.etl": "READ-WRITE"})
@@ -160,7 +161,7 @@ def test_token_entries_name_identities() -> None:
 def test_credentials_reach_their_prefix_and_not_a_neighbouring_one(storage: Storage) -> None:
     """t1 and t10 side by side (as Hive and Glue place tables): t1's credentials stay in t1/."""
     put_probes(storage, "db/t1", "db/t10")
-    vended = vendor_for(storage).vend(f"s3://{BUCKET}/db/t1", None, "db$t1")
+    vended = vendor_for(storage).vend(f"s3://{BUCKET}/db/t1", None, ["db", "t1"])
     assert vended is not None
     assert reach(storage, dict(vended.storage_options), "db/t1", "db/t10") == ONLY_OWN
 
@@ -174,7 +175,7 @@ def test_a_widened_policy_is_caught(storage: Storage, monkeypatch: pytest.Monkey
         return session_policy(TablePrefix(table.bucket, ""), access, region)
 
     monkeypatch.setattr(vendor_module, "session_policy", whole_bucket)
-    vended = vendor_for(storage).vend(f"s3://{BUCKET}/db/w1", None, "db$w1")
+    vended = vendor_for(storage).vend(f"s3://{BUCKET}/db/w1", None, ["db", "w1"])
     assert vended is not None
     seen = reach(storage, dict(vended.storage_options), "db/w1", "db/w10")
     assert seen != ONLY_OWN
@@ -183,8 +184,8 @@ def test_a_widened_policy_is_caught(storage: Storage, monkeypatch: pytest.Monkey
 
 def test_read_credentials_cannot_write(storage: Storage) -> None:
     vendor = vendor_for(storage, **{"vending.access.etl": "read-write"})
-    reader = vendor.vend(f"s3://{BUCKET}/db/r1", "bi", "db$r1")
-    writer = vendor.vend(f"s3://{BUCKET}/db/r1", "etl", "db$r1")
+    reader = vendor.vend(f"s3://{BUCKET}/db/r1", "bi", ["db", "r1"])
+    writer = vendor.vend(f"s3://{BUCKET}/db/r1", "etl", ["db", "r1"])
     assert reader is not None and writer is not None
     put = {"Bucket": BUCKET, "Key": "db/r1/data.lance", "Body": b"x"}
     assert not reached(storage.s3(dict(reader.storage_options)), "put_object", **put)
@@ -195,7 +196,7 @@ def test_read_credentials_cannot_write(storage: Storage) -> None:
 
 def test_expired_credentials_are_refused(storage: Storage) -> None:
     put_probes(storage, "db/e1")
-    vended = vendor_for(storage, duration_ms=2000).vend(f"s3://{BUCKET}/db/e1", None, "db$e1")
+    vended = vendor_for(storage, duration_ms=2000).vend(f"s3://{BUCKET}/db/e1", None, ["db", "e1"])
     assert vended is not None
     s3 = storage.s3(dict(vended.storage_options))
     assert reached(s3, "get_object", Bucket=BUCKET, Key="db/e1/probe")
@@ -209,7 +210,7 @@ def test_a_burst_of_vends_costs_one_sts_call(storage: Storage) -> None:
     before = len(storage.gate.sessions)
     results: list[Any] = []
     threads = [threading.Thread(target=lambda: results.append(
-        vendor.vend(f"s3://{BUCKET}/db/b1", None, "db$b1"))) for _ in range(16)]
+        vendor.vend(f"s3://{BUCKET}/db/b1", None, ["db", "b1"]))) for _ in range(16)]
     for thread in threads:
         thread.start()
     for thread in threads:
