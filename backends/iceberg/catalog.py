@@ -59,7 +59,7 @@ def table_properties(table: dict[str, Any]) -> dict[str, str]:
 def credential_config(table: dict[str, Any]) -> dict[str, str]:
     """A LoadTableResult's `config` under its `storage-credentials` entry with the longest
     prefix of the table's location: the spec has clients check those first."""
-    location = table_location(table) or ""
+    location = (table_location(table) or "").rstrip("/") + "/"  # a prefix may end in `/`
     entries = [entry for entry in table.get("storage-credentials") or []
                if isinstance(entry, dict) and location.startswith(str(entry.get("prefix", "")))]
     best = max(entries, key=lambda entry: len(str(entry.get("prefix", ""))), default={})
