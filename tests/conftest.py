@@ -12,5 +12,6 @@ pytest_plugins = (
     "tests.support.hive",
     "tests.support.hive_catalog_stand_in",
     "tests.support.pipeline",
+    "tests.support.vending",
     "tests.support.contract_backends",
 )

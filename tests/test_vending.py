@@ -13,7 +13,6 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import botocore.exceptions
@@ -33,6 +32,7 @@ from backends.vending import (
     credential_vendor,
     session_policy,
 )
+from tests.support.glue import glue_properties
 from tests.support.vending import (
     BUCKET,
     REGION,
@@ -42,18 +42,9 @@ from tests.support.vending import (
     Storage,
     adapter,
     adapter_properties,
-    gated_storage,
-    quiet_moto,
     run_client,
     vending_on,
 )
-
-
-@pytest.fixture(scope="module")
-def storage() -> Iterator[Storage]:
-    quiet_moto()
-    with gated_storage() as gated:
-        yield gated
 
 
 def describe(url: str, table: str, **fields: Any) -> dict[str, Any]:
@@ -313,3 +304,34 @@ def test_no_credential_is_answered_with_vending_off_or_refused(storage: Storage)
         options = answer.get("storage_options") or {}
         assert not [key for key in options if is_credential(key)], options
         assert "expires_at_millis" not in options
+
+
+def test_lancedb_without_credentials_writes_and_reads(storage: Storage) -> None:
+    """LanceDB's namespace connection (`lancedb.connect_namespace("rest", ...)`) in a process
+    with no credentials: create, append and read through the gate on vended keys only."""
+    before = storage.gate.keys_used()
+    with adapter(vending_on(storage.gate.url, access="read-write")) as url:
+        assert run_client("lancedb", url, "ldb1") == {"rows": 1000, "first": 0}
+    used = storage.gate.keys_used() - before
+    assert used, "LanceDB used vended session keys"
+    assert not [d for d in storage.gate.denials() if d.access_key_id in used]
+
+
+def test_glue_tables_on_s3_get_credentials_through_the_same_path(storage: Storage) -> None:
+    """Glue (moto's, reached directly) with its tables in the gated bucket: the app's one
+    vending path mints for them as for `dir`; Hive on S3 takes the same path (not run here:
+    it needs a metastore with S3 set up)."""
+    upstream = storage.gate.upstream
+    glue = glue_properties(f"http://{upstream.hostname}:{upstream.port}")
+    properties = {**glue, **vending_on(storage.gate.url, access="read-write"),
+                  "root": f"s3://{BUCKET}/glue"}
+    before = storage.gate.keys_used()
+    with adapter(properties, impl="glue") as url:
+        created = httpx.post(f"{url}/CreateNamespace", json={"id": ["gdb"]}, timeout=30)
+        assert created.status_code == 200, created.text
+        assert run_client("write", url, "gdb$g1") == {"rows": 1000}
+        answer = describe(url, "gdb$g1")
+    assert storage.gate.keys_used() - before, "the client used vended session keys"
+    own = answer["location"].removeprefix(f"s3://{BUCKET}/").rstrip("/")
+    put_probes(storage, own, own + "0")
+    assert reach(storage, answer["storage_options"], own, own + "0") == ONLY_OWN

@@ -49,18 +49,9 @@ from tests.support.vending import (
     CatalogGrants,
     Storage,
     adapter,
-    gated_storage,
-    quiet_moto,
     run_client,
     server_storage,
 )
-
-
-@pytest.fixture(scope="module")
-def storage() -> Iterator[Storage]:
-    quiet_moto()
-    with gated_storage() as gated:
-        yield gated
 
 
 def relaying(gate_url: str, **settings: str) -> dict[str, str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import pytest
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
 from backends.vending import READ, READ_WRITE, TablePrefix, session_policy
@@ -74,6 +75,14 @@ class CatalogGrants:
         expiration = credentials["Expiration"].astimezone(UTC)
         return Grant(credentials["AccessKeyId"], credentials["SecretAccessKey"],
                      credentials["SessionToken"], int(expiration.timestamp() * 1000))
+
+
+@pytest.fixture(scope="module")
+def storage() -> Iterator[Storage]:
+    """The gated moto of one test module (a shared fixture)."""
+    quiet_moto()
+    with gated_storage() as gated:
+        yield gated
 
 
 @contextlib.contextmanager
@@ -145,6 +154,15 @@ elif command == "read-for":
         reads.append(dataset.to_table().num_rows)
         time.sleep(0.5)
     print(json.dumps({"reads": reads}))
+elif command == "lancedb":  # LanceDB's namespace connection: create, append, read
+    import lancedb
+    db = lancedb.connect_namespace("rest", {"uri": url})
+    namespace, name = table_id[:-1], table_id[-1]
+    rows = pa.table({"id": list(range(500)), "text": [f"row {i}" for i in range(500)]})
+    db.create_table(name, rows, namespace_path=namespace)
+    db.open_table(name, namespace_path=namespace).add(rows)
+    table = db.open_table(name, namespace_path=namespace)
+    print(json.dumps({"rows": table.count_rows(), "first": table.to_arrow()["id"][0].as_py()}))
 elif command == "open-with":
     options = json.loads(rest[1])
     print(json.dumps({"rows": lance.dataset(table, storage_options=options).count_rows()}))
