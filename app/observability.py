@@ -167,7 +167,8 @@ class Metrics:
         )
         self.vends = Counter(
             "lance_adapter_credentials_vended", "Credentials handed out by credential vending, "
-            "by identity ('none': unnamed), access and source (minted by STS, or cached)",
+            "by identity ('none': unnamed), access and source (minted by STS, relayed from the "
+            "catalog, or cached)",
             ["identity", "access", "source"], registry=self.registry,
         )
         self._request_children: dict[tuple[str, int, str], tuple[Any, Any]] = {}
@@ -192,8 +193,7 @@ class Metrics:
             self._backend_children[(operation, ok)] = child
         child.observe(seconds)
 
-    def observe_vend(self, identity: str | None, access: str, minted: bool) -> None:
-        source = "minted" if minted else "cached"
+    def observe_vend(self, identity: str | None, access: str, source: str) -> None:
         self.vends.labels(identity or NO_CODE, access, source).inc()
 
     def render(self) -> bytes:

@@ -98,8 +98,10 @@ class OperationEndpoint:
         if (vendor is None or self.operation.backend_id not in VENDING_OPERATIONS
                 or not location or not vendor.asked(fields.get("vend_credentials"))):
             return response
-        table = "$".join(fields.get("id") or [])
-        vended = await asyncio.to_thread(vendor.vend, location, scope.get(PRINCIPAL_KEY), table)
+        caller_token = (fields.get("identity") or {}).get("auth_token")
+        vended = await asyncio.to_thread(
+            vendor.vend, location, scope.get(PRINCIPAL_KEY), fields.get("id") or [], caller_token
+        )
         return with_vended(response, vended)
 
     async def _call_backend(self, fields: dict[str, Any], data: bytes | None) -> Any:
@@ -237,10 +239,10 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> A
     )
     metrics = Metrics()
     register_secrets(secret_property_values(settings.properties))
-    vendor = credential_vendor(settings.properties)
+    vendor = credential_vendor(settings.properties, namespace)
     if vendor is not None:
         vendor.add_listener(lambda vend: metrics.observe_vend(vend.identity, vend.access,
-                                                              vend.minted))
+                                                              vend.source))
     app.lance_routes = operation_routes(operations, dispatcher, settings, metrics, vendor)
     app.router.routes.append(app.lance_routes)
     app.router.routes.append(_route("/rest.yaml", _spec, ["GET"], "rest.yaml"))

@@ -13,5 +13,6 @@ pytest_plugins = (
     "tests.support.hive_catalog_stand_in",
     "tests.support.interop",
     "tests.support.pipeline",
+    "tests.support.vending",
     "tests.support.contract_backends",
 )

@@ -1,4 +1,5 @@
-"""The Iceberg REST calls the namespace makes, per warehouse.
+"""The Iceberg REST calls the namespace makes, per warehouse; a table's vended credentials come
+from loading it with `X-Iceberg-Access-Delegation: vended-credentials` (`s3_credentials`).
 
 A Lance table is kept as an Iceberg table with a one-column dummy schema, located at the Lance
 table root and marked with the property `table_type=lance`.
@@ -25,6 +26,17 @@ from backends.iceberg.errors import (
 )
 from backends.iceberg.names import encoded_namespace, is_namespace, parent_params
 from backends.rest_catalog import ErrorRules, RestCatalogClient, string_map
+from backends.vending import S3Credentials
+
+DELEGATION_HEADER = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+# LoadTableResult's S3 keys (the spec's AWS configurations; the expiry is Iceberg's
+# S3FileIOProperties.SESSION_TOKEN_EXPIRES_AT_MS).
+ACCESS_KEY_ID = "s3.access-key-id"
+SECRET_ACCESS_KEY = "s3.secret-access-key"
+SESSION_TOKEN = "s3.session-token"
+EXPIRES_AT_MS = "s3.session-token-expires-at-ms"
+REGION_KEYS = ("client.region", "s3.region")
+ENDPOINT = "s3.endpoint"
 
 DUMMY_SCHEMA: dict[str, Any] = {
     "type": "struct",
@@ -42,6 +54,32 @@ def table_location(table: dict[str, Any]) -> str | None:
 def table_properties(table: dict[str, Any]) -> dict[str, str]:
     metadata = table.get("metadata") or {}
     return string_map(metadata.get("properties"))
+
+
+def credential_config(table: dict[str, Any]) -> dict[str, str]:
+    """A LoadTableResult's `config` under its `storage-credentials` entry with the longest
+    prefix of the table's location: the spec has clients check those first."""
+    location = (table_location(table) or "").rstrip("/") + "/"  # a prefix may end in `/`
+    entries = [entry for entry in table.get("storage-credentials") or []
+               if isinstance(entry, dict) and location.startswith(str(entry.get("prefix", "")))]
+    best = max(entries, key=lambda entry: len(str(entry.get("prefix", ""))), default={})
+    return {**string_map(table.get("config")), **string_map(best.get("config"))}
+
+
+def s3_credentials(table: dict[str, Any]) -> S3Credentials | None:
+    """The S3 credentials a LoadTableResult vends; None when it carries none."""
+    config = credential_config(table)
+    if not config.get(ACCESS_KEY_ID):
+        return None
+    expires = config.get(EXPIRES_AT_MS)
+    return S3Credentials(
+        access_key_id=config[ACCESS_KEY_ID],
+        secret_access_key=config.get(SECRET_ACCESS_KEY, ""),
+        session_token=config.get(SESSION_TOKEN),
+        expires_at_millis=int(expires) if expires else None,
+        region=next((config[key] for key in REGION_KEYS if config.get(key)), None),
+        endpoint=config.get(ENDPOINT),
+    )
 
 
 class IcebergCatalog:
@@ -126,11 +164,19 @@ class IcebergCatalog:
         )
         return RestCatalogClient.json_body(response)
 
-    def load_table(self, warehouse: str, path: list[str], name: str) -> dict[str, Any]:
-        return self.client.get_json(self.table_url(warehouse, path, name), errors=TABLE_ERRORS)
+    def load_table(
+        self, warehouse: str, path: list[str], name: str, delegated: bool = False
+    ) -> dict[str, Any]:
+        """LoadTable; `delegated` asks the catalog for vended credentials."""
+        return self.client.get_json(
+            self.table_url(warehouse, path, name), errors=TABLE_ERRORS,
+            headers=DELEGATION_HEADER if delegated else None,
+        )
 
-    def require_lance_table(self, warehouse: str, path: list[str], name: str) -> dict[str, Any]:
-        table = self.load_table(warehouse, path, name)
+    def require_lance_table(
+        self, warehouse: str, path: list[str], name: str, delegated: bool = False
+    ) -> dict[str, Any]:
+        table = self.load_table(warehouse, path, name, delegated)
         if not has_lance_table_type(table_properties(table)):
             dotted = ".".join([warehouse, *path, name])
             raise InvalidInputError(f"table {dotted} is not a Lance table")

@@ -50,7 +50,12 @@ from backends.extensions import (
     AlterTableRequest,
     AlterTableResponse,
 )
-from backends.iceberg.catalog import IcebergCatalog, table_location, table_properties
+from backends.iceberg.catalog import (
+    IcebergCatalog,
+    s3_credentials,
+    table_location,
+    table_properties,
+)
 from backends.iceberg.names import namespace_identifier, table_identifier
 from backends.iceberg.settings import IcebergSettings
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
@@ -65,6 +70,7 @@ from backends.rest_catalog import (
     validate_location,
 )
 from backends.settings import BackendSettings
+from backends.vending import S3Credentials
 
 LOAD_CONCURRENCY = 8
 
@@ -269,6 +275,12 @@ class IcebergNamespace(RestCatalogNamespace):
             storage_options=dict(self.storage_options),
             properties=table_properties(table),
         )
+
+    def catalog_credentials(self, table_id: list[str], access: str) -> S3Credentials | None:
+        """The catalog decides the access of what it vends: the delegation header cannot ask
+        for read only."""
+        table = self.catalog.require_lance_table(*table_identifier(table_id), delegated=True)
+        return s3_credentials(table)
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         warehouse, path, name = table_identifier(request.id)

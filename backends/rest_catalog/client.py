@@ -85,6 +85,7 @@ class RestCatalogClient:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
         errors: ErrorRules | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
         """Send a request and return the 2xx response, or raise the matching Lance error."""
         method = method.upper()
@@ -93,7 +94,7 @@ class RestCatalogClient:
         reauthenticated = False
         attempt = 1
         while True:
-            outcome = self._send_once(method, url, params, json)
+            outcome = self._send_once(method, url, params, json, headers)
             if isinstance(outcome, httpx.Response) and outcome.is_success:
                 return outcome
             if not reauthenticated and self._token_rejected(outcome):
@@ -118,8 +119,11 @@ class RestCatalogClient:
         *,
         params: Mapping[str, Any] | None = None,
         errors: ErrorRules | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
-        return self.json_body(self.request("GET", path, params=params, errors=errors))
+        return self.json_body(
+            self.request("GET", path, params=params, errors=errors, headers=headers)
+        )
 
     @staticmethod
     def json_body(response: httpx.Response) -> dict[str, Any]:
@@ -138,7 +142,13 @@ class RestCatalogClient:
         """Within this block, send the caller's bearer token (`request.identity.auth_token`)
         instead of the configured one, when `forward_caller_token` is on."""
         identity = getattr(request, "identity", None)
-        token = getattr(identity, "auth_token", None)
+        with self.acting_as(getattr(identity, "auth_token", None)):
+            yield
+
+    @contextlib.contextmanager
+    def acting_as(self, token: str | None) -> Iterator[None]:
+        """Within this block, send the caller's bearer token `token` instead of the configured
+        one, when `forward_caller_token` is on."""
         if not (self.settings.forward_caller_token and token):
             yield
             return
@@ -149,9 +159,10 @@ class RestCatalogClient:
             _CALLER_TOKEN.reset(reset)
 
     def _send(
-        self, method: str, url: str, params: Mapping[str, Any] | None, body: Any
+        self, method: str, url: str, params: Mapping[str, Any] | None, body: Any,
+        extra: Mapping[str, str] | None = None,
     ) -> httpx.Response:
-        headers = {}
+        headers = dict(extra or {})
         caller_token = _CALLER_TOKEN.get()
         if caller_token:
             headers["Authorization"] = f"Bearer {caller_token}"
@@ -162,10 +173,11 @@ class RestCatalogClient:
         return self._http.request(method, url, params=params, json=body, headers=headers)
 
     def _send_once(
-        self, method: str, url: str, params: Mapping[str, Any] | None, body: Any
+        self, method: str, url: str, params: Mapping[str, Any] | None, body: Any,
+        headers: Mapping[str, str] | None = None,
     ) -> httpx.Response | httpx.TransportError:
         try:
-            return self._send(method, url, params, body)
+            return self._send(method, url, params, body, headers)
         except httpx.TransportError as error:
             return error
 

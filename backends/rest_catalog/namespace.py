@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from lance_namespace import (
     DescribeNamespaceRequest,
     DescribeTableRequest,
@@ -14,6 +16,7 @@ from lance_namespace import (
 from backends.base import MetadataNamespace
 from backends.conventions import open_lance_table
 from backends.rest_catalog.client import RestCatalogClient
+from backends.vending import S3Credentials
 
 
 class RestCatalogNamespace(MetadataNamespace):
@@ -37,6 +40,18 @@ class RestCatalogNamespace(MetadataNamespace):
     def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         self.describe_table(DescribeTableRequest(id=request.id))
         return TableExistsResponse()
+
+    def relayed_credentials(
+        self, table_id: Sequence[str], access: str, caller_token: str | None
+    ) -> S3Credentials | None:
+        """The catalog's own temporary credentials of a table (credential vending relays
+        them), asked for as the caller when the backend forwards the caller's token."""
+        with self.client.acting_as(caller_token):
+            return self.catalog_credentials(list(table_id), access)
+
+    def catalog_credentials(self, table_id: list[str], access: str) -> S3Credentials | None:
+        """What the catalog vends for `table_id` with `access`; None: nothing."""
+        raise NotImplementedError
 
     def has_data_at(self, location: str | None) -> bool:
         """Whether a Lance table with data is at a catalog entry's location."""

@@ -1,4 +1,5 @@
-"""The Unity Catalog calls the namespace makes: paged listings, schemas and table entries.
+"""The Unity Catalog calls the namespace makes: paged listings, schemas, table entries and the
+table's temporary credentials (`temporary-table-credentials`, relayed by credential vending).
 
 A Lance table is an EXTERNAL Unity table with data source format TEXT, its storage location at
 the Lance table root and the property `table_type=lance`.
@@ -21,8 +22,11 @@ from backends.unity.errors import (
     TABLE_ERRORS,
 )
 from backends.unity.names import securable_path, table_path
+from backends.vending import READ, READ_WRITE, S3Credentials
 
 PAGE_SIZE = 1000
+# The TableOperation of GenerateTemporaryTableCredential for each vending access level.
+TABLE_OPERATIONS = {READ: "READ", READ_WRITE: "READ_WRITE"}
 # What a renamed table keeps: every CreateTable field but its name, catalog and schema.
 COPIED_TABLE_FIELDS = (
     "table_type",
@@ -150,9 +154,32 @@ class UnityCatalog:
     def delete_table(self, catalog: str, schema: str, name: str) -> None:
         self.client.request("DELETE", table_path(catalog, schema, name), errors=TABLE_ERRORS)
 
+    def temporary_table_credentials(self, table: Mapping[str, Any], access: str) -> dict[str, Any]:
+        """POST /temporary-table-credentials for a table entry (by its `table_id`)."""
+        body = {"table_id": str(table.get("table_id")), "operation": TABLE_OPERATIONS[access]}
+        response = self.client.request(
+            "POST", "/temporary-table-credentials", json=body, errors=TABLE_ERRORS
+        )
+        return RestCatalogClient.json_body(response)
+
     def _post_table(self, body: dict[str, Any]) -> dict[str, Any]:
         response = self.client.request("POST", "/tables", json=body, errors=CREATE_TABLE_ERRORS)
         return RestCatalogClient.json_body(response)
 
 
-__all__ = ["UnityCatalog", "is_lance"]
+def s3_credentials(answer: Mapping[str, Any]) -> S3Credentials | None:
+    """The AWS part of a TemporaryCredentials answer (`aws_temp_credentials`, with
+    `expiration_time` in epoch ms); None when Unity vends no AWS credentials."""
+    aws = answer.get("aws_temp_credentials")
+    if not isinstance(aws, Mapping) or not aws.get("access_key_id"):
+        return None
+    expiration = answer.get("expiration_time")
+    return S3Credentials(
+        access_key_id=str(aws["access_key_id"]),
+        secret_access_key=str(aws.get("secret_access_key") or ""),
+        session_token=str(aws["session_token"]) if aws.get("session_token") else None,
+        expires_at_millis=int(expiration) if expiration is not None else None,
+    )
+
+
+__all__ = ["UnityCatalog", "is_lance", "s3_credentials"]

@@ -68,7 +68,7 @@ from backends.rest_catalog import (
     validate_location,
 )
 from backends.settings import BackendSettings
-from backends.unity.catalog import UnityCatalog, is_lance
+from backends.unity.catalog import UnityCatalog, is_lance, s3_credentials
 from backends.unity.columns import unity_columns
 from backends.unity.errors import NAMESPACE_ERRORS
 from backends.unity.names import (
@@ -79,6 +79,7 @@ from backends.unity.names import (
     table_identifier,
 )
 from backends.unity.settings import UnitySettings
+from backends.vending import S3Credentials
 
 logger = logging.getLogger(__name__)
 
@@ -275,6 +276,10 @@ class UnityNamespace(RestCatalogNamespace):
             storage_options=dict(self.storage_options),
             properties=string_map(table.get("properties")),
         )
+
+    def catalog_credentials(self, table_id: list[str], access: str) -> S3Credentials | None:
+        table = self.catalog.require_lance_table(*table_identifier(table_id))
+        return s3_credentials(self.catalog.temporary_table_credentials(table, access))
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         catalog, schema, name = table_identifier(request.id)

@@ -1,14 +1,17 @@
-"""Credential vending (opt-in): temporary S3 credentials scoped to one table's prefix.
+"""Credential vending (opt-in): temporary S3 credentials scoped to one table.
 
-`credential_vendor(properties)` builds the vendor the `vending.*` properties configure (None
-when off); `CredentialVendor.vend` mints or reuses credentials for a table location and an
-identity's access; `with_vended` puts them into a DescribeTable / DeclareTable answer.
+`credential_vendor(properties, backend)` builds the vendor the `vending.*` properties configure
+(None when off); `CredentialVendor.vend` relays the catalog's credentials (a backend that
+`RelaysCredentials`), or mints or reuses STS credentials for a table location and an identity's
+access; `with_vended` puts them into a DescribeTable / DeclareTable answer.
 """
 
 from backends.vending.policy import TablePrefix, session_policy
 from backends.vending.settings import READ, READ_WRITE, VENDING_PREFIX, VendingSettings
 from backends.vending.vendor import (
     CredentialVendor,
+    RelaysCredentials,
+    S3Credentials,
     VendedCredentials,
     VendRecord,
     credential_vendor,
@@ -20,6 +23,8 @@ __all__ = [
     "READ_WRITE",
     "VENDING_PREFIX",
     "CredentialVendor",
+    "RelaysCredentials",
+    "S3Credentials",
     "TablePrefix",
     "VendRecord",
     "VendedCredentials",

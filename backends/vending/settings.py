@@ -32,7 +32,8 @@ class VendingSettings(BackendSettings):
     )
     role_arn: str | None = setting(
         "vending.role-arn", None, "The IAM role to assume; it must allow the S3 actions on the "
-        "tables' bucket. Required when vending is enabled.",
+        "tables' bucket. Required when vending is enabled, except on `unity` and `iceberg`, "
+        "which relay the catalog's own credentials first (and mint only with a role).",
     )
     duration_ms: int = setting(
         "vending.duration-ms", 3_600_000, "How long vended credentials live (`DurationSeconds` "
@@ -73,8 +74,6 @@ class VendingSettings(BackendSettings):
         return {declared.key for _, declared in cls.declared()}
 
     def check(self) -> None:
-        if self.enabled and not self.role_arn:
-            raise ConfigurationError("vending.enabled needs vending.role-arn")
         for identity, access in self.identity_access.items():
             if access.lower() not in ACCESS_LEVELS:
                 raise ConfigurationError(

@@ -1,5 +1,6 @@
-"""Minting table-scoped temporary credentials with STS AssumeRole, cached until shortly before
-they expire, and handing them out as the storage options Lance's object store reads."""
+"""Table-scoped temporary credentials: relayed from a catalog that vends them (Unity, Iceberg
+REST) or minted with STS AssumeRole, cached until shortly before they expire, and handed out as
+the storage options Lance's object store reads."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import boto3
 from botocore.config import Config
@@ -30,6 +31,11 @@ _MAX_MARGIN_MS = 5 * 60 * 1000
 _STS_TIMEOUT_S = 10
 
 
+MINTED = "minted"
+RELAYED = "relayed"
+CACHED = "cached"
+
+
 @dataclass(frozen=True)
 class VendRecord:
     """What the audit log and the metrics see of one vend: never the secret."""
@@ -37,8 +43,21 @@ class VendRecord:
     table: str
     identity: str | None
     access: str
-    expires_at_millis: int
-    minted: bool
+    expires_at_millis: int | None
+    source: str  # MINTED, RELAYED or CACHED
+
+
+@dataclass(frozen=True)
+class S3Credentials:
+    """Temporary S3 credentials as STS or a catalog gives them; `region` and `endpoint` only
+    when the catalog names them."""
+
+    access_key_id: str
+    secret_access_key: str
+    session_token: str | None
+    expires_at_millis: int | None
+    region: str | None = None
+    endpoint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -46,28 +65,42 @@ class VendedCredentials:
     """Temporary credentials of one table and access level, as Lance storage options."""
 
     storage_options: Mapping[str, str]
-    expires_at_millis: int
+    expires_at_millis: int | None
     reuse_until_millis: int
     access: str
+
+
+@runtime_checkable
+class RelaysCredentials(Protocol):
+    """A backend whose catalog vends credentials itself (Unity, Iceberg REST): the vendor asks
+    it first. None: the catalog vends nothing for this table (then STS, when configured)."""
+
+    def relayed_credentials(
+        self, table_id: Sequence[str], access: str, caller_token: str | None
+    ) -> S3Credentials | None: ...
 
 
 VendListener = Callable[[VendRecord], None]
 
 
 class CredentialVendor:
-    """One per server: mints through STS, caches per (table prefix, access), audits."""
+    """One per server: relays the catalog's credentials or mints through STS, caches per
+    table and access, audits."""
 
     def __init__(
         self, settings: VendingSettings, storage: Mapping[str, str], sts: Any = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.time, relay: RelaysCredentials | None = None,
     ) -> None:
         self.settings = settings
         self.region = settings.region or storage.get("aws_region") or storage.get("region")
         self.endpoint = settings.s3_endpoint or storage.get("aws_endpoint")
-        self._sts = sts if sts is not None else _sts_client(settings, storage, self.region)
+        if sts is None and settings.role_arn:
+            sts = _sts_client(settings, storage, self.region)
+        self._sts = sts
+        self._relay = relay
         self._clock = clock
-        self._cache: dict[tuple[TablePrefix, str], VendedCredentials] = {}
-        self._locks: dict[tuple[TablePrefix, str], threading.Lock] = {}
+        self._cache: dict[Hashable, VendedCredentials] = {}
+        self._locks: dict[Hashable, threading.Lock] = {}
         self._guard = threading.Lock()
         self._listeners: list[VendListener] = []
 
@@ -81,37 +114,68 @@ class CredentialVendor:
         """Called after every vend (the app counts them in its metrics)."""
         self._listeners.append(listener)
 
-    def vend(self, location: str, identity: str | None, table: str) -> VendedCredentials | None:
-        """Credentials for the table at `location` with `identity`'s access; None when the
-        location is not on S3 (nothing to vend)."""
-        prefix = TablePrefix.of(location)
-        if prefix is None:
-            return None
+    def vend(
+        self, location: str, identity: str | None, table_id: Sequence[str],
+        caller_token: str | None = None,
+    ) -> VendedCredentials | None:
+        """Credentials for the table `table_id` at `location` with `identity`'s access: the
+        catalog's own when the backend relays them, else minted for an S3 location when a
+        role is configured; None when there is nothing to vend. `caller_token` is the caller's
+        bearer token, which a backend forwarding it sends to the catalog."""
         access = self.settings.access_of(identity)
-        vended, minted = self._cached_or_minted((prefix, access))
-        self._audit(VendRecord(table, identity, access, vended.expires_at_millis, minted))
+        vended, source = self._relayed(table_id, access, caller_token)
+        if vended is None:
+            vended, source = self._minted(location, access)
+        if vended is not None:
+            table = "$".join(table_id)
+            self._audit(VendRecord(table, identity, access, vended.expires_at_millis, source))
         return vended
+
+    def _relayed(
+        self, table_id: Sequence[str], access: str, caller_token: str | None
+    ) -> tuple[VendedCredentials | None, str]:
+        relay = self._relay
+        if relay is None:
+            return None, RELAYED
+        def ask() -> VendedCredentials | None:
+            relayed = relay.relayed_credentials(list(table_id), access, caller_token)
+            return None if relayed is None else self._lasting(relayed, access)
+
+        return self._cached_or_made((RELAYED, tuple(table_id), access, caller_token), RELAYED, ask)
+
+    def _minted(self, location: str, access: str) -> tuple[VendedCredentials | None, str]:
+        prefix = TablePrefix.of(location)
+        if prefix is None or self._sts is None:
+            return None, MINTED
+        return self._cached_or_made(
+            (MINTED, prefix, access), MINTED, lambda: self._mint(prefix, access))
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
 
-    def _cached_or_minted(self, key: tuple[TablePrefix, str]) -> tuple[VendedCredentials, bool]:
+    def _cached_or_made(
+        self, key: Hashable, source: str, make: Callable[[], VendedCredentials | None]
+    ) -> tuple[VendedCredentials | None, str]:
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
-        with lock:  # a burst of requests for one table waits for one STS call
+        with lock:  # a burst of requests for one table waits for one STS / catalog call
             cached = self._cache.get(key)
             if cached is not None and self._now_ms() < cached.reuse_until_millis:
-                return cached, False
-            vended = self._mint(*key)
+                return cached, CACHED
+            vended = make()
             with self._guard:
                 self._forget_expired()
-                self._cache[key] = vended
-            return vended, True
+                if vended is not None and vended.expires_at_millis is not None:
+                    self._cache[key] = vended
+            return vended, source
 
     def _forget_expired(self) -> None:
         now = self._now_ms()
-        for key in [k for k, v in self._cache.items() if v.expires_at_millis <= now]:
+        expired = [key for key, vended in self._cache.items()
+                   if (vended.expires_at_millis or 0) <= now]
+        for key in expired:
             del self._cache[key]
+            self._locks.pop(key, None)
 
     def _mint(self, prefix: TablePrefix, access: str) -> VendedCredentials:
         policy = session_policy(prefix, access, self.region)
@@ -125,33 +189,51 @@ class CredentialVendor:
         except (ClientError, BotoCoreError) as error:
             raise ServiceUnavailableError(f"cannot vend credentials: {_reason(error)}") from None
         credentials = answer["Credentials"]
-        expires = int(_as_utc(credentials["Expiration"]).timestamp() * 1000)
-        lifetime = max(0, expires - self._now_ms())
-        margin = min(_MAX_MARGIN_MS, int(lifetime * _MARGIN_SHARE))
-        return VendedCredentials(
-            self._options(credentials, expires), expires, expires - margin, access
+        minted = S3Credentials(
+            credentials["AccessKeyId"], credentials["SecretAccessKey"],
+            credentials["SessionToken"],
+            int(_as_utc(credentials["Expiration"]).timestamp() * 1000),
         )
+        return self._lasting(minted, access)
 
-    def _options(self, credentials: Mapping[str, Any], expires: int) -> dict[str, str]:
+    def _lasting(self, credentials: S3Credentials, access: str) -> VendedCredentials:
+        """`credentials` as Lance storage options, reusable until shortly before expiry
+        (never reused when they name no expiry)."""
+        expires = credentials.expires_at_millis
+        reuse_until = 0
+        if expires is not None:
+            margin = min(_MAX_MARGIN_MS, int(max(0, expires - self._now_ms()) * _MARGIN_SHARE))
+            reuse_until = expires - margin
+        return VendedCredentials(self._options(credentials), expires, reuse_until, access)
+
+    def _options(self, credentials: S3Credentials) -> dict[str, str]:
+        """The keys Lance's object store reads; region and endpoint: the catalog's, else the
+        vending settings' and the storage's (an explicit `vending.s3-endpoint` first)."""
         options = {
-            "aws_access_key_id": credentials["AccessKeyId"],
-            "aws_secret_access_key": credentials["SecretAccessKey"],
-            "aws_session_token": credentials["SessionToken"],
-            "expires_at_millis": str(expires),
+            "aws_access_key_id": credentials.access_key_id,
+            "aws_secret_access_key": credentials.secret_access_key,
         }
-        if self.region:
-            options["aws_region"] = self.region
-        if self.endpoint:
-            options["aws_endpoint"] = self.endpoint
-            options["allow_http"] = str(self.endpoint.startswith("http://")).lower()
+        if credentials.session_token:
+            options["aws_session_token"] = credentials.session_token
+        if credentials.expires_at_millis is not None:
+            options["expires_at_millis"] = str(credentials.expires_at_millis)
+        region = credentials.region or self.region
+        endpoint = self.settings.s3_endpoint or credentials.endpoint or self.endpoint
+        if region:
+            options["aws_region"] = region
+        if endpoint:
+            options["aws_endpoint"] = endpoint
+            options["allow_http"] = str(endpoint.startswith("http://")).lower()
         return options
 
     def _audit(self, record: VendRecord) -> None:
-        expiry = datetime.fromtimestamp(record.expires_at_millis / 1000, UTC).isoformat()
+        expiry = "no expiry"
+        if record.expires_at_millis is not None:
+            expiry = datetime.fromtimestamp(record.expires_at_millis / 1000, UTC).isoformat()
         logger.info(
             "vended %s credentials for table %s to %s until %s (%s)",
             record.access, record.table, record.identity or "an unnamed caller", expiry,
-            "minted" if record.minted else "cached",
+            record.source,
         )
         for listener in self._listeners:
             listener(record)
@@ -167,12 +249,21 @@ def with_vended(answer: Any, vended: VendedCredentials | None) -> Any:
     return answer.model_copy(update={"storage_options": options})
 
 
-def credential_vendor(properties: Mapping[str, str]) -> CredentialVendor | None:
-    """The vendor `vending.*` configures, or None when vending is off (the default)."""
+def credential_vendor(
+    properties: Mapping[str, str], backend: object = None
+) -> CredentialVendor | None:
+    """The vendor `vending.*` configures, or None when vending is off (the default). A
+    `backend` whose catalog vends (`RelaysCredentials`) is asked first; without one, minting
+    needs `vending.role-arn`."""
     settings = VendingSettings.from_backend_properties(properties)
     if not settings.enabled:
         return None
-    return CredentialVendor(settings, storage_options(properties))
+    relay = backend if isinstance(backend, RelaysCredentials) else None
+    if relay is None and not settings.role_arn:
+        raise ConfigurationError(
+            "vending.enabled needs vending.role-arn: this backend relays no catalog's credentials"
+        )
+    return CredentialVendor(settings, storage_options(properties), relay=relay)
 
 
 def _sts_client(settings: VendingSettings, storage: Mapping[str, str], region: str | None) -> Any:

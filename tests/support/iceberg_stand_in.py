@@ -2,9 +2,11 @@
 (pyiceberg) metadata.
 
 It serves the subset of `open-api/rest-catalog-open-api.yaml` the iceberg backend uses (config,
-OAuth2 token, namespaces, tables) and keeps everything in pyiceberg `SqlCatalog`s on SQLite, one
-per warehouse, so table metadata files are real Iceberg metadata. pyiceberg's own `RestCatalog`
-is pointed at it in the tests to prove it speaks the protocol.
+OAuth2 token, namespaces, tables; with `grants`, vended credentials in a LoadTableResult's
+`storage-credentials` when asked by `X-Iceberg-Access-Delegation: vended-credentials`) and
+keeps everything in pyiceberg `SqlCatalog`s on SQLite, one per warehouse, so table metadata
+files are real Iceberg metadata. pyiceberg's own `RestCatalog` is pointed at it in the tests to
+prove it speaks the protocol.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pyiceberg.exceptions import (
 from pyiceberg.table import CommitTableRequest, TableIdentifier
 
 from tests.support.rest_catalog_stand_in import (
+    Grants,
     StandInControl,
     install_control,
     install_token_route,
@@ -42,6 +45,7 @@ from tests.support.rest_catalog_stand_in import (
 SEPARATOR = "\x1f"
 DEFAULT_PAGE_SIZE = 2
 TOKEN_PATH = "/v1/oauth/tokens"
+DELEGATION = "x-iceberg-access-delegation"
 
 
 class IcebergError(Exception):
@@ -66,16 +70,22 @@ class IcebergStandIn:
 class CatalogState:
     """One SqlCatalog per warehouse; `prefix_style` decides what /v1/config returns."""
 
-    def __init__(self, workdir: Path, warehouses: tuple[str, ...]) -> None:
+    def __init__(
+        self, workdir: Path, warehouses: tuple[str, ...], grants: Grants | None = None,
+        io_properties: dict[str, str] | None = None,
+    ) -> None:
         self.workdir = workdir
         self.catalogs = {
             name: SqlCatalog(
                 name,
                 uri=f"sqlite:///{workdir / 'catalog.db'}",
                 warehouse=f"file://{workdir / 'warehouse' / name}",
+                **(io_properties or {}),
             )
             for name in warehouses
         }
+        self.grants = grants
+        self.delegations: list[str] = []  # the table location of every vend
         self.prefix_style = "overrides"  # or "defaults" or "none"
         self.load_delay_seconds = 0.0
         self.lock = threading.Lock()
@@ -114,6 +124,24 @@ def _table_result(table: Any) -> dict[str, Any]:
         "metadata": json.loads(table.metadata.model_dump_json()),
         "config": {},
     }
+
+
+def _delegated(state: CatalogState, result: dict[str, Any], header: str) -> dict[str, Any]:
+    """`result` with vended credentials when the client asked for them and `grants` is set:
+    `storage-credentials` for the table's location (read-write, as the catalog decides)."""
+    asked = "vended-credentials" in [part.strip() for part in header.split(",")]
+    if not asked or state.grants is None:
+        return result
+    location = str(result["metadata"]["location"]).rstrip("/") + "/"
+    grant = state.grants(location, True)
+    state.delegations.append(location)
+    config = {
+        "s3.access-key-id": grant.access_key_id,
+        "s3.secret-access-key": grant.secret_access_key,
+        "s3.session-token": grant.session_token,
+        "s3.session-token-expires-at-ms": str(grant.expires_at_millis),
+    }
+    return {**result, "storage-credentials": [{"prefix": location, "config": config}]}
 
 
 def build_app(state: CatalogState, control: StandInControl) -> FastAPI:
@@ -277,10 +305,14 @@ def build_app(state: CatalogState, control: StandInControl) -> FastAPI:
         return _table_result(table)
 
     @app.get("/v1/{prefix}/namespaces/{namespace}/tables/{table}")
-    async def load_table(prefix: str, namespace: str, table: str) -> dict[str, Any]:
+    async def load_table(
+        prefix: str, namespace: str, table: str, request: Request
+    ) -> dict[str, Any]:
         if state.load_delay_seconds:
             await asyncio.sleep(state.load_delay_seconds)
-        return await asyncio.to_thread(_load_table, state, prefix, namespace, table)
+        result = await asyncio.to_thread(_load_table, state, prefix, namespace, table)
+        header = request.headers.get(DELEGATION, "")
+        return await asyncio.to_thread(_delegated, state, result, header)
 
     @app.post("/v1/{prefix}/namespaces/{namespace}/tables/{table}")
     async def commit_table(
@@ -372,10 +404,12 @@ def _require_namespace(catalog: SqlCatalog, namespace: tuple[str, ...]) -> dict[
 
 @contextmanager
 def running_iceberg_stand_in(
-    workdir: Path, warehouses: tuple[str, ...] = ("wh", "other")
+    workdir: Path, warehouses: tuple[str, ...] = ("wh", "other"), grants: Grants | None = None,
+    io_properties: dict[str, str] | None = None,
 ) -> Iterator[IcebergStandIn]:
-    """Start the stand-in on 127.0.0.1 (free port) and yield it."""
+    """Start the stand-in on 127.0.0.1 (free port) and yield it. With `grants` it vends
+    credentials; `io_properties` configure its FileIO (e.g. S3 for tables on S3)."""
     control = StandInControl()
-    state = CatalogState(workdir, warehouses)
+    state = CatalogState(workdir, warehouses, grants, io_properties)
     with serve(build_app(state, control)) as url:
         yield IcebergStandIn(url, control, state)

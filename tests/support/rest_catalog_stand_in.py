@@ -26,6 +26,20 @@ from fastapi.responses import JSONResponse, Response
 ErrorBody = Callable[[int, str, str], dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class Grant:
+    """Temporary S3 credentials a catalog stand-in vends for a table's location."""
+
+    access_key_id: str
+    secret_access_key: str
+    session_token: str
+    expires_at_millis: int
+
+
+# What a stand-in that vends calls: (table location, write access?) -> the credentials.
+Grants = Callable[[str, bool], Grant]
+
+
 @dataclass
 class Fault:
     """Answer the next `remaining` requests matching method/path with `status`, or stall them."""

@@ -359,8 +359,19 @@ def _handler(gate: S3PolicyGate) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _body(self) -> bytes:
+            if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
+                return self._chunked_body()  # pyarrow's S3 client uploads so
             length = int(self.headers.get("content-length") or 0)
             return self.rfile.read(length) if length else b""
+
+        def _chunked_body(self) -> bytes:
+            chunks = []
+            while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            while self.rfile.readline().strip():  # trailers, up to the blank line
+                pass
+            return b"".join(chunks)
 
         def _serve(self) -> None:
             body = self._body()

@@ -1,5 +1,5 @@
 """A stand-in for Unity Catalog (none is installable here): the catalogs/schemas/tables part of
-`api/all.yaml`.
+`api/all.yaml`, and `temporary-table-credentials` when it is given `grants` (credential vending).
 
 Request bodies are validated with the official `unitycatalog-client` models, errors have Unity's
 shape (`error_code`, `message`, HTTP status per Unity's ErrorCode), names follow Unity's rule,
@@ -22,17 +22,21 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ValidationError
 from unitycatalog.client.models import (
+    AwsCredentials,
     CatalogInfo,
     CreateCatalog,
     CreateSchema,
     CreateTable,
+    GenerateTemporaryTableCredential,
     SchemaInfo,
     TableInfo,
+    TableOperation,
+    TemporaryCredentials,
     UpdateCatalog,
     UpdateSchema,
 )
 
-from tests.support.rest_catalog_stand_in import StandInControl, install_control, serve
+from tests.support.rest_catalog_stand_in import Grants, StandInControl, install_control, serve
 
 API = "/api/2.1/unity-catalog"
 NAME = re.compile(r"[A-Za-z0-9_@-]{1,255}")
@@ -59,6 +63,8 @@ class UnityState:
     tables: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     page_cap: int = 3  # the server never returns more per page, whatever max_results says
     legacy_already_exists: bool = False  # 409 ALREADY_EXISTS instead of 400 <KIND>_ALREADY_EXISTS
+    grants: Grants | None = None  # None: no AWS credentials vended (as for local paths)
+    credential_requests: list[tuple[str, str]] = field(default_factory=list)  # (table_id, op)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def already_exists(self, kind: str, message: str) -> UnityError:
@@ -319,6 +325,16 @@ def build_app(state: UnityState, control: StandInControl) -> FastAPI:
                 raise not_found(f"Table not found: {full_name}")
             return state.tables[key]
 
+    @app.post(f"{API}/temporary-table-credentials")
+    async def temporary_table_credentials(request: Request) -> dict[str, Any]:
+        asked = _parse(GenerateTemporaryTableCredential, await request.json())
+        with state.lock:
+            found = [info for info in state.tables.values() if info["table_id"] == asked.table_id]
+            state.credential_requests.append((asked.table_id, asked.operation.value))
+        if not found:
+            raise not_found(f"Table not found: {asked.table_id}")
+        return temporary_credentials(state, found[0]["storage_location"], asked.operation)
+
     @app.delete(f"{API}/tables/{{full_name}}")
     def delete_table(full_name: str) -> Response:
         key = tuple(split(full_name, 3))
@@ -331,10 +347,27 @@ def build_app(state: UnityState, control: StandInControl) -> FastAPI:
     return app
 
 
+def temporary_credentials(
+    state: UnityState, location: str, operation: TableOperation
+) -> dict[str, Any]:
+    """TemporaryCredentials of `location`: AWS ones from `grants`, or none at all."""
+    if operation not in (TableOperation.READ, TableOperation.READ_WRITE):
+        raise UnityError(400, "INVALID_ARGUMENT", f"unsupported operation {operation.value}")
+    if state.grants is None:
+        return _dump(TemporaryCredentials())
+    grant = state.grants(location, operation is TableOperation.READ_WRITE)
+    aws = AwsCredentials(access_key_id=grant.access_key_id,
+                         secret_access_key=grant.secret_access_key,
+                         session_token=grant.session_token)
+    return _dump(TemporaryCredentials(aws_temp_credentials=aws,
+                                      expiration_time=grant.expires_at_millis))
+
+
 @contextmanager
-def running_unity_stand_in() -> Iterator[UnityStandIn]:
-    """Start the stand-in on 127.0.0.1 (free port); its URL is the server root (no API path)."""
+def running_unity_stand_in(grants: Grants | None = None) -> Iterator[UnityStandIn]:
+    """Start the stand-in on 127.0.0.1 (free port); its URL is the server root (no API path).
+    With `grants`, temporary-table-credentials vends AWS credentials."""
     control = StandInControl()
-    state = UnityState()
+    state = UnityState(grants=grants)
     with serve(build_app(state, control)) as url:
         yield UnityStandIn(url, control, state)

@@ -1,5 +1,6 @@
 """Fixtures of the credential-vending tests: moto behind the S3 policy gate, the adapter on a
-`dir` root in S3 with vending on, and a client process with no credentials of its own."""
+`dir` root in S3 with vending on, a catalog's own vending (`CatalogGrants`, for the Unity and
+Iceberg stand-ins), and a client process with no credentials of its own."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 import boto3
+import pytest
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
+from backends.vending import READ, READ_WRITE, TablePrefix, session_policy
 from tests.support.adapter import running_server
+from tests.support.rest_catalog_stand_in import Grant
 from tests.support.s3_policy_gate import S3PolicyGate
 
 REGION = "us-east-1"
@@ -48,6 +53,38 @@ class Storage:
         )
 
 
+@dataclass
+class CatalogGrants:
+    """What a catalog that vends (Unity, Polaris) does, standing in with the gate's STS: an
+    AssumeRole scoped to the table's prefix, lasting `duration_s`. `issued` lists the keys."""
+
+    storage: Storage
+    duration_s: int = 900
+    issued: list[str] = field(default_factory=list)
+
+    def __call__(self, location: str, write: bool) -> Grant:
+        table = TablePrefix.of(location)
+        assert table is not None, location
+        policy = session_policy(table, READ_WRITE if write else READ)
+        sts = boto3.client("sts", endpoint_url=self.storage.gate.url, region_name=REGION,
+                           aws_access_key_id=SERVER_KEY, aws_secret_access_key=SERVER_SECRET)
+        answer = sts.assume_role(RoleArn=ROLE_ARN, RoleSessionName="catalog",
+                                 DurationSeconds=self.duration_s, Policy=json.dumps(policy))
+        credentials = answer["Credentials"]
+        self.issued.append(credentials["AccessKeyId"])
+        expiration = credentials["Expiration"].astimezone(UTC)
+        return Grant(credentials["AccessKeyId"], credentials["SecretAccessKey"],
+                     credentials["SessionToken"], int(expiration.timestamp() * 1000))
+
+
+@pytest.fixture(scope="module")
+def storage() -> Iterator[Storage]:
+    """The gated moto of one test module (a shared fixture)."""
+    quiet_moto()
+    with gated_storage() as gated:
+        yield gated
+
+
 @contextlib.contextmanager
 def gated_storage() -> Iterator[Storage]:
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -62,16 +99,20 @@ def gated_storage() -> Iterator[Storage]:
         moto.stop()
 
 
-def adapter_properties(gate_url: str, **vending: str) -> dict[str, str]:
-    """A `dir` root in the gated bucket; `vending` adds `vending.<key>` properties."""
-    properties = {
-        "root": ROOT,
+def server_storage(gate_url: str) -> dict[str, str]:
+    """The server's own `storage.*` options: the gated S3 with its trusted keys."""
+    return {
         "storage.aws_endpoint": gate_url,
         "storage.allow_http": "true",
         "storage.aws_region": REGION,
         "storage.aws_access_key_id": SERVER_KEY,
         "storage.aws_secret_access_key": SERVER_SECRET,
     }
+
+
+def adapter_properties(gate_url: str, **vending: str) -> dict[str, str]:
+    """A `dir` root in the gated bucket; `vending` adds `vending.<key>` properties."""
+    properties = {"root": ROOT, **server_storage(gate_url)}
     properties.update({f"vending.{key.replace('_', '-')}": value for key, value in vending.items()})
     return properties
 
@@ -86,8 +127,8 @@ def vending_on(gate_url: str, **vending: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def adapter(properties: dict[str, str], **settings: Any) -> Iterator[str]:
-    with running_server("dir", properties, metadata_cache=False, **settings) as url:
+def adapter(properties: dict[str, str], impl: str = "dir", **settings: Any) -> Iterator[str]:
+    with running_server(impl, properties, metadata_cache=False, **settings) as url:
         yield url
 
 
@@ -95,23 +136,33 @@ CLIENT = """
 import json, sys, time
 import lance, lance_namespace, pyarrow as pa
 command, url, table, *rest = sys.argv[1:]
+table_id = table.split("$")  # an id's parts are joined by $
 ns = lance_namespace.connect("rest", {"uri": url, **json.loads(rest[0] if rest else "{}")})
 if command == "write":
     rows = pa.table({"id": list(range(1000)), "text": [f"row {i}" for i in range(1000)]})
-    lance.write_dataset(rows, namespace_client=ns, table_id=[table], mode="create",
+    lance.write_dataset(rows, namespace_client=ns, table_id=table_id, mode="create",
                         max_rows_per_file=100)
-    print(json.dumps({"rows": lance.dataset(namespace_client=ns, table_id=[table]).count_rows()}))
+    print(json.dumps({"rows": lance.dataset(namespace_client=ns, table_id=table_id).count_rows()}))
 elif command == "append":
     rows = pa.table({"id": [-1], "text": ["appended"]})
-    lance.write_dataset(rows, namespace_client=ns, table_id=[table], mode="append")
-    print(json.dumps({"rows": lance.dataset(namespace_client=ns, table_id=[table]).count_rows()}))
+    lance.write_dataset(rows, namespace_client=ns, table_id=table_id, mode="append")
+    print(json.dumps({"rows": lance.dataset(namespace_client=ns, table_id=table_id).count_rows()}))
 elif command == "read-for":
-    dataset = lance.dataset(namespace_client=ns, table_id=[table])
+    dataset = lance.dataset(namespace_client=ns, table_id=table_id)
     seconds, reads, deadline = float(rest[1]), [], time.time() + float(rest[1])
     while time.time() < deadline:
         reads.append(dataset.to_table().num_rows)
         time.sleep(0.5)
     print(json.dumps({"reads": reads}))
+elif command == "lancedb":  # LanceDB's namespace connection: create, append, read
+    import lancedb
+    db = lancedb.connect_namespace("rest", {"uri": url})
+    namespace, name = table_id[:-1], table_id[-1]
+    rows = pa.table({"id": list(range(500)), "text": [f"row {i}" for i in range(500)]})
+    db.create_table(name, rows, namespace_path=namespace)
+    db.open_table(name, namespace_path=namespace).add(rows)
+    table = db.open_table(name, namespace_path=namespace)
+    print(json.dumps({"rows": table.count_rows(), "first": table.to_arrow()["id"][0].as_py()}))
 elif command == "open-with":
     options = json.loads(rest[1])
     print(json.dumps({"rows": lance.dataset(table, storage_options=options).count_rows()}))
