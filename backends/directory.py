@@ -71,8 +71,9 @@ from backends.modes import (
     WriteMode,
     parse_mode,
 )
-from backends.names import joined_id
+from backends.names import ID_DELIMITER, joined_id
 from backends.orphans import local_root_path, manifest_tables, sweep_orphans
+from backends.paging import paginate
 from backends.settings import BackendSettings
 from backends.tables.access import TableLocation, open_dataset
 from backends.tables.errors import translate_native
@@ -175,8 +176,17 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
             )
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
-        self._require_namespace(list(request.id or []), request)
-        return DirectoryNamespace.list_tables(self, request)
+        namespace = list(request.id or [])
+        self._require_namespace(namespace, request)
+        if namespace:
+            return DirectoryNamespace.list_tables(self, request)
+        # Natively the root lists `<name>.lance` directories and misses root tables registered
+        # at another location; the manifest holds them.
+        whole = request.model_copy(update={"page_token": None, "limit": None})
+        listed = DirectoryNamespace.list_tables(self, whole).tables
+        registered = [key for key in self._manifest_tables() or {} if ID_DELIMITER not in key]
+        page, token = paginate([*listed, *registered], request.page_token, request.limit)
+        return ListTablesResponse(tables=page, page_token=token)
 
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
         require_storable_id(list(request.id or []))
@@ -249,8 +259,7 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
             raise InvalidTableStateError(message) from error
 
     def _manifest_tables(self) -> dict[str, str] | None:
-        root = local_root_path(self._root)
-        return manifest_tables(root) if root is not None else None
+        return manifest_tables(self._root, self._storage_options)
 
     def _from_manifest(self, request: Any) -> DescribeTableResponse | None:
         """The entry of a table the native lookup misses: it looks for a root table's
@@ -261,8 +270,10 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
         if stored is None:
             return None
         location = self._in_root(stored) if stored else stored
-        return DescribeTableResponse(table=table_id[-1], namespace=table_id[:-1],
-                                     location=location, table_uri=location)
+        return DescribeTableResponse(
+            table=table_id[-1], namespace=table_id[:-1], location=location, table_uri=location,
+            storage_options=dict(self._storage_options) or None,
+        )
 
     def _described(self, request: Any) -> DescribeTableResponse:
         if not storable_id(list(request.id or [])):

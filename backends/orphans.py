@@ -12,9 +12,12 @@ import logging
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 import lance
+
+from backends.conventions import join_location, storage_root
 
 logger = logging.getLogger("lance_adapter")
 
@@ -38,15 +41,22 @@ def local_root_path(root: str) -> Path | None:
     return Path(os.path.abspath(root or "."))
 
 
-def manifest_tables(root: Path) -> dict[str, str] | None:
-    """Each table of the manifest: its `$`-joined id and its location as stored (relative to
-    the root, or a full URI); None when there is no readable manifest."""
-    manifest = root / MANIFEST_DIRECTORY
-    if not manifest.is_dir():
+def manifest_tables(
+    root: str, storage_options: Mapping[str, str] | None = None
+) -> dict[str, str] | None:
+    """Each table of the manifest under `root` (a path or an object-store URI): its `$`-joined
+    id and its location as stored (relative to the root, or a full URI); None when there is no
+    readable manifest."""
+    local = local_root_path(root)
+    if local is not None and not (local / MANIFEST_DIRECTORY).is_dir():
         return None
+    manifest = str(local / MANIFEST_DIRECTORY) if local is not None else join_location(
+        storage_root(root), MANIFEST_DIRECTORY
+    )
     columns = ["object_id", "object_type", "location"]
     try:
-        rows = lance.dataset(str(manifest)).to_table(columns=columns).to_pylist()
+        dataset = lance.dataset(manifest, storage_options=dict(storage_options or {}) or None)
+        rows = dataset.to_table(columns=columns).to_pylist()
     except (OSError, ValueError, RuntimeError):
         return None
     return {row["object_id"]: row["location"] or "" for row in rows
