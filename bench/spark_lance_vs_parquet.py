@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import pipeline
-from pipeline.runtime import embedded_adapter, local_spark
+from examples.spark_runtime import embedded_adapter, local_spark
 
 VECTOR_SIZE = 128
 AGGREGATED = "category,price,embedding"  # the columns `aggregate` uses
