@@ -94,6 +94,9 @@ def pinned_options(pinned: PinnedTable) -> dict[str, str]:
 def _open_pinned(
     options: LanceOptions, location: str, version: int | None, storage: dict[str, str] | None
 ) -> PinnedTable:
+    from pipeline.cluster import refuse_unshared_local_storage  # not needed by read tasks
+
+    refuse_unshared_local_storage(location, options.table_name, options.shared_storage)
     try:
         dataset = lance.dataset(location, version=version, storage_options=storage)
     except (ValueError, OSError) as error:
