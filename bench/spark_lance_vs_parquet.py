@@ -59,6 +59,7 @@ def parse_arguments(arguments: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fresh-runs", type=int, default=2, help="fresh sessions per format")
     parser.add_argument("--warm-reads", type=int, default=2, help="reads after the first")
     parser.add_argument("--master", default="", help="a Spark master; default: local[--cores]")
+    parser.add_argument("--executor-memory", default="2g", help="with --master spark://...")
     parser.add_argument(
         "--queries", default="aggregate", help=f"comma-separated, of {', '.join(QUERIES)}"
     )
@@ -84,6 +85,7 @@ def session(arguments: argparse.Namespace, app_name: str) -> SparkSession:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", arguments.memory)
+        .config("spark.executor.memory", arguments.executor_memory)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -191,6 +193,7 @@ def fresh_session_reads(
     command += ["--parquet-path", parquet_path, "--cores", str(arguments.cores)]
     command += ["--memory", arguments.memory, "--warm-reads", str(arguments.warm_reads)]
     command += ["--query", query, "--master", arguments.master]
+    command += ["--executor-memory", arguments.executor_memory]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=True)
     figures = json.loads(finished.stdout.strip().splitlines()[-1])
     print(

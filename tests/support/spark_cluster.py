@@ -100,6 +100,7 @@ def start_cluster(
     workers: int = 2,
     private_mounts: dict[int, tuple[Path, Path]] | None = None,
     timeout: float = 90,
+    worker_memory: str = "1g",
 ) -> Cluster:
     """Start a master and `workers` one-core workers; `private_mounts[i] = (path, other)`
     makes worker i see directory `other` at `path`."""
@@ -115,7 +116,7 @@ def start_cluster(
         _wait(lambda: _answers(cluster.ui_url), timeout, "the master's web UI", workdir)
         for number in range(workers):
             command = [spark_class, "org.apache.spark.deploy.worker.Worker", cluster.master_url]
-            command += ["--host", "127.0.0.1", "--cores", "1", "--memory", "1g"]
+            command += ["--host", "127.0.0.1", "--cores", "1", "--memory", worker_memory]
             command += ["--webui-port", str(free_port())]
             command += ["--work-dir", str(workdir / f"worker-{number}")]
             mount = (private_mounts or {}).get(number)
