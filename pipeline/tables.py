@@ -256,7 +256,8 @@ WRITTEN_MARKERS = "_spark_written"
 def mark_written(location: str, job_id: str, path: str, storage: StorageOptions = None) -> None:
     filesystem, root = table_filesystem(location, storage)
     folder = f"{root.rstrip('/')}/{WRITTEN_MARKERS}/{job_id}"
-    filesystem.create_dir(folder, recursive=True)
+    if isinstance(filesystem, pafs.LocalFileSystem):  # object stores need no folders
+        filesystem.create_dir(folder, recursive=True)
     with filesystem.open_output_stream(f"{folder}/{path}"):
         pass
 
