@@ -7,7 +7,9 @@ README: Spark pipelines, "Running on a cluster".
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
+import py_compile
 import socket
 import tempfile
 import zipfile
@@ -29,9 +31,14 @@ LOCAL_SCHEMES = ("", "file")
 
 def package_zip() -> Path:
     """This package's sources as a zip named after their content (Spark refuses a file
-    added twice under one name with another content)."""
+    added twice under one name with another content).
+
+    Beside each source goes its byte code for this Python, unchecked (zipimport cannot
+    cache what it compiles, so every new Python worker would compile the package again);
+    a worker on another Python version finds the magic number wrong and uses the source.
+    """
     sources = sorted(PACKAGE_DIR.glob("*.py"))
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     target = Path(tempfile.gettempdir()) / f"lance_pipeline-{digest.hexdigest()[:16]}.zip"
@@ -40,8 +47,20 @@ def package_zip() -> Path:
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
             for source in sources:
                 archive.write(source, f"pipeline/{source.name}")
+                archive.writestr(f"pipeline/{source.stem}.pyc", _unchecked_byte_code(source))
         partial.replace(target)
     return target
+
+
+def _unchecked_byte_code(source: Path) -> bytes:
+    with tempfile.TemporaryDirectory() as folder:
+        compiled = py_compile.compile(
+            str(source),
+            cfile=str(Path(folder) / "module.pyc"),
+            doraise=True,
+            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+        )
+        return Path(compiled).read_bytes()
 
 
 def ship_package(spark: SparkSession) -> bool:
