@@ -267,12 +267,15 @@ def test_a_worker_killed_mid_write_leaves_the_rows_exact(
     )
     tracker = spark.sparkContext.statusTracker()
     killed = threading.Event()
+    killed_in: list[int] = []
 
     def kill_when_tasks_run() -> None:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             stages = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
-            if any(s and s.numCompletedTasks >= 1 and s.numActiveTasks >= 1 for s in stages):
+            running = [s for s in stages if s and s.numCompletedTasks >= 1 and s.numActiveTasks]
+            if running:
+                killed_in.append(running[0].stageId)
                 cluster.workers[0].kill()
                 killed.set()
                 return
@@ -284,6 +287,9 @@ def test_a_worker_killed_mid_write_leaves_the_rows_exact(
                         max_rows_per_file=1000)  # fmt: skip
     killer.join()
     assert killed.is_set(), "the write ended before a worker could be killed"
+    stage = tracker.getStageInfo(killed_in[0])
+    assert stage.numFailedTasks >= 1, "no task was lost with the worker: nothing was retried"
+    assert stage.numCompletedTasks >= 8  # every partition written, lost ones on the other worker
     stored = lance.dataset(namespace_client=RestNamespace(uri=adapter_url), table_id=["killed"])
     table = stored.to_table().sort_by("id")
     assert table.column("id").to_pylist() == list(range(rows))
