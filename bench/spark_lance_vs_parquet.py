@@ -2,13 +2,19 @@
 
     .venv/bin/python bench/spark_lance_vs_parquet.py --rows 10000000
     .venv/bin/python bench/spark_lance_vs_parquet.py --rows 1000000 --uri http://127.0.0.1:2333
+    .venv/bin/python bench/spark_lance_vs_parquet.py --master spark://127.0.0.1:7077 \
+        --queries aggregate,scan,narrow,count
 
 The same DataFrame (an id, a few scalar columns and a 128-dim float32 vector) is cached,
 then written by Spark to Parquet and to a Lance table through the adapter. Then, for
 each of --fresh-runs rounds, a new Spark (new JVM, new Python workers) per format reads
 it back and aggregates: the first read is the fresh-session figure, the best of the
-next --warm-reads the warm one. Prints the times and the ratios Lance/Parquet (goal:
-write <= 1.1x, read <= 1.2x). Without --uri an adapter on a dir backend is started.
+next --warm-reads the warm one, for each query of --queries (each in a session of its
+own). Writes are timed twice in the first session: first in the session, and warm.
+Prints the times and the ratios Lance/Parquet (goal: write <= 1.1x, read <= 1.2x).
+Without --uri an adapter on a dir backend is started. With --master spark://... the
+sessions run on that cluster; its executors must see --workdir (and the adapter's root)
+at the same path (a one-machine cluster does; otherwise use --uri and shared storage).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -32,10 +39,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import pipeline
-from pipeline.runtime import embedded_adapter, local_spark
+from examples.spark_runtime import embedded_adapter, local_spark
 
 VECTOR_SIZE = 128
 AGGREGATED = "category,price,embedding"  # the columns `aggregate` uses
+NARROW = "category,price"  # the columns `narrow` uses
+QUERIES = ("aggregate", "scan", "narrow", "count")
 TABLE = "bench_vectors"
 
 
@@ -49,9 +58,39 @@ def parse_arguments(arguments: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workdir", type=Path, help="where data goes (default: a temp dir)")
     parser.add_argument("--fresh-runs", type=int, default=2, help="fresh sessions per format")
     parser.add_argument("--warm-reads", type=int, default=2, help="reads after the first")
+    parser.add_argument("--master", default="", help="a Spark master; default: local[--cores]")
+    parser.add_argument("--executor-memory", default="2g", help="with --master spark://...")
+    parser.add_argument(
+        "--queries", default="aggregate", help=f"comma-separated, of {', '.join(QUERIES)}"
+    )
     parser.add_argument("--read-only", choices=("lance", "parquet"), help=argparse.SUPPRESS)
     parser.add_argument("--parquet-path", help=argparse.SUPPRESS)
-    return parser.parse_args(arguments)
+    parser.add_argument("--query", default="aggregate", help=argparse.SUPPRESS)
+    parsed = parser.parse_args(arguments)
+    parsed.query_list = [q.strip() for q in parsed.queries.split(",") if q.strip()]
+    unknown = set(parsed.query_list) - set(QUERIES)
+    if unknown:
+        parser.error(f"unknown queries {sorted(unknown)}; known: {', '.join(QUERIES)}")
+    return parsed
+
+
+def session(arguments: argparse.Namespace, app_name: str) -> SparkSession:
+    if not arguments.master or arguments.master.startswith("local"):
+        return local_spark(app_name, arguments.cores, arguments.memory)
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the executors' Python, as pyspark reads it
+    spark = (
+        SparkSession.builder.master(arguments.master)
+        .appName(app_name)
+        .config(map=pipeline.session_conf())
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", arguments.memory)
+        .config("spark.executor.memory", arguments.executor_memory)
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    pipeline.register(spark)  # ships the package to the executors
+    return spark
 
 
 def source_frame(spark: SparkSession, rows: int, partitions: int) -> DataFrame:
@@ -77,6 +116,22 @@ def aggregate(df: DataFrame) -> list:
     )
 
 
+def run_query(query: str, df: DataFrame) -> object:
+    if query == "aggregate":
+        return aggregate(df)
+    if query == "narrow":
+        return df.groupBy("category").agg(F.avg("price")).collect()
+    if query == "count":
+        return df.count()
+    return df.write.format("noop").mode("overwrite").save()  # scan: every column, every row
+
+
+def lance_columns(query: str) -> str | None:
+    """The `columns` option a Lance read of `query` gets: Spark prunes Parquet's columns
+    itself, Python sources are told (count and scan take none: what a user pays)."""
+    return {"aggregate": AGGREGATED, "narrow": NARROW}.get(query)
+
+
 def timed(label: str, action: Callable[[], object]) -> float:
     taken = seconds(action)
     print(f"  {label:<28}{taken:8.1f}s", flush=True)
@@ -94,63 +149,78 @@ def adapter(uri: str | None, root: Path) -> Iterator[str]:
 
 
 def run(arguments: argparse.Namespace, workdir: Path) -> None:
-    spark = local_spark("bench-lance-vs-parquet", arguments.cores, arguments.memory)
+    spark = session(arguments, "bench-lance-vs-parquet")
     partitions = arguments.partitions or arguments.cores * 2
     source = source_frame(spark, arguments.rows, partitions).cache()
     print(f"materialising {arguments.rows:,} rows in {partitions} partitions ...", flush=True)
     timed("generate + cache", source.count)
     parquet_path = str(workdir / "bench.parquet")
     with adapter(arguments.uri, workdir / "lance-data") as url:
-        options = lance_options(url)
+        options = lance_options(url, arguments)
         write_lance = source.write.format("lance").options(**options).mode("overwrite")
-        results = {
-            "parquet write": timed(
-                "parquet write", lambda: source.write.mode("overwrite").parquet(parquet_path)
-            ),
-            "lance write": timed("lance write", write_lance.save),
-        }
+        write_parquet = source.write.mode("overwrite")
+        results = {}
+        for when in ("first", "warm"):
+            results[f"parquet write {when}"] = timed(
+                f"parquet write ({when})", lambda w=write_parquet: w.parquet(parquet_path)
+            )
+            results[f"lance write {when}"] = timed(f"lance write ({when})", write_lance.save)
         written = lance.dataset(namespace_client=RestNamespace(uri=url), table_id=[TABLE])
         print(f"  lance table holds {written.count_rows():,} rows", flush=True)
         spark.stop()  # frees the cache's memory for the reading sessions
         reads = [
-            fresh_session_reads(arguments, format_name, url, parquet_path)
+            fresh_session_reads(arguments, format_name, url, parquet_path, query)
             for _ in range(arguments.fresh_runs)
+            for query in arguments.query_list
             for format_name in ("parquet", "lance")
         ]
-    report(arguments.rows, results, reads)
+    report(arguments, results, reads)
 
 
-def lance_options(url: str) -> dict[str, str]:
-    return pipeline.source_options(TABLE, uri=url, vector_columns=f"embedding:{VECTOR_SIZE}")
+def lance_options(url: str, arguments: argparse.Namespace) -> dict[str, str]:
+    # On a cluster the table root is this machine's disk, which a one-machine cluster shares.
+    shared = "true" if arguments.master and not arguments.master.startswith("local") else None
+    return pipeline.source_options(
+        TABLE, uri=url, vector_columns=f"embedding:{VECTOR_SIZE}", shared_storage=shared
+    )
 
 
 def fresh_session_reads(
-    arguments: argparse.Namespace, format_name: str, url: str, parquet_path: str
+    arguments: argparse.Namespace, format_name: str, url: str, parquet_path: str, query: str
 ) -> dict[str, object]:
-    """Read + aggregate in a new process: its first read, then --warm-reads more."""
+    """One query in a new process: its first run, then --warm-reads more."""
     command = [sys.executable, __file__, "--read-only", format_name, "--uri", url]
     command += ["--parquet-path", parquet_path, "--cores", str(arguments.cores)]
     command += ["--memory", arguments.memory, "--warm-reads", str(arguments.warm_reads)]
+    command += ["--query", query, "--master", arguments.master]
+    command += ["--executor-memory", arguments.executor_memory]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=True)
     figures = json.loads(finished.stdout.strip().splitlines()[-1])
-    print(f"  {format_name:<8} fresh {figures['fresh']:6.1f}s   warm {figures['warm']:6.1f}s")
+    print(
+        f"  {query:<10}{format_name:<8} fresh {figures['fresh']:6.1f}s   "
+        f"warm {figures['warm']:6.1f}s",
+        flush=True,
+    )
     return figures
 
 
 def read_in_this_process(arguments: argparse.Namespace) -> None:
-    spark = local_spark(f"bench-read-{arguments.read_only}", arguments.cores, arguments.memory)
+    spark = session(arguments, f"bench-read-{arguments.read_only}")
+    query = arguments.query
 
-    def read() -> list:
+    def read() -> object:
         if arguments.read_only == "parquet":
-            return aggregate(spark.read.parquet(arguments.parquet_path))
-        # Spark prunes Parquet columns itself; Python sources are told explicitly.
-        options = {**lance_options(arguments.uri), "columns": AGGREGATED}
-        return aggregate(spark.read.format("lance").options(**options).load())
+            return run_query(query, spark.read.parquet(arguments.parquet_path))
+        options = lance_options(arguments.uri, arguments)
+        columns = lance_columns(query)
+        if columns:
+            options["columns"] = columns
+        return run_query(query, spark.read.format("lance").options(**options).load())
 
     fresh = seconds(read)
     warm = min(seconds(read) for _ in range(arguments.warm_reads))
     spark.stop()
-    figures = {"format": arguments.read_only, "fresh": fresh, "warm": warm}
+    figures = {"format": arguments.read_only, "query": query, "fresh": fresh, "warm": warm}
     print(json.dumps(figures), flush=True)
 
 
@@ -160,18 +230,24 @@ def seconds(action: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def report(rows: int, results: dict[str, float], reads: list[dict[str, object]]) -> None:
-    def ratios(kind: str) -> list[float]:
-        lance_times = [r[kind] for r in reads if r["format"] == "lance"]
-        parquet_times = [r[kind] for r in reads if r["format"] == "parquet"]
+def report(
+    arguments: argparse.Namespace, results: dict[str, float], reads: list[dict[str, object]]
+) -> None:
+    def ratios(query: str, kind: str) -> list[float]:
+        mine = [r for r in reads if r["query"] == query]
+        lance_times = [r[kind] for r in mine if r["format"] == "lance"]
+        parquet_times = [r[kind] for r in mine if r["format"] == "parquet"]
         return [lt / pt for lt, pt in zip(lance_times, parquet_times, strict=True)]  # type: ignore[operator]
 
-    write_ratio = results["lance write"] / results["parquet write"]
-    print(f"\nrows: {rows:,}")
-    print(f"write               Lance/Parquet: {write_ratio:.2f}x  (goal <= 1.10x)")
-    for kind, label in (("fresh", "read, fresh session"), ("warm", "read, warm")):
-        figures = ", ".join(f"{ratio:.2f}x" for ratio in ratios(kind))
-        print(f"{label:<20}Lance/Parquet: {figures}  (goal <= 1.20x)")
+    print(f"\nrows: {arguments.rows:,}; master: {arguments.master or f'local[{arguments.cores}]'}")
+    for when in ("first", "warm"):
+        ratio = results[f"lance write {when}"] / results[f"parquet write {when}"]
+        label = f"write, {'first in session' if when == 'first' else 'warm'}"
+        print(f"{label:<32}Lance/Parquet: {ratio:.2f}x  (goal <= 1.10x)")
+    for query in arguments.query_list:
+        for kind, label in (("fresh", "fresh session"), ("warm", "warm")):
+            figures = ", ".join(f"{ratio:.2f}x" for ratio in ratios(query, kind))
+            print(f"{f'read {query}, {label}':<32}Lance/Parquet: {figures}  (goal <= 1.20x)")
 
 
 def main() -> int:

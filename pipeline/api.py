@@ -7,10 +7,19 @@ table already there) raise one LanceSourceError instead of a wrapped Spark stack
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 
+from pipeline.cluster import (
+    MASTER_ENV,
+    check_executor_modules,
+    is_local_master,
+    package_zip,
+    ship_package,
+)
 from pipeline.options import LanceSourceError, parse_options
 from pipeline.read import pin_table, pinned_options, read_schema
 from pipeline.schema import check_append_schema, lance_schema_for
@@ -37,10 +46,31 @@ def session_conf() -> dict[str, str]:
     }
 
 
-def register(spark: SparkSession) -> None:
-    """Register the `lance` format and enable the filter pushdown it implements."""
+def register(spark: SparkSession, *, check_executors: bool = True) -> None:
+    """Register the `lance` format and enable the filter pushdown it implements.
+
+    It also ships this package to the executors (SparkContext.addPyFile, before the
+    registration, which captures the files shipped so far) and, on a cluster, checks that
+    the executors import pyarrow and pylance, failing at once with what to install.
+    """
     spark.conf.set(PUSHDOWN_CONF, "true")
+    context = spark.sparkContext
+    ship_package(spark)
+    if check_executors and not is_local_master(context.master):
+        check_executor_modules(spark)
+    # The Python processes that plan reads and writes learn the master from here.
+    context.environment[MASTER_ENV] = context.master  # type: ignore[attr-defined]
+    os.environ[MASTER_ENV] = context.master
     spark.dataSource.register(LanceDataSource)
+
+
+def ensure_registered(spark: SparkSession) -> None:
+    """Register (again) unless the package is shipped and the source registered after it,
+    so that the helpers work whether or not, and when, `register` was called."""
+    context = spark.sparkContext
+    shipped = package_zip().name in context._python_includes  # type: ignore[attr-defined]
+    if not shipped or context.environment.get(MASTER_ENV) != context.master:  # type: ignore[attr-defined]
+        register(spark)
 
 
 def activate(spark: SparkSession) -> None:
@@ -75,6 +105,7 @@ def save_table(
     df: DataFrame, table: str, *, mode: str = "errorifexists", **options: object
 ) -> bool:
     """Write `df` to `table` (saveAsTable-like); returns False when mode ignore skipped it."""
+    ensure_registered(df.sparkSession)
     spark_options = source_options(table, write_mode=mode, **options)
     parsed = parse_options(spark_options)
     mode = effective_mode(parsed, overwrite=False)
@@ -92,8 +123,18 @@ def save_table(
             check_append_schema(df.schema, state.schema)
     spark_mode = "overwrite" if mode == "overwrite" else "append"
     activate(df.sparkSession)
-    df.write.format("lance").options(**spark_options).mode(spark_mode).save()
+    try:
+        df.write.format("lance").options(**spark_options).mode(spark_mode).save()
+    except Exception as error:
+        raise _unwrapped(error) from error
     return True
+
+
+def _unwrapped(error: Exception) -> Exception:
+    """The LanceSourceError inside a Spark exception (raised by the source in a Python
+    worker), so that the helpers raise one LanceSourceError; other errors unchanged."""
+    found = re.search(r"LanceSourceError: ([^\n]+)", str(error))
+    return LanceSourceError(found.group(1).strip()) if found else error
 
 
 def read_table(
@@ -105,6 +146,7 @@ def read_table(
     **options: object,
 ) -> DataFrame:
     """A DataFrame over `table` (optionally one version, only some columns)."""
+    ensure_registered(spark)
     spark_options = source_options(table, version=version, **options)
     pinned = pin_table(parse_options(spark_options))
     schema = read_schema(pinned, columns)

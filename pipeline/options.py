@@ -42,6 +42,8 @@ class LanceOptions:
     # Off by default: Spark 4.3 reuses a filtered Python reader for a later unfiltered query
     # on the same loaded DataFrame (see the README, Spark pipelines: Known limits).
     pushdown: bool = False
+    # The table's local path is one file system shared by the driver and every executor.
+    shared_storage: bool = False
 
     @property
     def namespace_description(self) -> str:
@@ -88,6 +90,7 @@ def parse_options(options: Mapping[str, str]) -> LanceOptions:
         batch_size=_positive_int(lowered, "batch_size", DEFAULT_BATCH_SIZE),
         commit_retries=_positive_int(lowered, "commit_retries", 20),
         pushdown=_boolean(lowered, "pushdown", False),
+        shared_storage=_boolean(lowered, "shared_storage", False),
     )
 
 

@@ -40,11 +40,44 @@ def pin_table(options: LanceOptions) -> PinnedTable:
     unless the options already carry a pinned location and version (see `pinned_options`)."""
     if options.location and options.version is not None:
         return _open_pinned(options, options.location, options.version, None)
+    described = describe_natively(options)
+    if described is not None:
+        try:
+            return _open_pinned(options, *described)
+        except LanceSourceError:
+            pass  # e.g. declared without data yet: the namespace client's path says so
     from pipeline.tables import require_table
 
     state = require_table(options)
     version = options.version if options.version is not None else state.version
     return _open_pinned(options, state.location, version, state.storage_options)
+
+
+def describe_natively(
+    options: LanceOptions,
+) -> tuple[str, int | None, dict[str, str] | None] | None:
+    """DescribeTable through pylance's native REST client: the table's location, the
+    version to read and its storage options.
+
+    The Python namespace client (`lance_namespace`, a generated client with hundreds of
+    models) costs about 0.5-0.8 s to import, which a fresh session's `load()` pays in a
+    Python process of its own; this path imports nothing beyond pylance. None when it does
+    not apply (`impl`) or fails: the caller then asks through the namespace client,
+    whose errors carry the clear messages.
+    """
+    if not options.uri:
+        return None
+    try:
+        from lance.lance import PyRestNamespace
+
+        client = PyRestNamespace(context_provider=None, uri=options.uri)
+        answer = client.describe_table({"id": options.table_id})
+    except Exception:
+        return None
+    location = answer.get("location") if isinstance(answer, dict) else None
+    if not location:
+        return None
+    return location, options.version, answer.get("storage_options") or None
 
 
 def pinned_options(pinned: PinnedTable) -> dict[str, str]:
@@ -61,6 +94,9 @@ def pinned_options(pinned: PinnedTable) -> dict[str, str]:
 def _open_pinned(
     options: LanceOptions, location: str, version: int | None, storage: dict[str, str] | None
 ) -> PinnedTable:
+    from pipeline.cluster import refuse_unshared_local_storage  # not needed by read tasks
+
+    refuse_unshared_local_storage(location, options.table_name, options.shared_storage)
     try:
         dataset = lance.dataset(location, version=version, storage_options=storage)
     except (ValueError, OSError) as error:

@@ -184,11 +184,46 @@ def still_as_created(state: TableState) -> bool:
         return False
 
 
-def delete_data_files(location: str, paths: list[str]) -> int:
+StorageOptions = dict[str, str] | None
+
+
+def table_filesystem(location: str, storage: StorageOptions = None) -> tuple[pafs.FileSystem, str]:
+    """A pyarrow file system reaching the table's location, and the location's path in it.
+
+    S3 locations use the storage options the namespace gave (pylance's `aws_*` keys:
+    endpoint, keys, region), so cleaning and checking files reach the same bucket as
+    Lance; anything else is what pyarrow makes of the URI with the environment's
+    credentials.
+    """
+    scheme, separator, path = location.partition("://")
+    options = {key.lower(): value for key, value in (storage or {}).items()}
+    if not separator or scheme.lower() not in ("s3", "s3a") or not options:
+        return pafs.FileSystem.from_uri(location)
+
+    def option(*names: str) -> str | None:
+        return next((options[name] for name in names if options.get(name)), None)
+
+    arguments: dict[str, object] = {
+        "access_key": option("aws_access_key_id", "access_key_id"),
+        "secret_key": option("aws_secret_access_key", "secret_access_key"),
+        "session_token": option("aws_session_token", "session_token"),
+        "region": option("aws_region", "region"),
+    }
+    endpoint = option("aws_endpoint", "endpoint", "aws_endpoint_url", "endpoint_url")
+    if endpoint:
+        endpoint_scheme, has_scheme, host = endpoint.partition("://")
+        arguments["endpoint_override"] = host if has_scheme else endpoint
+        plain = option("allow_http", "aws_allow_http") == "true"
+        arguments["scheme"] = endpoint_scheme if has_scheme else ("http" if plain else "https")
+    present = {key: value for key, value in arguments.items() if value is not None}
+    return pafs.S3FileSystem(**present), path
+
+
+def delete_data_files(location: str, paths: list[str], storage: StorageOptions = None) -> int:
     """Delete data files (relative to the table's data/ folder); returns how many went away."""
     if not paths:
         return 0
-    filesystem, root = pafs.FileSystem.from_uri(location)
+    filesystem, root = table_filesystem(location, storage)
     deleted = 0
     for path in paths:
         try:
@@ -199,33 +234,47 @@ def delete_data_files(location: str, paths: list[str]) -> int:
     return deleted
 
 
+def missing_data_files(
+    location: str, paths: list[str], storage: StorageOptions = None
+) -> list[str]:
+    """The data files (relative to the table's data/ folder) not found at `location`."""
+    if not paths:
+        return []
+    filesystem, root = table_filesystem(location, storage)
+    infos = filesystem.get_file_info([f"{root.rstrip('/')}/data/{path}" for path in paths])
+    return [
+        path for path, info in zip(paths, infos, strict=True) if info.type != pafs.FileType.File
+    ]
+
+
 # Beside data/, one folder per write job, holding an empty marker per data file that any
 # attempt of any of its tasks finished: the job's commit or abort deletes the files no
 # commit uses, whichever attempt wrote them and whether or not it lived to report them.
 WRITTEN_MARKERS = "_spark_written"
 
 
-def mark_written(location: str, job_id: str, path: str) -> None:
-    filesystem, root = pafs.FileSystem.from_uri(location)
+def mark_written(location: str, job_id: str, path: str, storage: StorageOptions = None) -> None:
+    filesystem, root = table_filesystem(location, storage)
     folder = f"{root.rstrip('/')}/{WRITTEN_MARKERS}/{job_id}"
-    filesystem.create_dir(folder, recursive=True)
+    if isinstance(filesystem, pafs.LocalFileSystem):  # object stores need no folders
+        filesystem.create_dir(folder, recursive=True)
     with filesystem.open_output_stream(f"{folder}/{path}"):
         pass
 
 
-def written_files(location: str, job_id: str) -> set[str]:
+def written_files(location: str, job_id: str, storage: StorageOptions = None) -> set[str]:
     """The data files (relative to data/) that attempts of the job marked as written."""
-    filesystem, root = pafs.FileSystem.from_uri(location)
+    filesystem, root = table_filesystem(location, storage)
     selector = pafs.FileSelector(
         f"{root.rstrip('/')}/{WRITTEN_MARKERS}/{job_id}", allow_not_found=True
     )
     return {info.base_name for info in filesystem.get_file_info(selector)}
 
 
-def forget_written(location: str, job_id: str) -> None:
+def forget_written(location: str, job_id: str, storage: StorageOptions = None) -> None:
     """Remove the job's markers. Their parent folder stays (empty): removing it could race
     another job that is creating its own folder in it."""
-    filesystem, root = pafs.FileSystem.from_uri(location)
+    filesystem, root = table_filesystem(location, storage)
     with contextlib.suppress(FileNotFoundError, OSError):
         filesystem.delete_dir(f"{root.rstrip('/')}/{WRITTEN_MARKERS}/{job_id}")
 

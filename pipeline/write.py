@@ -20,6 +20,7 @@ from lance.progress import FragmentWriteProgress
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from pipeline.cluster import refuse_unshared_local_storage
 from pipeline.options import LanceOptions, LanceSourceError, connect
 from pipeline.schema import (
     check_append_schema,
@@ -36,6 +37,7 @@ from pipeline.tables import (
     forget_written,
     inspect_table,
     mark_written,
+    missing_data_files,
     referenced_files,
     still_as_created,
     written_files,
@@ -77,8 +79,15 @@ def plan_write(options: LanceOptions, spark_schema: StructType, overwrite: bool)
     mode = effective_mode(options, overwrite)
     namespace = connect(options)
     state = inspect_table(options, namespace)
+    declared = False
     if state is None:
-        state, _ = declare_table(options, namespace)
+        state, declared = declare_table(options, namespace)
+    try:
+        refuse_unshared_local_storage(state.location, options.table_name, options.shared_storage)
+    except LanceSourceError:
+        if declared:
+            drop_declared_table(options)
+        raise
     created = False
     if not state.has_data:
         schema = lance_schema_for(spark_schema, _new_table_vectors(options))
@@ -185,9 +194,10 @@ class FileTracker(FragmentWriteProgress):
         self.mark_all(data_file.path for data_file in fragment.data_files())
 
     def mark_all(self, paths: Iterable[str]) -> None:
+        table = self.plan.table
         for path in paths:
             if path not in self.paths:
-                mark_written(self.plan.table.location, self.plan.job_id, path)
+                mark_written(table.location, self.plan.job_id, path, table.storage_options)
                 self.paths.append(path)
 
 
@@ -224,7 +234,9 @@ class LanceWriter(DataSourceArrowWriter):
                 progress=tracker,
             )
         except BaseException as error:
-            delete_data_files(self.plan.table.location, tracker.paths)
+            delete_data_files(
+                self.plan.table.location, tracker.paths, self.plan.table.storage_options
+            )
             if refused:
                 raise refused[0] from error
             raise
@@ -239,16 +251,36 @@ class LanceWriter(DataSourceArrowWriter):
         if self.plan.action == "skip":
             return
         reported = reported_fragments(messages)
+        self._refuse_files_out_of_sight(reported.data_files())
         fragments = [FragmentMetadata.from_json(text) for text in reported.fragments]
         if fragments or self.plan.action == "overwrite":  # an empty append changes nothing
             commit_fragments(self.plan, fragments)
         self._delete_uncommitted(set(reported.data_files()))
 
+    def _refuse_files_out_of_sight(self, paths: list[str]) -> None:
+        """Commit nothing when a data file a task reports is not at the table's location as
+        the driver sees it: the version would reference files no reader finds."""
+        location, storage = self.plan.table.location, self.plan.table.storage_options
+        missing = missing_data_files(location, paths, storage)
+        if not missing:
+            return
+        # Clean what can be reached; Spark then aborts the job (which drops a new table).
+        delete_data_files(location, paths, storage)
+        self._delete_uncommitted(set())
+        raise LanceSourceError(
+            f"{len(missing)} of the {len(paths)} data files the tasks wrote to table "
+            f"'{self.plan.options.table_name}' are not at {location} as the driver sees it "
+            f"(e.g. data/{missing[0]}): the executors write to storage the driver does not "
+            "see, such as their own local disks. Nothing was committed. Use object storage "
+            "or a file system mounted at the same path on the driver and every executor"
+        )
+
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         # If the commit went through before the failure, its files are the table's now.
         committed = referenced_files(self.plan.table)
         reported = reported_fragments(messages).data_files()
-        delete_data_files(self.plan.table.location, [p for p in reported if p not in committed])
+        uncommitted = [p for p in reported if p not in committed]
+        delete_data_files(self.plan.table.location, uncommitted, self.plan.table.storage_options)
         self._delete_uncommitted(committed)
         if self.plan.created and still_as_created(self.plan.table):
             drop_declared_table(self.plan.options)
@@ -257,8 +289,10 @@ class LanceWriter(DataSourceArrowWriter):
         """Delete every file an attempt of this job wrote that `committed` does not hold:
         those of failed, retried and speculative attempts, or all of a failed job's."""
         location, job_id = self.plan.table.location, self.plan.job_id
-        delete_data_files(location, sorted(written_files(location, job_id) - committed))
-        forget_written(location, job_id)
+        storage = self.plan.table.storage_options
+        written = written_files(location, job_id, storage)
+        delete_data_files(location, sorted(written - committed), storage)
+        forget_written(location, job_id, storage)
 
 
 def reported_fragments(messages: list[WriterCommitMessage | None]) -> FragmentsMessage:

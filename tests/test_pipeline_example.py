@@ -9,7 +9,7 @@ import sys
 import pytest
 from pyspark.sql import SparkSession
 
-from pipeline import example
+from examples import spark_pipeline as example
 from tests.support.pipeline import REPO_ROOT
 
 

@@ -232,3 +232,30 @@ def test_read_tasks_import_neither_the_namespace_client_nor_the_write_side() -> 
             "pipeline.source",
         ]
     )
+
+
+def test_loading_through_a_rest_uri_imports_no_namespace_client(
+    spark: SparkSession, adapter_url: str, table_name: str
+) -> None:
+    # What `load()` runs in a Python process of its own: the source's schema, which pins
+    # the table. Through `uri` it asks pylance's native REST client, so a fresh session
+    # does not pay for importing the Python namespace client there.
+    write_sample(spark, adapter_url, table_name)
+    code = (
+        "import sys, pipeline.source; "
+        f"source = pipeline.source.LanceDataSource({{'uri': {adapter_url!r}, "
+        f"'table': {table_name!r}, 'columns': 'id,label'}}); "
+        "print(source.schema().simpleString(), source.pinned.version); "
+        "print(sorted(m for m in sys.modules if m.startswith('lance_namespace')))"
+    )
+    finished = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+        check=True,
+    )
+    schema_line, modules_line = finished.stdout.strip().splitlines()[-2:]
+    assert schema_line == "struct<id:bigint,label:string> 2"
+    assert modules_line == "[]"

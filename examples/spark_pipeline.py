@@ -1,7 +1,7 @@
 """Example pipeline: raw CSV and Parquet files -> transform -> a Lance table -> summary.
 
-    .venv/bin/python -m pipeline.example                       # starts its own adapter
-    .venv/bin/python -m pipeline.example --uri http://127.0.0.1:2333
+    .venv/bin/python -m examples.spark_pipeline                 # starts its own adapter
+    .venv/bin/python -m examples.spark_pipeline --uri http://127.0.0.1:2333
 
 It makes a small raw data set of taxi-like trips (CSV for the zones, Parquet for the
 trips), joins and cleans it with Spark, writes it to the Lance table `demo.trips` of the
@@ -21,15 +21,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import pipeline
+from examples.spark_runtime import Progress, embedded_adapter, local_spark
 from pipeline.options import LanceSourceError, connect, parse_options
-from pipeline.runtime import Progress, embedded_adapter, local_spark
 from pipeline.tables import call_namespace
 
 ZONES = ["Airport", "Downtown", "Harbor", "Midtown", "Old Town", "University"]
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.example", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m examples.spark_pipeline", description=__doc__)
     parser.add_argument("--uri", help="a running adapter; default: start one on a temp dir")
     parser.add_argument("--rows", type=int, default=200_000, help="trips to generate")
     parser.add_argument("--table", default="demo.trips", help="target table identifier")

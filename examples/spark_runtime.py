@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from pipeline.api import register, session_conf
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parent.parent  # the checkout, beside pipeline/
 
 
 def local_spark(app_name: str, cores: int = 2, memory: str = "4g") -> SparkSession:

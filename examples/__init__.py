@@ -1,0 +1,1 @@
+"""Runnable examples of this project (not part of the installed package)."""

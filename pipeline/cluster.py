@@ -1,0 +1,136 @@
+"""What the `lance` source needs from a cluster: its code on the executors, the native
+libraries there, and storage that the driver and every executor see alike.
+
+README: Spark pipelines, "Running on a cluster".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import py_compile
+import socket
+import tempfile
+import zipfile
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pipeline.options import LanceSourceError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+# The Spark master, as the driver saw it when the source was registered: handed to the
+# Python processes that plan reads and writes (they have no SparkContext to ask).
+MASTER_ENV = "LANCE_PIPELINE_SPARK_MASTER"
+# What a task imports besides pyspark and this package; pip names for the message.
+EXECUTOR_MODULES = {"pyarrow": "pyarrow", "lance": "pylance", "lance_namespace": "lance-namespace"}
+# The storage schemes a file system of one machine stands behind.
+LOCAL_SCHEMES = ("", "file")
+
+
+def package_zip() -> Path:
+    """This package's sources as a zip named after their content (Spark refuses a file
+    added twice under one name with another content).
+
+    Beside each source goes its byte code for this Python, unchecked (zipimport cannot
+    cache what it compiles, so every new Python worker would compile the package again);
+    a worker on another Python version finds the magic number wrong and uses the source.
+    """
+    sources = sorted(PACKAGE_DIR.glob("*.py"))
+    digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
+    for source in sources:
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    target = Path(tempfile.gettempdir()) / f"lance_pipeline-{digest.hexdigest()[:16]}.zip"
+    if not target.exists():
+        partial = target.with_suffix(f".{os.getpid()}.partial")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            for source in sources:
+                archive.write(source, f"pipeline/{source.name}")
+                archive.writestr(f"pipeline/{source.stem}.pyc", _unchecked_byte_code(source))
+        partial.replace(target)
+    return target
+
+
+def _unchecked_byte_code(source: Path) -> bytes:
+    with tempfile.TemporaryDirectory() as folder:
+        compiled = py_compile.compile(
+            str(source),
+            cfile=str(Path(folder) / "module.pyc"),
+            doraise=True,
+            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+        )
+        return Path(compiled).read_bytes()
+
+
+def ship_package(spark: SparkSession) -> bool:
+    """Add this package to the files every Python worker puts on its path (SparkContext.
+    addPyFile); returns False when it was already added. Python functions made before
+    this call (such as a data source registered earlier) do not carry it: register after."""
+    context = spark.sparkContext
+    archive = package_zip()
+    if archive.name in context._python_includes:  # type: ignore[attr-defined]
+        return False
+    context.addPyFile(str(archive))
+    return True
+
+
+def is_local_master(master: str | None) -> bool:
+    return not master or master.startswith("local")
+
+
+def check_executor_modules(spark: SparkSession, modules: dict[str, str] | None = None) -> None:
+    """Fail at once, naming what to install, when executors cannot import what the tasks
+    need (pyarrow, pylance, lance-namespace), instead of every task failing later."""
+    modules = EXECUTOR_MODULES if modules is None else modules
+    context = spark.sparkContext
+    slots = max(context.defaultParallelism, 1)
+    answers = (
+        context.parallelize(range(slots), slots)
+        .map(lambda _: _import_failures(list(modules)))
+        .collect()
+    )
+    missing = {(host, name, error) for host, failures in answers for name, error in failures}
+    if not missing:
+        return
+    host, name, error = sorted(missing)[0]
+    wanted = " ".join(sorted({modules[name] for _, name, _ in missing}))
+    raise LanceSourceError(
+        f"the Spark executors cannot import {name} (on {host}: {error}); the lance data source "
+        f"needs {', '.join(modules.values())} in the executors' Python. Install them there "
+        f"(pip install {wanted}), or ship a packed environment: pack a virtualenv holding them "
+        "with venv-pack (or conda-pack) and start Spark with "
+        "--conf spark.archives=env.tar.gz#env --conf spark.pyspark.python=./env/bin/python"
+    )
+
+
+def _import_failures(names: list[str]) -> tuple[str, list[tuple[str, str]]]:
+    import importlib
+
+    failures = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as error:  # reported to the driver, which raises one clear error
+            failures.append((name, f"{type(error).__name__}: {error}"))
+    return socket.gethostname(), failures
+
+
+def refuse_unshared_local_storage(location: str, table: str, shared: bool) -> None:
+    """A table on a local file system can only be written and read by a cluster when that
+    path is one shared file system on every machine; the user says so (shared_storage)."""
+    master = os.environ.get(MASTER_ENV)
+    if shared or is_local_master(master) or not is_local_location(location):
+        return
+    raise LanceSourceError(
+        f"table '{table}' is at {location}, a local path, but Spark runs on the cluster "
+        f"{master}: each executor would write to and read from its own disk, which the "
+        "driver does not see. Put the table root on object storage (s3://, gs://, az://), "
+        "or on a file system mounted at the same path on the driver and every executor and "
+        "then set option shared_storage=true"
+    )
+
+
+def is_local_location(location: str) -> bool:
+    scheme, separator, _ = location.partition("://")
+    return not separator or scheme.lower() in LOCAL_SCHEMES
