@@ -207,21 +207,20 @@ def test_direct_implementation_and_adapter_see_the_same_table(
     assert spark.read.format("lance").options(**direct).load().count() == 42
 
 
+def python_output(code: str) -> str:
+    """What `code` prints in a fresh interpreter started at the repository root."""
+    finished = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=120, cwd=REPO_ROOT, check=True)
+    return finished.stdout
+
+
 def test_read_tasks_import_neither_the_namespace_client_nor_the_write_side() -> None:
     # What a planning or read task unpickles: the source and the reader.
     code = (
         "import sys, pipeline.source, pipeline.read; "
         "print(sorted(m for m in sys.modules if m.startswith(('lance_namespace', 'pipeline.'))))"
     )
-    finished = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO_ROOT,
-        check=True,
-    )
-    loaded = finished.stdout.strip()
+    loaded = python_output(code).strip()
     assert "lance_namespace" not in loaded, loaded
     assert loaded == str(
         [
@@ -248,14 +247,6 @@ def test_loading_through_a_rest_uri_imports_no_namespace_client(
         "print(source.schema().simpleString(), source.pinned.version); "
         "print(sorted(m for m in sys.modules if m.startswith('lance_namespace')))"
     )
-    finished = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO_ROOT,
-        check=True,
-    )
-    schema_line, modules_line = finished.stdout.strip().splitlines()[-2:]
+    schema_line, modules_line = python_output(code).strip().splitlines()[-2:]
     assert schema_line == "struct<id:bigint,label:string> 2"
     assert modules_line == "[]"
