@@ -169,15 +169,16 @@ elif command == "open-with":
 """
 
 
-def run_client(*arguments: str, timeout: float = 120) -> dict[str, Any]:
-    """Run CLIENT in a process whose environment holds no credentials (no AWS_* variables, an
-    empty HOME, so no ~/.aws either); its JSON answer, or {"error": stderr's last line}."""
+def run_client(*arguments: str, timeout: float = 120, script: str = CLIENT) -> dict[str, Any]:
+    """Run `script` (pylance's and LanceDB's CLIENT unless told) in a process whose environment
+    holds no credentials (no AWS_* variables, an empty HOME, so no ~/.aws either); its JSON
+    answer, or {"error": stderr's last line}."""
     home = Path(os.environ.get("TMPDIR", "/tmp")) / "vending-client-home"
     home.mkdir(exist_ok=True)
     environment = {"PATH": os.environ.get("PATH", ""), "HOME": str(home),
                    "AWS_EC2_METADATA_DISABLED": "true"}
     done = subprocess.run(
-        [sys.executable, "-c", CLIENT, *arguments], env=environment, cwd=home,
+        [sys.executable, "-c", script, *arguments], env=environment, cwd=home,
         capture_output=True, text=True, timeout=timeout, check=False,
     )
     if done.returncode != 0:
