@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,9 @@ from unitycatalog.client.models import (
     TableType,
 )
 
+import backends.unity.namespace as unity_namespace
+from backends.unity.catalog import s3_credentials
+from backends.vending.vendor import S3Credentials
 from tests.support.iceberg_stand_in import running_iceberg_stand_in
 from tests.support.unity_stand_in import API, running_unity_stand_in
 from tests.support.vending import (
@@ -167,6 +171,47 @@ def test_without_credentials_from_unity_nothing_is_vended(storage: Storage) -> N
             options = describe(url, ["lake", "db", "u3"]).get("storage_options") or {}
         assert len(unity.state.credential_requests) == 2
     assert "aws_access_key_id" not in options and "expires_at_millis" not in options
+
+
+def unity_long_read(storage: Storage, table: str) -> dict[str, Any]:
+    """A client reading one dataset for 4.5 s while the credentials Unity vends live 2 s."""
+    grants = CatalogGrants(storage, duration_s=2)
+    with running_unity_stand_in(grants) as unity:
+        unity_catalog(unity, "lake")
+        properties = unity_properties(unity.url, storage.gate.url, access="read-write")
+        with adapter(properties, impl="unity") as url:
+            create_namespace(url, ["lake", "db"])
+            assert run_client("write", url, f"lake$db${table}") == {"rows": 1000}
+            before = storage.gate.keys_used()
+            answer = run_client("read-for", url, f"lake$db${table}", "{}", "4.5")
+    answer["keys used"] = storage.gate.keys_used() - before
+    answer["keys issued"] = set(grants.issued)
+    return answer
+
+
+def test_a_long_read_outlives_unitys_credentials_through_refresh(storage: Storage) -> None:
+    """pylance's provider calls DescribeTable again near `expires_at_millis`; the adapter asks
+    Unity again for new credentials, and the read goes on."""
+    answer = unity_long_read(storage, "long1")
+    assert "error" not in answer, answer
+    assert set(answer["reads"]) == {1000} and len(answer["reads"]) >= 3
+    assert len(answer["keys used"]) >= 2, "Unity was asked again for new credentials"
+    assert answer["keys used"] <= answer["keys issued"]
+
+
+def test_dropping_unitys_expiry_is_caught(
+    storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The defect: Unity's `expiration_time` lost on the way. The client never refreshes and
+    the read fails once Unity's credentials expire, so the refresh test above would fail."""
+
+    def without_expiry(answer: Any) -> S3Credentials | None:
+        relayed = s3_credentials(answer)
+        return None if relayed is None else replace(relayed, expires_at_millis=None)
+
+    monkeypatch.setattr(unity_namespace, "s3_credentials", without_expiry)
+    answer = unity_long_read(storage, "long2")
+    assert "ExpiredToken" in answer.get("stderr", ""), answer
 
 
 # ---------------------------------------------------------------- Iceberg REST
