@@ -33,6 +33,7 @@ from backends.vending import (
     session_policy,
 )
 from tests.support.glue import glue_properties
+from tests.support.hive import HiveMetastoreProcess
 from tests.support.vending import (
     BUCKET,
     REGION,
@@ -319,8 +320,7 @@ def test_lancedb_without_credentials_writes_and_reads(storage: Storage) -> None:
 
 def test_glue_tables_on_s3_get_credentials_through_the_same_path(storage: Storage) -> None:
     """Glue (moto's, reached directly) with its tables in the gated bucket: the app's one
-    vending path mints for them as for `dir`; Hive on S3 takes the same path (not run here:
-    it needs a metastore with S3 set up)."""
+    vending path mints for them as for `dir`."""
     upstream = storage.gate.upstream
     glue = glue_properties(f"http://{upstream.hostname}:{upstream.port}")
     properties = {**glue, **vending_on(storage.gate.url, access="read-write"),
@@ -333,5 +333,29 @@ def test_glue_tables_on_s3_get_credentials_through_the_same_path(storage: Storag
         answer = describe(url, "gdb$g1")
     assert storage.gate.keys_used() - before, "the client used vended session keys"
     own = answer["location"].removeprefix(f"s3://{BUCKET}/").rstrip("/")
+    put_probes(storage, own, own + "0")
+    assert reach(storage, answer["storage_options"], own, own + "0") == ONLY_OWN
+
+
+def test_hive_tables_on_s3_get_credentials_through_the_same_path(
+    storage: Storage, hive_metastore: HiveMetastoreProcess
+) -> None:
+    """hive2 on the real HMS 2.3.10 with its root in the gated bucket (HMS takes the `s3://`
+    locations through `_s3_as_local` of tests/support/hive.py): Hive places tables side by
+    side, `h1` next to `h10`, and `h1`'s credentials stay in `h1/`."""
+    properties = {**vending_on(storage.gate.url, access="read-write"),
+                  "uri": hive_metastore.uri, "root": f"s3://{BUCKET}/hive"}
+    before = storage.gate.keys_used()
+    with adapter(properties, impl="hive2") as url:
+        created = httpx.post(f"{url}/CreateNamespace", json={"id": ["vend_hdb"]}, timeout=60)
+        assert created.status_code == 200, created.text
+        assert run_client("write", url, "vend_hdb$h1") == {"rows": 1000}
+        assert run_client("append", url, "vend_hdb$h1") == {"rows": 1001}
+        answer = describe(url, "vend_hdb$h1")
+    assert answer["location"] == f"s3://{BUCKET}/hive/vend_hdb.db/h1"
+    used = storage.gate.keys_used() - before
+    assert used, "the client used vended session keys"
+    assert not [d for d in storage.gate.denials() if d.access_key_id in used]
+    own = "hive/vend_hdb.db/h1"
     put_probes(storage, own, own + "0")
     assert reach(storage, answer["storage_options"], own, own + "0") == ONLY_OWN

@@ -27,6 +27,7 @@ from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
 from tests.support.common import free_port
+from tests.support.vending import BUCKET as VENDING_BUCKET
 
 JAVA_FLAGS = [
     "-Xmx512m",
@@ -103,7 +104,23 @@ def _quiet_thrift_socket_log() -> Iterator[None]:
         socket_log.setLevel(level)
 
 
-def _hive_site(derby_dir: Path, warehouse: Path) -> str:
+def _s3_as_local(buckets: tuple[str, ...], directory: Path) -> dict[str, str]:
+    """Let HMS take `s3://<bucket>/...` locations of `buckets`: pyspark ships no S3A jars
+    (`No FileSystem for scheme "s3"`; with `s3a://`, `S3AFileSystem not found`). Hadoop's own
+    ViewFileSystemOverloadScheme maps each bucket onto a local directory, a stand-in for S3A
+    where HMS only makes and checks the locations' directories; the data goes to S3 (Lance)."""
+    if not buckets:
+        return {}
+    for bucket in buckets:
+        (directory / bucket).mkdir(parents=True, exist_ok=True)
+    mounts = {f"fs.viewfs.mounttable.{bucket}.linkFallback": f"file://{directory / bucket}"
+              for bucket in buckets}
+    return {"fs.s3.impl": "org.apache.hadoop.fs.viewfs.ViewFileSystemOverloadScheme",
+            "fs.viewfs.overload.scheme.target.file.impl": "org.apache.hadoop.fs.LocalFileSystem",
+            **mounts}
+
+
+def _hive_site(derby_dir: Path, warehouse: Path, extra: dict[str, str]) -> str:
     properties = {
         "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={derby_dir};create=true",
         "datanucleus.schema.autoCreateAll": "true",
@@ -112,6 +129,7 @@ def _hive_site(derby_dir: Path, warehouse: Path) -> str:
         # BoneCP (the default pool) is not among the pyspark jars; DBCP is.
         "datanucleus.connectionPoolingType": "DBCP",
         "hive.metastore.event.db.notification.api.auth": "false",
+        **extra,
     }
     body = "".join(
         f"  <property><name>{key}</name><value>{value}</value></property>\n"
@@ -124,16 +142,19 @@ class HiveMetastoreProcess:
     """A Hive Metastore 2.3 Java process with an embedded Derby database under `workdir`.
 
     `stop()` then `start()` restarts it on the same port with the same Derby database.
+    `s3_buckets`: buckets whose `s3://` locations it takes (see `_s3_as_local`).
     """
 
-    def __init__(self, workdir: Path, port: int | None = None):
+    def __init__(self, workdir: Path, port: int | None = None,
+                 s3_buckets: tuple[str, ...] = ()):
         self.workdir = workdir
         self.port = port or free_port()
         self._process: subprocess.Popen | None = None
         conf_dir = workdir / "conf"
         conf_dir.mkdir(parents=True, exist_ok=True)
         (conf_dir / "hive-site.xml").write_text(
-            _hive_site(workdir / "derby", workdir / "warehouse")
+            _hive_site(workdir / "derby", workdir / "warehouse",
+                       _s3_as_local(s3_buckets, workdir / "s3"))
         )
         self._classpath = f"{conf_dir}{os.pathsep}{pyspark_jars()}/*"
 
@@ -187,7 +208,8 @@ class HiveMetastoreProcess:
 @pytest.fixture(scope="session")
 def hive_metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HiveMetastoreProcess]:
     """The real Hive Metastore 2.3.10 shared by the Hive tests."""
-    metastore = HiveMetastoreProcess(tmp_path_factory.mktemp("hive-metastore"))
+    metastore = HiveMetastoreProcess(tmp_path_factory.mktemp("hive-metastore"),
+                                     s3_buckets=(VENDING_BUCKET,))
     metastore.start()
     yield metastore
     metastore.stop()
