@@ -337,25 +337,30 @@ def test_glue_tables_on_s3_get_credentials_through_the_same_path(storage: Storag
     assert reach(storage, answer["storage_options"], own, own + "0") == ONLY_OWN
 
 
+@pytest.mark.parametrize(("impl", "levels"), [("hive2", []), ("hive3", ["hive"])])
 def test_hive_tables_on_s3_get_credentials_through_the_same_path(
-    storage: Storage, hive_metastore: HiveMetastoreProcess
+    storage: Storage, hive_metastore: HiveMetastoreProcess, impl: str, levels: list[str]
 ) -> None:
-    """hive2 on the real HMS 2.3.10 with its root in the gated bucket (HMS takes the `s3://`
-    locations through `_s3_as_local` of tests/support/hive.py): Hive places tables side by
-    side, `h1` next to `h10`, and `h1`'s credentials stay in `h1/`."""
+    """hive2 and hive3 (its catalog `hive` on a metastore without catalogs) on the real HMS
+    2.3.10 with the root in the gated bucket (HMS takes the `s3://` locations through
+    `_s3_as_local` of tests/support/hive.py): Hive places tables side by side, `h1` next to
+    `h10`, and `h1`'s credentials stay in `h1/`."""
+    database = f"vend_{impl}"
     properties = {**vending_on(storage.gate.url, access="read-write"),
-                  "uri": hive_metastore.uri, "root": f"s3://{BUCKET}/hive"}
+                  "uri": hive_metastore.uri, "root": f"s3://{BUCKET}/{impl}"}
     before = storage.gate.keys_used()
-    with adapter(properties, impl="hive2") as url:
-        created = httpx.post(f"{url}/CreateNamespace", json={"id": ["vend_hdb"]}, timeout=60)
+    table = "$".join([*levels, database, "h1"])
+    with adapter(properties, impl=impl) as url:
+        created = httpx.post(f"{url}/CreateNamespace", json={"id": [*levels, database]},
+                             timeout=60)
         assert created.status_code == 200, created.text
-        assert run_client("write", url, "vend_hdb$h1") == {"rows": 1000}
-        assert run_client("append", url, "vend_hdb$h1") == {"rows": 1001}
-        answer = describe(url, "vend_hdb$h1")
-    assert answer["location"] == f"s3://{BUCKET}/hive/vend_hdb.db/h1"
+        assert run_client("write", url, table) == {"rows": 1000}
+        assert run_client("append", url, table) == {"rows": 1001}
+        answer = describe(url, table)
+    own = f"{impl}/{database}.db/h1"
+    assert answer["location"] == f"s3://{BUCKET}/{own}"
     used = storage.gate.keys_used() - before
     assert used, "the client used vended session keys"
     assert not [d for d in storage.gate.denials() if d.access_key_id in used]
-    own = "hive/vend_hdb.db/h1"
     put_probes(storage, own, own + "0")
     assert reach(storage, answer["storage_options"], own, own + "0") == ONLY_OWN
