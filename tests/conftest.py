@@ -11,6 +11,8 @@ pytest_plugins = (
     "tests.support.glue",
     "tests.support.hive",
     "tests.support.hive_catalog_stand_in",
+    "tests.support.iceberg_stand_in",
+    "tests.support.unity_stand_in",
     "tests.support.interop",
     "tests.support.pipeline",
     "tests.support.vending",

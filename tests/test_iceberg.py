@@ -51,15 +51,9 @@ from pyiceberg.types import LongType, NestedField, StringType
 from backends.iceberg import IcebergNamespace
 from backends.properties import ConfigurationError
 from tests.support.common import unique
-from tests.support.iceberg_stand_in import IcebergStandIn, running_iceberg_stand_in
+from tests.support.iceberg_stand_in import IcebergStandIn
 
 Factory = Callable[..., IcebergNamespace]
-
-
-@pytest.fixture(scope="module")
-def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergStandIn]:
-    with running_iceberg_stand_in(tmp_path_factory.mktemp("iceberg-catalog")) as fixture:
-        yield fixture
 
 
 @pytest.fixture(autouse=True)

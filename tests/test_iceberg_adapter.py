@@ -32,14 +32,8 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NoSuchTableError
 
 from tests.support.adapter import running_server
-from tests.support.iceberg_stand_in import IcebergStandIn, running_iceberg_stand_in
+from tests.support.iceberg_stand_in import IcebergStandIn
 from tests.support.lance_data import arrow_stream, sample_table
-
-
-@pytest.fixture(scope="module")
-def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergStandIn]:
-    with running_iceberg_stand_in(tmp_path_factory.mktemp("iceberg-adapter")) as fixture:
-        yield fixture
 
 
 @pytest.fixture(scope="module")

@@ -33,12 +33,6 @@ from tests.support.common import unique
 from tests.support.iceberg_stand_in import IcebergStandIn, running_iceberg_stand_in
 
 
-@pytest.fixture(scope="module")
-def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergStandIn]:
-    with running_iceberg_stand_in(tmp_path_factory.mktemp("iceberg-catalog-ops")) as fixture:
-        yield fixture
-
-
 @pytest.fixture
 def ns(iceberg: IcebergStandIn, tmp_path: Path) -> Iterator[IcebergNamespace]:
     namespace = IcebergNamespace(endpoint=iceberg.url, root=str(tmp_path / "root"))

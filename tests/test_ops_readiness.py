@@ -3,7 +3,6 @@ catalog, and 503 when the catalog is away or (dir) the root cannot be written.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -14,8 +13,8 @@ from tests.support.common import free_port
 from tests.support.glue import MotoEndpoint, glue_properties
 from tests.support.hive import HiveMetastoreProcess
 from tests.support.hive_catalog_stand_in import CatalogMetastoreServer
-from tests.support.iceberg_stand_in import IcebergStandIn, running_iceberg_stand_in
-from tests.support.unity_stand_in import UnityStandIn, running_unity_stand_in
+from tests.support.iceberg_stand_in import IcebergStandIn
+from tests.support.unity_stand_in import UnityStandIn
 
 CLOSED_URL = f"http://127.0.0.1:{free_port()}"  # nothing listens there
 
@@ -100,18 +99,6 @@ def test_glue_is_not_ready_without_an_endpoint(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- unity, iceberg
-
-
-@pytest.fixture(scope="module")
-def unity() -> Iterator[UnityStandIn]:
-    with running_unity_stand_in() as fixture:
-        yield fixture
-
-
-@pytest.fixture(scope="module")
-def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergStandIn]:
-    with running_iceberg_stand_in(tmp_path_factory.mktemp("iceberg-readiness")) as fixture:
-        yield fixture
 
 
 def test_unity_is_ready_on_a_unity_server(unity: UnityStandIn, tmp_path: Path) -> None:

@@ -63,15 +63,9 @@ from unitycatalog.client.models import (
 from backends.properties import ConfigurationError
 from backends.unity import UnityNamespace, unity_columns
 from tests.support.common import unique
-from tests.support.unity_stand_in import UnityStandIn, running_unity_stand_in
+from tests.support.unity_stand_in import UnityStandIn
 
 Factory = Callable[..., UnityNamespace]
-
-
-@pytest.fixture(scope="module")
-def unity() -> Iterator[UnityStandIn]:
-    with running_unity_stand_in() as fixture:
-        yield fixture
 
 
 @pytest.fixture(autouse=True)

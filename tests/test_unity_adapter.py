@@ -33,13 +33,7 @@ from unitycatalog.client.models import ColumnTypeName, CreateCatalog
 
 from tests.support.adapter import running_server
 from tests.support.lance_data import arrow_stream, sample_table
-from tests.support.unity_stand_in import UnityStandIn, running_unity_stand_in
-
-
-@pytest.fixture(scope="module")
-def unity() -> Iterator[UnityStandIn]:
-    with running_unity_stand_in() as fixture:
-        yield fixture
+from tests.support.unity_stand_in import UnityStandIn
 
 
 @pytest.fixture(scope="module")

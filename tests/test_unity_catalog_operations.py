@@ -32,12 +32,6 @@ from tests.support.common import unique
 from tests.support.unity_stand_in import API, UnityStandIn, running_unity_stand_in
 
 
-@pytest.fixture(scope="module")
-def unity() -> Iterator[UnityStandIn]:
-    with running_unity_stand_in() as fixture:
-        yield fixture
-
-
 @pytest.fixture
 def ns(unity: UnityStandIn, tmp_path: Path) -> Iterator[UnityNamespace]:
     unity.control.reset()

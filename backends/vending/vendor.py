@@ -18,6 +18,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
 from lance_namespace import ServiceUnavailableError
 
+from backends.names import joined_id
 from backends.properties import ConfigurationError, storage_options
 from backends.vending.policy import TablePrefix, session_policy
 from backends.vending.settings import VendingSettings
@@ -127,8 +128,9 @@ class CredentialVendor:
         if vended is None:
             vended, source = self._minted(location, access)
         if vended is not None:
-            table = "$".join(table_id)
-            self._audit(VendRecord(table, identity, access, vended.expires_at_millis, source))
+            record = VendRecord(joined_id(table_id), identity, access, vended.expires_at_millis,
+                                source)
+            self._audit(record)
         return vended
 
     def _relayed(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pyiceberg.catalog.rest import CreateTableRequest
@@ -413,3 +414,10 @@ def running_iceberg_stand_in(
     state = CatalogState(workdir, warehouses, grants, io_properties)
     with serve(build_app(state, control)) as url:
         yield IcebergStandIn(url, control, state)
+
+
+@pytest.fixture(scope="module")
+def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergStandIn]:
+    """An Iceberg stand-in for the test module, its warehouse in a fresh directory."""
+    with running_iceberg_stand_in(tmp_path_factory.mktemp("iceberg")) as stand_in:
+        yield stand_in

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ValidationError
@@ -371,3 +372,10 @@ def running_unity_stand_in(grants: Grants | None = None) -> Iterator[UnityStandI
     state = UnityState(grants=grants)
     with serve(build_app(state, control)) as url:
         yield UnityStandIn(url, control, state)
+
+
+@pytest.fixture(scope="module")
+def unity() -> Iterator[UnityStandIn]:
+    """A Unity stand-in for the test module."""
+    with running_unity_stand_in() as stand_in:
+        yield stand_in
