@@ -20,6 +20,7 @@ from pipeline.cluster import (
     package_zip,
     ship_package,
 )
+from pipeline.local_python import register_source
 from pipeline.options import LanceSourceError, parse_options
 from pipeline.read import pin_table, pinned_options, read_schema
 from pipeline.schema import check_append_schema, lance_schema_for
@@ -51,7 +52,8 @@ def register(spark: SparkSession, *, check_executors: bool = True) -> None:
 
     It also ships this package to the executors (SparkContext.addPyFile, before the
     registration, which captures the files shipped so far) and, on a cluster, checks that
-    the executors import pyarrow and pylance, failing at once with what to install.
+    the executors import pyarrow and pylance, failing at once with what to install. In a
+    local session the source's Python processes start through `local_python`'s launcher.
     """
     spark.conf.set(PUSHDOWN_CONF, "true")
     context = spark.sparkContext
@@ -61,7 +63,7 @@ def register(spark: SparkSession, *, check_executors: bool = True) -> None:
     # The Python processes that plan reads and writes learn the master from here.
     context.environment[MASTER_ENV] = context.master  # type: ignore[attr-defined]
     os.environ[MASTER_ENV] = context.master
-    spark.dataSource.register(LanceDataSource)
+    register_source(spark, LanceDataSource)
 
 
 def ensure_registered(spark: SparkSession) -> None:

@@ -11,8 +11,10 @@ import importlib.util
 import os
 import py_compile
 import socket
+import stat
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -41,15 +43,44 @@ def package_zip() -> Path:
     digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
-    target = Path(tempfile.gettempdir()) / f"lance_pipeline-{digest.hexdigest()[:16]}.zip"
-    if not target.exists():
-        partial = target.with_suffix(f".{os.getpid()}.partial")
+
+    def write(partial: Path) -> None:
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
             for source in sources:
                 archive.write(source, f"pipeline/{source.name}")
                 archive.writestr(f"pipeline/{source.stem}.pyc", _unchecked_byte_code(source))
+
+    return made_once(f"lance_pipeline-{digest.hexdigest()[:16]}.zip", write)
+
+
+def made_once(name: str, write: Callable[[Path], None], mode: int = 0o644) -> Path:
+    """The file `name` in this user's private directory, written by `write` (to a partial
+    file, then renamed into place) unless it is there already: names carry a digest of
+    what the file holds."""
+    target = private_directory() / name
+    if not target.exists():
+        partial = target.with_name(f"{name}.{os.getpid()}.partial")
+        write(partial)
+        partial.chmod(mode)
         partial.replace(target)
     return target
+
+
+def private_directory() -> Path:
+    """This user's directory for the files the package makes for Spark (its zip, the
+    local launcher). Spark runs what is there, so the directory is made 0700 and refused
+    unless this user alone owns it: no other local user can put a file in its place."""
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    directory = Path(tempfile.gettempdir()) / f"lance-pipeline-{uid if uid is not None else 'user'}"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    status = directory.lstat()
+    foreign = uid is not None and (status.st_uid != uid or status.st_mode & 0o077)
+    if stat.S_ISLNK(status.st_mode) or not stat.S_ISDIR(status.st_mode) or foreign:
+        raise LanceSourceError(
+            f"{directory} must be a directory of this user's alone (mode 0700), since Spark "
+            "runs the files the lance source puts there; remove it and try again"
+        )
+    return directory
 
 
 def _unchecked_byte_code(source: Path) -> bytes:

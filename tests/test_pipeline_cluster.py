@@ -206,6 +206,13 @@ def test_round_trip_is_exact_cell_by_cell(
     stored = lance.dataset(namespace_client=RestNamespace(uri=url), table_id=["round_trip"])
     assert stored.uri.startswith("s3://" if storage == "s3" else "/")
     assert len(stored.get_fragments()) >= 6
+    # On a cluster the source keeps Spark's own Python daemon (the launcher is local-only).
+    daemons = pipeline_support.python_daemons(spark)
+    assert any(
+        command.endswith("-m pyspark.daemon pyspark.sql.worker.create_data_source")
+        for command in daemons
+    ), daemons
+    assert not any("pipeline.worker_daemon" in command for command in daemons), daemons
 
 
 def test_a_local_root_on_a_cluster_is_refused_unless_declared_shared(

@@ -116,6 +116,21 @@ def first_difference(expected: pa.Table, actual: pa.Table, key: str = "id") -> s
     return None
 
 
+def python_daemons(spark: SparkSession) -> list[str]:
+    """The command lines of the Python daemons this session's JVM started."""
+    jvm = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
+    commands = []
+    for entry in Path("/proc").iterdir():
+        try:
+            status = (entry / "status").read_text()
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if f"\nPPid:\t{jvm}\n" in status and b"-m" in command:
+            commands.append(" ".join(part.decode() for part in command if part))
+    return commands
+
+
 def run_concurrently(jobs: list[Callable[[], object]], timeout: float = 300) -> None:
     """Run the jobs in threads at once; fail with every job's error, if any."""
     errors: list[BaseException] = []

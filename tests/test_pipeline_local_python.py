@@ -1,0 +1,141 @@
+"""The Python a local session starts for the `lance` source: pyspark from its cached byte
+code (pipeline.worker_daemon, through pipeline.local_python's launcher), and the private
+directory the launcher and the package zip live in."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from importlib.machinery import PathFinder
+from pathlib import Path
+
+import pyspark
+import pytest
+from pyspark.sql import SparkSession
+
+from pipeline import cluster, local_python
+from pipeline.options import LanceSourceError
+from pipeline.worker_daemon import prefer_installed
+from tests.support.pipeline import lance_options, python_daemons
+
+SPARK_LIB = Path(pyspark.__file__).parent / "python" / "lib"
+
+
+def spark_zips() -> list[str]:
+    return sorted(str(path) for path in SPARK_LIB.glob("*.zip"))
+
+
+def test_the_daemon_puts_installed_pyspark_and_py4j_ahead_of_their_zips() -> None:
+    zips = spark_zips()
+    assert [Path(z).name.split("-")[0] for z in zips] == ["py4j", "pyspark.zip"]
+    path = [*zips, *(entry for entry in sys.path if entry not in zips)]
+    assert Path(PathFinder.find_spec("pyspark", path).origin).parents[1].name == "pyspark.zip"
+
+    reordered = prefer_installed(path)
+
+    assert reordered[-2:] == zips
+    found = PathFinder.find_spec("pyspark", reordered)
+    assert Path(found.origin) == Path(pyspark.__file__)  # the installed package, byte-cached
+    assert sorted(reordered) == sorted(path)
+
+
+def test_a_zip_of_another_version_keeps_its_place(tmp_path: Path) -> None:
+    other = tmp_path / "pyspark.zip"
+    with zipfile.ZipFile(other, "w") as archive:
+        archive.writestr("pyspark/version.py", "__version__: str = '3.0.0'\n")
+    broken = tmp_path / "py4j-0.0-src.zip"
+    broken.write_bytes(b"not a zip")
+    path = [str(other), str(broken), *sys.path]
+
+    assert prefer_installed(path) == path
+
+
+def test_the_launcher_swaps_only_the_daemon(tmp_path: Path) -> None:
+    echo = tmp_path / "python"
+    echo.write_text('#!/bin/sh\necho "$@"\n')
+    echo.chmod(0o755)
+    launcher = tmp_path / "launcher"
+    launcher.write_text(
+        local_python.LAUNCHER.format(python=echo, daemon=local_python.WORKER_DAEMON)
+    )
+    launcher.chmod(0o755)
+
+    def run(*arguments: str) -> str:
+        return subprocess.run([launcher, *arguments], capture_output=True, text=True).stdout
+
+    assert (
+        run("-m", "pyspark.daemon", "pyspark.worker")
+        == "-m pipeline.worker_daemon pyspark.worker\n"
+    )
+    assert run("-m", "pyspark.worker") == "-m pyspark.worker\n"
+    assert run("-c", "print(1)") == "-c print(1)\n"
+
+
+def test_no_launcher_for_a_python_without_this_package(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "python"
+    elsewhere.write_text("#!/bin/sh\necho /somewhere/else/pipeline/worker_daemon.py\n")
+    elsewhere.chmod(0o755)
+
+    assert local_python.launcher_for(str(tmp_path / "missing")) is None
+    assert local_python.launcher_for(str(elsewhere)) is None
+    assert local_python.imports_this_package(sys.executable)
+
+
+def test_the_launcher_runs_this_python_and_lives_in_the_private_directory() -> None:
+    launcher = Path(local_python.launcher_for(sys.executable))
+
+    assert launcher.parent == cluster.private_directory()
+    assert launcher.stat().st_mode & 0o777 == 0o755
+    answer = subprocess.run(
+        [launcher, "-c", "import sys; print(sys.executable)"], capture_output=True, text=True
+    )
+    assert answer.stdout.strip() == sys.executable
+
+
+@pytest.mark.parametrize("kind", ["shared", "foreign link"])
+def test_a_private_directory_others_could_write_to_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    monkeypatch.setattr(cluster.tempfile, "gettempdir", lambda: str(tmp_path))
+    directory = tmp_path / f"lance-pipeline-{os.getuid()}"
+    if kind == "shared":
+        directory.mkdir()
+        directory.chmod(0o777)
+    else:
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        directory.symlink_to(tmp_path / "elsewhere")
+
+    with pytest.raises(LanceSourceError, match="this user's alone"):
+        cluster.package_zip()
+    assert not any(directory.iterdir())
+
+
+def test_a_new_private_directory_is_made_0700(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cluster.tempfile, "gettempdir", lambda: str(tmp_path))
+
+    made = cluster.package_zip()
+
+    assert made.parent == tmp_path / f"lance-pipeline-{os.getuid()}"
+    assert made.parent.stat().st_mode & 0o777 == 0o700
+    assert zipfile.ZipFile(made).getinfo("pipeline/worker_daemon.py")
+
+
+def test_a_local_session_runs_the_source_through_the_worker_daemon(
+    spark: SparkSession, adapter_url: str, table_name: str
+) -> None:
+    options = lance_options(adapter_url, table_name)
+    spark.range(100).write.format("lance").options(**options).mode("append").save()
+
+    assert spark.read.format("lance").options(**options).load().count() == 100
+
+    daemons = python_daemons(spark)
+    ours = [command for command in daemons if "-m pipeline.worker_daemon" in command]
+    for module in ("create_data_source", "plan_data_source_read", "pyspark.worker"):
+        assert any(command.endswith(module) for command in ours), daemons
+        assert not any(
+            "-m pyspark.daemon" in command and command.endswith(module) for command in daemons
+        ), daemons
