@@ -57,10 +57,9 @@ def register_source(spark: SparkSession, source: type[DataSource]) -> None:
             context.pythonExec = python
 
 
-@functools.lru_cache(maxsize=8)
 def launcher_for(python: str) -> str | None:
-    """The launcher script running `python`; None where it cannot serve: not a POSIX
-    system, or `python` does not import this very package."""
+    """The launcher script running `python` (made again if it was removed); None where
+    it cannot serve: not a POSIX system, or `python` does not import this very package."""
     if os.name != "posix" or not imports_this_package(python):
         return None
     script = LAUNCHER.format(python=shlex.quote(python), daemon=WORKER_DAEMON)
@@ -69,6 +68,7 @@ def launcher_for(python: str) -> str | None:
     return str(made)
 
 
+@functools.lru_cache(maxsize=8)
 def imports_this_package(python: str) -> bool:
     """Whether `python`, started as Spark starts it (this environment), imports this
     package from where this process does, worker_daemon included."""

@@ -139,3 +139,14 @@ def test_a_local_session_runs_the_source_through_the_worker_daemon(
         assert not any(
             "-m pyspark.daemon" in command and command.endswith(module) for command in daemons
         ), daemons
+
+
+def test_a_removed_launcher_is_made_again() -> None:
+    # This Python under another spelling: a launcher no running session uses.
+    python = os.path.join(os.path.dirname(sys.executable), ".", os.path.basename(sys.executable))
+    launcher = Path(local_python.launcher_for(python))
+    assert launcher != Path(local_python.launcher_for(sys.executable))
+    launcher.unlink()
+
+    assert Path(local_python.launcher_for(python)) == launcher
+    assert os.access(launcher, os.X_OK)
