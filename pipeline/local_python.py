@@ -6,11 +6,12 @@ each started as `<python> -m pyspark.daemon` with `$SPARK_HOME/python/lib/pyspar
 first on the path. Python does not cache what it compiles from a zip, so each daemon
 spends about 0.4 s compiling pyspark, three times over in a new session's first read.
 
-In a local session `register` gives the source a launcher for its Python: a script that
-starts `pipeline.worker_daemon` (pyspark's daemon, with the installed pyspark and py4j
-ahead of their zips) in place of `pyspark.daemon`, and runs anything else unchanged.
-Not on a cluster, where the executors have neither the script nor, necessarily, this
-package installed. README: Spark pipelines, Set-up.
+In a local session (`local`, `local[N]`) `register` gives the source a launcher for its
+Python: a script that starts `pipeline.worker_daemon` (pyspark's daemon, with the
+installed pyspark and py4j ahead of their zips) in place of `pyspark.daemon`, and runs
+anything else unchanged. Not where executors run outside the driver's JVM (a cluster,
+`local-cluster`): they may have neither the script nor this package installed.
+README: Spark pipelines, Set-up.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource
 
-from pipeline.cluster import PACKAGE_DIR, is_local_master, made_once
+from pipeline.cluster import PACKAGE_DIR, made_once
 
 WORKER_DAEMON = "pipeline.worker_daemon"
 LAUNCHER = """#!/bin/sh
@@ -44,7 +45,7 @@ _switching_python = threading.Lock()  # SparkContext.pythonExec is shared by the
 def register_source(spark: SparkSession, source: type[DataSource]) -> None:
     """Register `source`, in a local session with the launcher as its Python."""
     context = spark.sparkContext
-    launcher = launcher_for(context.pythonExec) if is_local_master(context.master) else None
+    launcher = launcher_for(context.pythonExec) if runs_in_driver(context.master) else None
     if launcher is None:
         spark.dataSource.register(source)
         return
@@ -66,6 +67,12 @@ def launcher_for(python: str) -> str | None:
     digest = hashlib.sha256(script.encode()).hexdigest()[:16]
     made = made_once(f"python-{digest}", lambda partial: partial.write_text(script), 0o755)
     return str(made)
+
+
+def runs_in_driver(master: str) -> bool:
+    """Whether the executors run inside the driver's JVM (`local`, `local[N]`), hence
+    in the environment `imports_this_package` checks; `local-cluster` executors do not."""
+    return master == "local" or master.startswith("local[")
 
 
 @functools.lru_cache(maxsize=8)

@@ -150,3 +150,18 @@ def test_a_removed_launcher_is_made_again() -> None:
 
     assert Path(local_python.launcher_for(python)) == launcher
     assert os.access(launcher, os.X_OK)
+
+
+@pytest.mark.parametrize(
+    ("master", "in_driver"),
+    [
+        ("local", True),
+        ("local[2,2]", True),
+        ("local[*]", True),
+        ("local-cluster[2,1,1024]", False),
+        ("spark://127.0.0.1:7077", False),
+        ("yarn", False),
+    ],
+)
+def test_the_launcher_serves_only_executors_inside_the_driver(master: str, in_driver: bool) -> None:
+    assert local_python.runs_in_driver(master) is in_driver
