@@ -7,8 +7,8 @@ the ones it imports next. When the same pyspark and py4j are installed, as with 
 pip-installed Spark, this daemon moves those zips behind the installed packages and then
 runs pyspark's own daemon, whose task processes inherit that order.
 
-`pipeline.session_conf(master)` selects it for local masters (README: Spark pipelines).
-It imports nothing from pyspark before reordering the path.
+`pipeline.local_python`'s launcher starts it in local sessions (README: Spark pipelines,
+Set-up). It imports nothing from pyspark before reordering the path.
 """
 
 from __future__ import annotations
