@@ -53,15 +53,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check_port_free(host: str, port: int) -> None:
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound once here and handed to uvicorn: a taken port is one
+    clear sentence, and with `--port 0` the start-up line names the port the system chose."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as error:
-            reason = "is already in use" if error.errno == errno.EADDRINUSE else error.strerror
-            raise SettingsError(f"cannot listen on {host}:{port}: {reason}") from None
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as error:
+        listener.close()
+        reason = "is already in use" if error.errno == errno.EADDRINUSE else error.strerror
+        raise SettingsError(f"cannot listen on {host}:{port}: {reason}") from None
+    return listener
 
 
 def _check_local_root(settings: Settings) -> None:
@@ -76,12 +80,12 @@ def _check_local_root(settings: Settings) -> None:
             return
 
 
-def _announce(namespace: LanceNamespace, settings: Settings) -> None:
+def _announce(namespace: LanceNamespace, settings: Settings, port: int) -> None:
     """One start-up line naming the backend, its root or endpoint, and the address."""
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     logging.getLogger("lance_adapter").info(
         "serving impl '%s' (%s) at http://%s:%d%s", settings.impl, namespace.namespace_id(),
-        host, settings.port, settings.root_path,
+        host, port, settings.root_path,
     )
 
 
@@ -108,11 +112,10 @@ def serve(settings: Settings) -> None:
     _check_local_root(settings)
     namespace = load_namespace(settings.impl, settings.properties)
     load_credentials(settings)
-    _check_port_free(settings.host, settings.port)
-    _announce(namespace, settings)
+    listener = _listen(settings.host, settings.port)
+    _announce(namespace, settings, listener.getsockname()[1])
     options = {
-        "host": settings.host,
-        "port": settings.port,
+        "fd": listener.fileno(),
         "log_level": settings.log_level,
         "log_config": log_config(settings.log_level),
         "access_log": False,
@@ -121,14 +124,15 @@ def serve(settings: Settings) -> None:
         "timeout_keep_alive": settings.timeout_keep_alive,
         "timeout_graceful_shutdown": settings.timeout_graceful_shutdown or None,
     }
-    if settings.workers > 1:
-        prepare_worker_environment(settings)
-        # A worker imports the backend libraries before it answers the supervisor's pings:
-        # give it longer than uvicorn's 5 s on a small, busy machine.
-        uvicorn.run("app.workers:create_app_from_environment", factory=True,
-                    workers=settings.workers, timeout_worker_healthcheck=30, **options)
-    else:
-        uvicorn.run(create_app(namespace, settings), **options)
+    with listener:
+        if settings.workers > 1:
+            prepare_worker_environment(settings)
+            # A worker imports the backend libraries before it answers the supervisor's pings:
+            # give it longer than uvicorn's 5 s on a small, busy machine.
+            uvicorn.run("app.workers:create_app_from_environment", factory=True,
+                        workers=settings.workers, timeout_worker_healthcheck=30, **options)
+        else:
+            uvicorn.run(create_app(namespace, settings), **options)
 
 
 def main(argv: list[str] | None = None) -> int:

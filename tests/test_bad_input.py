@@ -108,22 +108,25 @@ def test_bad_input_is_invalid_input_and_writes_nothing(
         assert client.get("/v1/namespace/a/table/list").json()["tables"] == ["t"]
 
 
-def test_lookalike_names_are_one_name(populated: str) -> None:
+def test_lookalike_names_are_one_name(tmp_path: Path) -> None:
     """NFC and NFD spellings of a name address the same namespace."""
-    with httpx.Client(base_url=populated) as client:
+    with running_server("dir", {"root": str(tmp_path)}) as url, \
+            httpx.Client(base_url=url) as client:
         composed, decomposed = "caf\u00e9", "cafe\u0301"
         assert client.post(f"/v1/namespace/{composed}/create", json={}).status_code == 200
         answer = client.post(f"/v1/namespace/{decomposed}/create", json={})
         assert answer.status_code == 409, answer.text
         assert client.post(f"/v1/namespace/{decomposed}/exists", json={}).status_code == 200
-        client.post(f"/v1/namespace/{composed}/drop", json={}).raise_for_status()
+        assert client.get("/v1/namespace/$/list").json()["namespaces"] == [composed]
 
 
-def test_error_answers_carry_no_server_paths_or_native_source_locations(
-    populated: str, data_root: Path
-) -> None:
-    (data_root / "a" / "not-lance.lance").mkdir(parents=True, exist_ok=True)
-    with httpx.Client(base_url=populated) as client:
+def test_error_answers_carry_no_server_paths_or_native_source_locations(tmp_path: Path) -> None:
+    data_root = tmp_path / "root"
+    with running_server("dir", {"root": str(data_root)}) as url, \
+            httpx.Client(base_url=url) as client:
+        client.post("/v1/namespace/a/create", json={}).raise_for_status()
+        client.post("/v1/table/a$t/create", content=GOOD_ROWS, headers=ARROW).raise_for_status()
+        (data_root / "a" / "not-lance.lance").mkdir(parents=True, exist_ok=True)
         answers = [
             client.post("/v1/table/a$missing/count_rows", json={}),
             client.post("/v1/table/a$t/query", json={"k": 1, "filter": "nonsense ((("}),

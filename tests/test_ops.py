@@ -93,8 +93,10 @@ def test_in_flight_requests_are_counted_while_they_run() -> None:
         slow = threading.Thread(target=httpx.post, args=(f"{url}/v1/table/slow/describe",),
                                 kwargs={"timeout": 10})
         slow.start()
-        time.sleep(SLOW_SECONDS / 2)
+        backend = RecordingNamespace.instances["in-flight"]
+        assert backend.slow_started.wait(SLOW_SECONDS * 5)
         during = metric(httpx.get(f"{url}/metrics").text, "lance_adapter_requests_in_flight")
+        backend.release_slow.set()
         slow.join()
         after = metric(httpx.get(f"{url}/metrics").text, "lance_adapter_requests_in_flight")
     assert (during, after) == (2, 1)

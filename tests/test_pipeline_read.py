@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import subprocess
-import sys
 
 import lance
 import pyarrow as pa
@@ -14,6 +12,7 @@ from lance.namespace import RestNamespace
 from pyspark.sql import DataFrame, SparkSession
 
 import pipeline
+from tests.support.common import run_python
 from tests.support.pipeline import REPO_ROOT, adapter, lance_options
 
 ROWS = 5000
@@ -209,8 +208,8 @@ def test_direct_implementation_and_adapter_see_the_same_table(
 
 def python_output(code: str) -> str:
     """What `code` prints in a fresh interpreter started at the repository root."""
-    finished = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              timeout=120, cwd=REPO_ROOT, check=True)
+    finished = run_python(code, cwd=REPO_ROOT)
+    assert finished.returncode == 0, finished.stderr
     return finished.stdout
 
 

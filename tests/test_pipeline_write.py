@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import lance
 import pyarrow as pa
@@ -37,7 +38,11 @@ def table_versions(url: str, table: str) -> int:
 
 def data_files(table: str) -> list[Path]:
     """The table's data files, and any marker of a write job still on storage."""
-    root = adapter()[1]
+    return table_data_files(adapter()[1], table)
+
+
+def table_data_files(root: Path, table: str) -> list[Path]:
+    """`data_files` under `root`, for a Spark task that has no adapter of its own."""
     return sorted(
         path
         for path in root.rglob("*.lance")
@@ -106,12 +111,22 @@ def test_task_retried_after_failure_leaves_exactly_the_successful_rows(
     assert {path.name for path in data_files(table_name)} == committed
 
 
-def failing_late_in_partition_one(row_id: int) -> int:
-    """Partition 1 fails on every attempt, after partition 0 has surely finished writing."""
-    if TaskContext.get().partitionId() == 1 and row_id == 4000:
-        time.sleep(1.5)
-        raise RuntimeError("boom")
-    return row_id
+def failing_once_partition_zero_wrote(table: str, files_before: int) -> Any:
+    """A UDF whose partition 1 fails on every attempt, once partition 0's data file is on
+    storage (or after a minute, which the test then reports)."""
+    root = adapter()[1]
+
+    def failing_id(row_id: int) -> int:
+        if TaskContext.get().partitionId() == 1 and row_id == 4000:
+            deadline = time.monotonic() + 60
+            while len(table_data_files(root, table)) <= files_before:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("boom, but partition 0 never wrote")
+                time.sleep(0.05)
+            raise RuntimeError("boom")
+        return row_id
+
+    return F.udf(failing_id, LongType())
 
 
 def test_failed_job_leaves_no_rows_and_no_files(
@@ -120,10 +135,11 @@ def test_failed_job_leaves_no_rows_and_no_files(
     options = lance_options(adapter_url, table_name)
     ids_frame(spark, 0, 10).write.format("lance").options(**options).mode("append").save()
     files_before = data_files(table_name)
-    failing_id = F.udf(failing_late_in_partition_one, LongType())
+    failing_id = failing_once_partition_zero_wrote(table_name, len(files_before))
     broken = ids_frame(spark, 10, 5000, partitions=2).withColumn("id", failing_id("id"))
-    with pytest.raises(Exception, match="boom"):
+    with pytest.raises(Exception, match="boom") as failure:
         broken.write.format("lance").options(**options).mode("append").save()
+    assert "never wrote" not in str(failure.value)
     assert stored_ids(adapter_url, table_name) == list(range(10))
     # Partition 0's finished files were reported, so the abort deleted them.
     assert data_files(table_name) == files_before

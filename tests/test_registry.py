@@ -4,8 +4,6 @@ server builds its backend through that same registry."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import lance_namespace
@@ -15,6 +13,7 @@ from lance.namespace import DirectoryNamespace
 import backends
 from backends import CATALOG_IMPLS, IMPLS, ConfigurationError, load_namespace, resolve_impl
 from backends.directory import DirectoryBackend
+from tests.support.common import run_python
 
 # Properties each catalog backend is built with; none of them is contacted on construction.
 OFFLINE_PROPERTIES = {
@@ -42,8 +41,7 @@ def test_lance_namespace_connect_builds_our_backends_by_alias() -> None:
         "    assert type(built) is backends.resolve_impl(impl), (impl, type(built))\n"
         "    print(impl, type(built).__module__)\n"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            cwd=Path(backends.__file__).parents[1], timeout=120)
+    result = run_python(script, cwd=Path(backends.__file__).parents[1])
     assert result.returncode == 0, result.stderr
     modules = dict(line.split() for line in result.stdout.splitlines())
     assert set(modules) == set(CATALOG_IMPLS)
@@ -71,8 +69,8 @@ def test_importing_backends_is_the_registration() -> None:
         "import backends\n"
         "print(type(ln.connect('hive2', props)).__name__)\n"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            cwd=Path(backends.__file__).parents[1], timeout=120, check=True)
+    result = run_python(script, cwd=Path(backends.__file__).parents[1])
+    assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:2] == ["unknown before", "Hive2Namespace"]
 
 

@@ -13,11 +13,13 @@ from tests.support.adapter import running_server
 from tests.support.plugin_stand_ins import RecordingNamespace
 
 PROBE = "tests.support.plugin_stand_ins.RecordingNamespace"
+PROBE_DELAY_SECONDS = 30
 
 
 @pytest.fixture
 def probe_url() -> Iterator[str]:
-    with running_server(PROBE, {"name": "probe", "delay": "1.5"}) as url:
+    # A `slow` call lasts until the test releases it, or PROBE_DELAY_SECONDS at most.
+    with running_server(PROBE, {"name": "probe", "delay": str(PROBE_DELAY_SECONDS)}) as url:
         yield url
 
 
@@ -67,17 +69,21 @@ def test_a_slow_backend_call_does_not_block_other_requests(probe_url: str) -> No
     slow_done = threading.Event()
 
     def slow_request() -> None:
-        httpx.post(f"{probe_url}/v1/namespace/slow/describe", json={}, timeout=10)
+        httpx.post(f"{probe_url}/v1/namespace/slow/describe", json={}, timeout=60)
         slow_done.set()
 
+    backend = RecordingNamespace.instances["probe"]
     worker = threading.Thread(target=slow_request)
     worker.start()
-    time.sleep(0.2)
+    assert backend.slow_started.wait(10)
     started = time.monotonic()
     fast = httpx.get(f"{probe_url}/v1/namespace/$/list")
     assert fast.json()["namespaces"] == ["fast"]
-    assert not slow_done.is_set(), "the fast request was answered while the slow one ran"
-    assert time.monotonic() - started < 1.0
+    # The slow call ends only when released (below) or after PROBE_DELAY_SECONDS: a blocked
+    # event loop would have answered the fast request after it.
+    assert not slow_done.is_set(), "the fast request was answered after the slow one"
+    assert time.monotonic() - started < PROBE_DELAY_SECONDS / 2
+    backend.release_slow.set()
     worker.join()
     assert slow_done.is_set()
 

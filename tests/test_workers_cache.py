@@ -5,8 +5,6 @@ minute (glue on moto: no storage check, only the TTL and the shared generation).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +13,7 @@ import httpx
 import pytest
 
 from tests.support.cli import Adapter, start_adapter
+from tests.support.common import run_python
 from tests.support.glue import MotoEndpoint, glue_properties
 from tests.support.lance_data import arrow_stream, sample_table
 
@@ -29,8 +28,8 @@ def default_workers_on_cpus(cpus: set[int]) -> int:
         "from app.config import load_settings; print(load_settings(environ={}).workers)"
     )
     environment = {k: v for k, v in os.environ.items() if not k.startswith("LANCE_ADAPTER_")}
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            check=True, env=environment, cwd=Path(__file__).parents[1])
+    result = run_python(script, env=environment, cwd=Path(__file__).parents[1])
+    assert result.returncode == 0, result.stderr
     return int(result.stdout)
 
 

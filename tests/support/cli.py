@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -39,20 +40,23 @@ def wait_until_serving(url: str, process: subprocess.Popen, timeout: float = 120
 
 
 def start_up_line(*arguments: str) -> dict:
-    """The JSON log line `serve` writes on start; the server runs until /healthz answers."""
-    port = free_port()
+    """The JSON log line `serve --port 0` writes on start, with the port it announces; the
+    server runs until /healthz answers on that port."""
     process = subprocess.Popen(
-        [CLI, "serve", "--port", str(port), *arguments],
+        [CLI, "serve", "--port", "0", *arguments],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_environment(),
     )
     try:
+        assert process.stdout is not None
+        first = process.stdout.readline()  # the start-up line comes before uvicorn's
+        assert first.startswith("{"), first + process.stderr.read()
+        line = json.loads(first)
+        port = int(re.search(r" at http://[^/]+:(\d+)", line["message"])[1])
         wait_until_serving(f"http://127.0.0.1:{port}", process)
     finally:
         process.terminate()
-        output, _ = process.communicate(timeout=60)
-    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
-    assert lines, output
-    return {**lines[0], "port": port}
+        process.communicate(timeout=60)
+    return {**line, "port": port}
 
 
 @dataclass

@@ -1,18 +1,57 @@
-"""Small helpers every kind of test uses: a free loopback port and unique names."""
+"""Small helpers every kind of test uses: a free loopback port, unique names, and `run_python`,
+the one way a test runs Python code in a fresh interpreter."""
 
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import uuid
+from pathlib import Path
+
+# Appended to every script `run_python` runs: once the script has printed its answer, the
+# process leaves without interpreter finalization, where third-party native threads (Daft's,
+# Ray's) can crash and turn finished work into a failure. A script that raises never gets here,
+# so a crash before the answer still fails.
+_LEAVE_WITHOUT_FINALIZING = """
+import os as _os, sys as _sys
+_sys.stdout.flush()
+_sys.stderr.flush()
+_os._exit(0)
+"""
+
+
+# Sockets that hold the ports `free_port` gave, for the whole test session.
+_RESERVED_PORTS: list[socket.socket] = []
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A TCP port on 127.0.0.1 that is kept for the caller for the rest of the session.
+
+    The port stays bound (SO_REUSEADDR, never listening) by this process, so the system gives it
+    to no other socket, here or in a concurrent test run, while a server that binds with
+    SO_REUSEADDR (uvicorn, the CLI, Java's and Go's server sockets) can still listen on it. Until
+    one does, connecting to it is refused, so it also serves as an address where nothing
+    listens."""
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", 0))
+    _RESERVED_PORTS.append(holder)
+    return holder.getsockname()[1]
 
 
 def unique(prefix: str) -> str:
     """`prefix` with a random suffix: a name no other test (or earlier run) has used."""
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+def run_python(
+    code: str, *arguments: str, env: dict[str, str] | None = None,
+    cwd: str | Path | None = None, timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run `code` (with `arguments` as `sys.argv[1:]`) in a fresh interpreter of this venv and
+    return what it printed and its exit status; see `_LEAVE_WITHOUT_FINALIZING`."""
+    return subprocess.run(
+        [sys.executable, "-c", code + "\n" + _LEAVE_WITHOUT_FINALIZING, *arguments],
+        env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False,
+    )

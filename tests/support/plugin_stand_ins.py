@@ -79,7 +79,8 @@ class RecordingNamespace(LanceNamespace):
     the adapter built. A test sets `mode` to make every call fail: `down` (a spec error, 503),
     `broken` (an unexpected error whose message holds LEAKY_SECRET) or `hang`. The last name of
     an id steers one call: `slow` takes `delay` seconds; a namespace `boom` raises an unexpected
-    error, `missing` is not found and `ctx` answers with header context.
+    error, `missing` is not found and `ctx` answers with header context. A test that waits for a
+    `slow` call waits for `slow_started`, and may end it early with `release_slow`.
     """
 
     instances: ClassVar[dict[str, RecordingNamespace]] = {}
@@ -90,6 +91,8 @@ class RecordingNamespace(LanceNamespace):
         self.mode = "ok"
         self.received: list[Any] = []
         self._lock = threading.Lock()
+        self.slow_started = threading.Event()
+        self.release_slow = threading.Event()
         RecordingNamespace.instances[name] = self
 
     def namespace_id(self) -> str:
@@ -114,7 +117,8 @@ class RecordingNamespace(LanceNamespace):
             time.sleep(5)
         name = request.id[-1] if request.id else ""
         if name == "slow":
-            time.sleep(self.delay)
+            self.slow_started.set()
+            self.release_slow.wait(self.delay)
         return name
 
     def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC
@@ -22,6 +20,7 @@ from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
 from backends.vending import READ, READ_WRITE, TablePrefix, session_policy
 from tests.support.adapter import running_server
+from tests.support.common import run_python
 from tests.support.rest_catalog_stand_in import Grant
 from tests.support.s3_policy_gate import S3PolicyGate
 
@@ -181,10 +180,7 @@ def run_client(*arguments: str, timeout: float = 120, script: str = CLIENT) -> d
     home.mkdir(exist_ok=True)
     environment = {"PATH": os.environ.get("PATH", ""), "HOME": str(home),
                    "AWS_EC2_METADATA_DISABLED": "true"}
-    done = subprocess.run(
-        [sys.executable, "-c", script, *arguments], env=environment, cwd=home,
-        capture_output=True, text=True, timeout=timeout, check=False,
-    )
+    done = run_python(script, *arguments, env=environment, cwd=home, timeout=timeout)
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or ["(no output)"]
         return {"error": lines[-1], "stderr": done.stderr}
