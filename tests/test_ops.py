@@ -53,7 +53,7 @@ def test_readyz_gives_up_on_a_hanging_backend_within_the_readiness_timeout() -> 
         RecordingNamespace.instances["ready-hang"].mode = "ok"
     assert answer.status_code == 503
     assert answer.json()["reason"] == "backend did not answer within 0.5s"
-    assert elapsed < 2.0
+    assert elapsed < 4.0  # gave up long before the backend's 5 s hang ends
 
 
 def test_metrics_count_requests_by_operation_and_code_and_time_them(tmp_path: Path) -> None:
