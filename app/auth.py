@@ -1,9 +1,12 @@
-"""Caller authentication (off by default): static bearer tokens / API keys, or forwarding."""
+"""Caller authentication (off by default): static bearer tokens / API keys (read from
+`auth_tokens` and the tokens file, whose format is checked here), or forwarding."""
 
 from __future__ import annotations
 
 import hmac
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from lance_namespace import UnauthenticatedError
@@ -31,29 +34,84 @@ def load_credentials(settings: Settings) -> tuple[bytes, ...]:
     return tuple(load_identities(settings))
 
 
+@dataclass(frozen=True)
+class _Place:
+    """Where an entry was written, e.g. `auth_tokens_file /etc/tokens line 3`."""
+
+    source: str
+    unit: str
+    number: int
+
+    def __str__(self) -> str:
+        return f"{self.source} {self.unit} {self.number}"
+
+    def seen_from(self, later: _Place) -> str:
+        return f"{self.unit} {self.number}" if later.source == self.source else str(self)
+
+
 def load_identities(settings: Settings) -> dict[bytes, str | None]:
     """Each accepted token with the identity it names: an entry `<identity> <token>` names
-    one (credential vending grants access by it); a bare `<token>` none."""
-    values = [value.strip() for value in settings.auth_tokens.split(",")]
-    if settings.auth_tokens_file:
-        try:
-            text = Path(settings.auth_tokens_file).read_text()
-        except OSError as error:
-            message = f"cannot read auth_tokens_file {settings.auth_tokens_file}: {error.strerror}"
-            raise SettingsError(message) from None
-        values += [line.strip() for line in text.splitlines() if not line.startswith("#")]
-    named = dict(_named_token(value) for value in values if value)
+    one (credential vending grants access by it); a bare `<token>` none. An identity may
+    have several tokens (rotation); a token may appear once."""
+    named: dict[str, str | None] = {}
+    places: dict[str, _Place] = {}
+    for place, entry in _token_entries(settings):
+        token, identity = _named_token(place, entry)
+        if token in places:
+            raise SettingsError(f"{place} repeats the token of {places[token].seen_from(place)}"
+                                "; each token may appear once")
+        places[token], named[token] = place, identity
     if settings.auth_mode == "token" and not named:
         raise SettingsError("auth_mode 'token' needs auth_tokens or auth_tokens_file")
     register_secrets(named)
     return {token.encode(): identity for token, identity in named.items()}
 
 
-def _named_token(entry: str) -> tuple[str, str | None]:
+def _token_entries(settings: Settings) -> list[tuple[_Place, str]]:
+    """The non-blank `auth_tokens` entries, then the file's lines that are neither blank
+    nor comments, each stripped (of indentation, trailing spaces and CR)."""
+    entries = [(_Place("auth_tokens", "entry", number), value.strip())
+               for number, value in enumerate(settings.auth_tokens.split(","), 1)]
+    if settings.auth_tokens_file:
+        source = f"auth_tokens_file {settings.auth_tokens_file}"
+        # Read with universal newlines: CRLF and CR end lines as LF does, and only they
+        # count, so the numbers are the ones an editor shows.
+        lines = _tokens_file_text(settings.auth_tokens_file).split("\n")
+        entries += [(_Place(source, "line", number), line.strip())
+                    for number, line in enumerate(lines, 1)]
+    return [(place, entry) for place, entry in entries
+            if entry and not (place.unit == "line" and entry.startswith("#"))]
+
+
+def _tokens_file_text(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")  # an editor's BOM is not a token
+    except OSError as error:
+        raise SettingsError(f"cannot read auth_tokens_file {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise SettingsError(f"auth_tokens_file {path} is not UTF-8 text") from None
+
+
+# Visible ASCII: what a credential header carries byte for byte.
+_TOKEN = re.compile(r"[!-~]+")
+# A name fit for a property key (`vending.access.<identity>`), a log line and a metric label.
+_IDENTITY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+
+
+def _named_token(place: _Place, entry: str) -> tuple[str, str | None]:
+    """(token, identity) of one entry; the messages never quote a word, it may be a token."""
     words = entry.split()
     if len(words) > 2:
-        raise SettingsError("an auth token entry is `<token>` or `<identity> <token>`")
-    return (words[1], words[0]) if len(words) == 2 else (words[0], None)
+        raise SettingsError(f"{place} has {len(words)} words; an auth token entry is "
+                            "`<token>` or `<identity> <token>`")
+    token, identity = (words[1], words[0]) if len(words) == 2 else (words[0], None)
+    if not _TOKEN.fullmatch(token):
+        raise SettingsError(f"{place} holds a token with characters other than visible ASCII, "
+                            "which a credential header cannot carry")
+    if identity is not None and not _IDENTITY.fullmatch(identity):
+        raise SettingsError(f"{place} names an identity that is not 1-128 letters, digits "
+                            "or `._:@-` starting with a letter or digit")
+    return token, identity
 
 
 def presented_credential(headers: list[tuple[bytes, bytes]]) -> tuple[str, bytes] | None:
@@ -67,6 +125,16 @@ def presented_credential(headers: list[tuple[bytes, bytes]]) -> tuple[str, bytes
         elif name == _API_KEY and value.strip():
             api_key = value.strip()
     return None if api_key is None else ("api_key", api_key)
+
+
+def name_operation(scope: Scope, routes: Sequence[BaseRoute]) -> None:
+    """Give a request refused by a middleware its route's endpoint, so metrics and logs
+    name its operation."""
+    for route in routes:
+        match, child = route.matches(scope)
+        if match is Match.FULL:
+            scope["endpoint"] = child.get("endpoint")
+            return
 
 
 class AuthMiddleware:
@@ -102,16 +170,8 @@ class AuthMiddleware:
         scope[PRINCIPAL_KEY] = self.tokens.get(value)
         await self.app(scope, receive, send)
 
-    def _name_operation(self, scope: Scope) -> None:
-        """Give a refused request its route's endpoint, so metrics and logs name it."""
-        for route in self.routes:
-            match, child = route.matches(scope)
-            if match is Match.FULL:
-                scope["endpoint"] = child.get("endpoint")
-                return
-
     async def _reject(self, scope: Scope, receive: Receive, send: Send, missing: bool) -> None:
-        self._name_operation(scope)
+        name_operation(scope, self.routes)
         reason = "missing credential" if missing else "invalid credential"
         error = UnauthenticatedError(f"{reason}: send Authorization: Bearer <token> or x-api-key")
         response = render_error(error, scope, scope["path"])

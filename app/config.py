@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -61,6 +62,11 @@ class Settings:
     # Accepted bearer tokens / API keys: comma-separated, and/or one per line in a file.
     auth_tokens: str = ""
     auth_tokens_file: str = ""
+    # With auth off: web origins (`scheme://host[:port]`, comma-separated) whose pages may
+    # call the server from a browser besides its own (app.browser_guard).
+    allowed_origins: str = ""
+    # Whether /metrics names the identities of auth_tokens_file in its `identity` labels.
+    metrics_identities: bool = False
     # The metadata cache (Describe/List/Exists answers); writes through the server clear it.
     metadata_cache: bool = True
     # Seconds an answer the storage cannot confirm (catalog backends, object stores) is kept.
@@ -199,3 +205,39 @@ def check_service_settings(settings: Settings) -> None:
         raise SettingsError("setting 'timeout_graceful_shutdown' must not be negative")
     if settings.auth_mode not in AUTH_MODES:
         raise SettingsError(f"auth_mode must be one of {', '.join(AUTH_MODES)}")
+    allowed_origin_list(settings)
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normal_origin(text: str) -> str | None:
+    """`scheme://host:port` (lower case, the port always written) of the web origin `text`,
+    as a browser's `Origin` header or an `allowed_origins` entry names it; None if `text`
+    is not exactly an http(s) origin (e.g. `null`, or anything with a path or user)."""
+    if not text.isprintable() or " " in text:
+        return None
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        return None
+    if (parts.scheme not in _DEFAULT_PORTS or not parts.hostname or "@" in parts.netloc
+            or parts.path or parts.query or parts.fragment or text.endswith(("?", "#"))):
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}:{port or _DEFAULT_PORTS[parts.scheme]}"
+
+
+def allowed_origin_list(settings: Settings) -> frozenset[str]:
+    """The normal forms of the `allowed_origins` entries; a malformed entry is refused."""
+    origins = set()
+    for entry in (part.strip() for part in settings.allowed_origins.split(",")):
+        if not entry:
+            continue
+        origin = normal_origin(entry.removesuffix("/"))
+        if origin is None:
+            raise SettingsError(f"allowed_origins entry {entry!r} is not an origin like "
+                                "https://app.example.com or http://localhost:8080")
+        origins.add(origin)
+    return frozenset(origins)

@@ -35,6 +35,8 @@ ERROR_CODE_KEY = "lance_adapter.code"
 OPERATION_ATTRIBUTE = "operation_name"
 UNMATCHED = "unmatched"
 NO_CODE = "none"
+# The `identity` label of a named caller when /metrics may not name identities.
+HIDDEN_IDENTITY = "hidden"
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -139,9 +141,13 @@ def log_config(level: str) -> dict[str, Any]:
 
 
 class Metrics:
-    """The adapter's Prometheus metrics; one registry per application."""
+    """The adapter's Prometheus metrics; one registry per application.
 
-    def __init__(self) -> None:
+    Identity labels name the caller only with `name_identities`: a scrape is unauthenticated.
+    """
+
+    def __init__(self, name_identities: bool = False) -> None:
+        self.name_identities = name_identities
         self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
         self.registry = CollectorRegistry(auto_describe=True)
         if not self.multiprocess:
@@ -167,8 +173,8 @@ class Metrics:
         )
         self.vends = Counter(
             "lance_adapter_credentials_vended", "Credentials handed out by credential vending, "
-            "by identity ('none': unnamed), access and source (minted by STS, relayed from the "
-            "catalog, or cached)",
+            "by identity ('none': unnamed; 'hidden': named, unless metrics_identities is on), "
+            "access and source (minted by STS, relayed from the catalog, or cached)",
             ["identity", "access", "source"], registry=self.registry,
         )
         self._request_children: dict[tuple[str, int, str], tuple[Any, Any]] = {}
@@ -194,7 +200,11 @@ class Metrics:
         child.observe(seconds)
 
     def observe_vend(self, identity: str | None, access: str, source: str) -> None:
-        self.vends.labels(identity or NO_CODE, access, source).inc()
+        if identity is None:
+            identity = NO_CODE
+        elif not self.name_identities:
+            identity = HIDDEN_IDENTITY
+        self.vends.labels(identity, access, source).inc()
 
     def render(self) -> bytes:
         if not self.multiprocess:

@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.auth import IDENTITY_KEY, PRINCIPAL_KEY, AuthMiddleware, load_identities
+from app.browser_guard import BrowserGuard
 from app.config import Settings
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
@@ -155,10 +156,13 @@ async def _spec(_: Request) -> Response:
 
 
 def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
-    """Innermost first: auth, then ids/metrics/logs (incl. root_path), then proxy headers."""
+    """Innermost first: auth (or, with auth off, the browser guard), then ids/metrics/logs
+    (incl. root_path), then proxy headers."""
     if settings.auth_mode != "off":
         app.add_middleware(AuthMiddleware, mode=settings.auth_mode,
                            tokens=load_identities(settings), routes=app.router.routes)
+    else:
+        app.add_middleware(BrowserGuard, settings=settings, routes=app.router.routes)
     app.add_middleware(ObservabilityMiddleware, metrics=metrics,
                        access_log=settings.access_log, root_path=settings.root_path,
                        access_log_sample=settings.access_log_sample)
@@ -237,7 +241,7 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> A
         namespace, settings.max_concurrency, settings.backend_timeout, aliases,
         metadata_cache(settings),
     )
-    metrics = Metrics()
+    metrics = Metrics(name_identities=settings.metrics_identities)
     register_secrets(secret_property_values(settings.properties))
     vendor = credential_vendor(settings.properties, namespace)
     if vendor is not None:

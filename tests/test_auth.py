@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
 
-from app.auth import load_credentials
+from app.auth import load_credentials, load_identities
 from app.config import Settings, SettingsError, load_settings
 from app.health import HEALTH_PATHS, Readiness, health_routes
 from app.observability import Metrics
 from app.protocol import JSON
-from tests.support.adapter import running_server
+from app.server import create_app
+from tests.support.adapter import metric, running_server
+from tests.support.cli import CLI, cli_environment
+from tests.support.common import free_port
 from tests.support.plugin_stand_ins import RecordingNamespace
 
 IMPL = "tests.support.plugin_stand_ins.RecordingNamespace"
@@ -116,6 +121,102 @@ def test_tokens_are_read_from_a_file(tmp_path: Path) -> None:
         comment = call(url, "GET", "/v1/namespace/$/list", None,
                        authorization=bearer("# adapter tokens"))
     assert (good.status_code, comment.status_code) == (200, 401)
+
+
+def tokens_file(tmp_path: Path, content: bytes) -> Settings:
+    path = tmp_path / "tokens"
+    path.write_bytes(content)
+    return Settings(auth_mode="token", auth_tokens_file=str(path))
+
+
+def test_an_indented_comment_is_a_comment_and_its_token_is_refused(tmp_path: Path) -> None:
+    """A revoked token commented out with indentation is not accepted (as identity `#`)."""
+    settings = tokens_file(tmp_path, f"{GOOD}\n    # revoked-token-1\n\t# etl revoked-2\n"
+                           .encode())
+    assert load_identities(settings) == {GOOD.encode(): None}
+    with running_server(IMPL, {"name": "auth-revoked"}, auth_mode="token",
+                        auth_tokens_file=settings.auth_tokens_file) as url:
+        revoked = call(url, "GET", "/v1/namespace/$/list", None,
+                       authorization=bearer("revoked-token-1"))
+        good = call(url, "GET", "/v1/namespace/$/list", None, authorization=bearer(GOOD))
+    assert (revoked.status_code, good.status_code) == (401, 200)
+
+
+def test_trailing_spaces_crlf_line_ends_and_a_bom_are_not_part_of_a_token(
+    tmp_path: Path,
+) -> None:
+    content = f"\ufeff# tokens\r\netl {GOOD}  \r\n  \r\n{OTHER}\t\r\n".encode()
+    assert load_identities(tokens_file(tmp_path, content)) == {
+        GOOD.encode(): "etl", OTHER.encode(): None}
+    # Line numbers count CRLF line ends as an editor does.
+    with pytest.raises(SettingsError, match=r" line 3 has 3 words;"):
+        load_identities(tokens_file(tmp_path, f"{GOOD}\r\n\r\na b c\r\n".encode()))
+
+
+@pytest.mark.parametrize(("line", "problem"), [
+    ("etl extra token-x", "has 3 words; an auth token entry is `<token>` or "
+                          "`<identity> <token>`"),
+    ("etl tök-x", "holds a token with characters other than visible ASCII"),
+    ("e/tl token-x", "names an identity that is not 1-128 letters, digits"),
+    ("-etl token-x", "names an identity that is not 1-128 letters, digits"),
+])
+def test_a_malformed_line_is_refused_with_its_line_number(
+    tmp_path: Path, line: str, problem: str,
+) -> None:
+    settings = tokens_file(tmp_path, f"# tokens\n{GOOD}\n\n{line}\n".encode())
+    with pytest.raises(SettingsError) as refused:
+        load_identities(settings)
+    message = str(refused.value)
+    assert message.startswith(f"auth_tokens_file {settings.auth_tokens_file} line 4 {problem}")
+    assert "token-x" not in message and message.count(". ") == 0
+
+
+def test_a_token_may_appear_once_and_an_identity_may_have_several(tmp_path: Path) -> None:
+    path = tmp_path / "tokens"
+    path.write_text(f"etl {GOOD}\n# rotation: the old and the new token of etl\netl {OTHER}\n"
+                    f"bi token-bi\n  {GOOD}\n")
+    with pytest.raises(SettingsError, match=rf"^auth_tokens_file {path} line 5 repeats the "
+                                            r"token of line 1; each token may appear once$"):
+        load_identities(Settings(auth_mode="token", auth_tokens_file=str(path)))
+    path.write_text(f"etl {GOOD}\netl {OTHER}\nbi token-bi\n")
+    assert load_identities(Settings(auth_mode="token", auth_tokens_file=str(path))) == {
+        GOOD.encode(): "etl", OTHER.encode(): "etl", b"token-bi": "bi"}
+    with pytest.raises(SettingsError, match=rf"auth_tokens_file {path} line 3 repeats the "
+                                            r"token of auth_tokens entry 2;"):
+        load_identities(Settings(auth_mode="token", auth_tokens="x-token, bi token-bi",
+                                 auth_tokens_file=str(path)))
+
+
+def test_the_cli_refuses_a_malformed_tokens_file_before_listening(tmp_path: Path) -> None:
+    path = tmp_path / "tokens"
+    path.write_text(f"{GOOD}\n{GOOD}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANCE_ADAPTER_")}
+    result = subprocess.run(
+        [CLI, "serve", "--auth-mode", "token", "--auth-tokens-file", str(path),
+         "--port", str(free_port())],
+        cwd=tmp_path, env=cli_environment(env), capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"lance-adapter: auth_tokens_file {path} line 2 repeats "
+                                     "the token of line 1; each token may appear once")
+
+
+def test_metrics_name_identities_only_when_configured() -> None:
+    """/metrics answers without credentials, so by default a named caller is `hidden`."""
+    assert load_settings(environ={}).metrics_identities is False
+    assert load_settings(environ={"LANCE_ADAPTER_METRICS_IDENTITIES": "true"}).metrics_identities
+    quiet, named = Metrics(), Metrics(name_identities=True)
+    for metrics in (quiet, named):
+        metrics.observe_vend("etl", "read-write", "minted")
+        metrics.observe_vend(None, "read", "minted")
+    vended = "lance_adapter_credentials_vended_total"
+    quiet_text, named_text = quiet.render().decode(), named.render().decode()
+    assert 'identity="etl"' not in quiet_text
+    assert metric(quiet_text, vended, identity="hidden", access="read-write") == 1
+    assert metric(quiet_text, vended, identity="none", access="read") == 1
+    assert metric(named_text, vended, identity="etl", access="read-write") == 1
+    app = create_app(RecordingNamespace("auth-metrics"), Settings(metrics_identities=True))
+    assert app.state.metrics.name_identities is True
 
 
 def test_tokens_come_from_the_environment_and_token_mode_needs_some(tmp_path: Path) -> None:
