@@ -11,10 +11,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
+from lance_namespace import LanceNamespaceError
+
+from backends.access import AccessPolicy
 
 ENV_PREFIX = "LANCE_ADAPTER_"
 ENV_PROPERTY_PREFIX = "LANCE_ADAPTER_PROP_"
 ENV_PROPERTIES_JSON = "LANCE_ADAPTER_PROPERTIES"
+ENV_ACCESS_JSON = "LANCE_ADAPTER_ACCESS"
 DEFAULT_PORT = 2333
 
 
@@ -67,6 +71,10 @@ class Settings:
     allowed_origins: str = ""
     # Whether /metrics names the identities of auth_tokens_file in its `identity` labels.
     metrics_identities: bool = False
+    # With auth_mode token: what each identity of auth_tokens_file may do (backends.access),
+    # and what a caller without its own entry (a bare token) may do.
+    access: dict[str, str] = field(default_factory=dict)
+    access_default: str = "admin"
     # The metadata cache (Describe/List/Exists answers); writes through the server clear it.
     metadata_cache: bool = True
     # Seconds an answer the storage cannot confirm (catalog backends, object stores) is kept.
@@ -88,7 +96,8 @@ class Settings:
 AUTH_MODES = ("off", "token", "forward")
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 _FIELD_TYPES = {f.name: str(f.type) for f in fields(Settings)}
-_SCALAR_FIELDS = set(_FIELD_TYPES) - {"properties"}
+_MAPPING_FIELDS = frozenset({"properties", "access"})
+_SCALAR_FIELDS = set(_FIELD_TYPES) - _MAPPING_FIELDS
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -119,10 +128,10 @@ def _typed(name: str, value: Any) -> Any:
 
 def _apply(settings: Settings, values: Mapping[str, Any]) -> None:
     for name, value in values.items():
-        if name == "properties":
+        if name in _MAPPING_FIELDS:
             if not isinstance(value, Mapping):
-                raise SettingsError("setting 'properties' must be a mapping of strings")
-            settings.properties.update({str(k): str(v) for k, v in value.items()})
+                raise SettingsError(f"setting '{name}' must be a mapping of strings")
+            getattr(settings, name).update({str(k): str(v) for k, v in value.items()})
         elif name in _SCALAR_FIELDS:
             setattr(settings, name, _typed(name, value))
         else:
@@ -156,11 +165,16 @@ def environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
             properties.update(json.loads(environ[ENV_PROPERTIES_JSON]))
         except (json.JSONDecodeError, TypeError, ValueError):
             raise SettingsError(f"{ENV_PROPERTIES_JSON} must be a JSON object") from None
+    if ENV_ACCESS_JSON in environ:
+        try:
+            values["access"] = dict(json.loads(environ[ENV_ACCESS_JSON]))
+        except (json.JSONDecodeError, TypeError, ValueError):
+            raise SettingsError(f"{ENV_ACCESS_JSON} must be a JSON object") from None
     for name, value in environ.items():
         if name.startswith(ENV_PROPERTY_PREFIX):
             key = name[len(ENV_PROPERTY_PREFIX):].lower().replace("__", ".")
             properties[key] = value
-        elif name.startswith(ENV_PREFIX) and name != ENV_PROPERTIES_JSON:
+        elif name.startswith(ENV_PREFIX) and name not in (ENV_PROPERTIES_JSON, ENV_ACCESS_JSON):
             setting = name[len(ENV_PREFIX):].lower()
             if setting in _SCALAR_FIELDS:
                 values[setting] = value
@@ -206,6 +220,19 @@ def check_service_settings(settings: Settings) -> None:
     if settings.auth_mode not in AUTH_MODES:
         raise SettingsError(f"auth_mode must be one of {', '.join(AUTH_MODES)}")
     allowed_origin_list(settings)
+    access_policy(settings)
+
+
+def access_policy(settings: Settings) -> AccessPolicy | None:
+    """What each caller may do, judged by the server with `auth_mode: token`; None when the
+    server does not judge (auth off: no identities to tell apart; forward: the catalog does)."""
+    if settings.access and settings.auth_mode != "token":
+        raise SettingsError("setting 'access' names identities, which need auth_mode 'token'")
+    try:
+        policy = AccessPolicy.parse(settings.access_default, settings.access)
+    except (ValueError, LanceNamespaceError) as error:
+        raise SettingsError(f"setting 'access': {error}") from None
+    return policy if settings.auth_mode == "token" else None
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}

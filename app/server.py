@@ -21,7 +21,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.auth import IDENTITY_KEY, PRINCIPAL_KEY, AuthMiddleware, load_identities
 from app.browser_guard import BrowserGuard
-from app.config import Settings
+from app.config import Settings, access_policy
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
 from app.errors import as_namespace_error, render_error
@@ -38,6 +38,7 @@ from app.routing import LanceRoutes, RouteTable
 from app.spec import SPEC_PATH, Operation, load_operations
 from app.workers import RUNTIME_DIR_ENV
 from backends import IMPLS
+from backends.access import AccessPolicy, Grants, Level, check_access
 from backends.cache import GENERATION_FILE, Generation, MetadataCache, directory_stamper
 from backends.properties import without_credentials
 from backends.vending import CredentialVendor, credential_vendor, with_vended
@@ -57,6 +58,8 @@ class _Service:
     max_body: BodyLimits
     auth_on: bool
     vendor: CredentialVendor | None = None
+    # What each caller may do, when the server judges it (auth_mode token).
+    access: AccessPolicy | None = None
 
 
 class OperationEndpoint:
@@ -81,27 +84,44 @@ class OperationEndpoint:
         """The one error path: whatever fails becomes the spec's error answer."""
         try:
             fields, data = await self.read(self.operation, request, self.service.max_body)
+            grants = self._check_access(fields, request.scope)
             if self.service.auth_on:
                 fields["identity"] = request.scope.get(IDENTITY_KEY)
             response = without_credentials(await self._call_backend(fields, data))
-            response = await self._with_vended(fields, request.scope, response)
+            response = await self._with_vended(fields, request.scope, response, grants)
             return self.answer(self.operation, response, request.headers)
         except Exception as error:
             return render_error(as_namespace_error(error), request.scope, request.url.path)
         finally:
             release_body(request)
 
-    async def _with_vended(self, fields: dict[str, Any], scope: Scope, response: Any) -> Any:
+    def _check_access(self, fields: dict[str, Any], scope: Scope) -> Grants | None:
+        """The caller's grants, once they cover what the operation needs (else code 15); in
+        front of the metadata cache and the backend. None when the server does not judge."""
+        policy = self.service.access
+        if policy is None:
+            return None
+        principal = scope.get(PRINCIPAL_KEY)
+        grants = policy.grants_of(principal)
+        check_access(grants, self.operation.backend_method, fields, principal)
+        return grants
+
+    async def _with_vended(
+        self, fields: dict[str, Any], scope: Scope, response: Any, grants: Grants | None
+    ) -> Any:
         """The answer with credentials for the caller's access, when vending is on and the
-        request asks for them (or leaves it unset, with `vending.unasked`)."""
+        request asks for them (or leaves it unset, with `vending.unasked`); keys that write
+        only for a caller who may write the table."""
         vendor = self.service.vendor
         location = getattr(response, "location", None)
         if (vendor is None or self.operation.backend_id not in VENDING_OPERATIONS
                 or not location or not vendor.asked(fields.get("vend_credentials"))):
             return response
         caller_token = (fields.get("identity") or {}).get("auth_token")
+        table_id = fields.get("id") or []
+        may_write = grants is None or grants.allows(Level.WRITE, table_id)
         vended = await asyncio.to_thread(
-            vendor.vend, location, scope.get(PRINCIPAL_KEY), fields.get("id") or [], caller_token
+            vendor.vend, location, scope.get(PRINCIPAL_KEY), table_id, caller_token, may_write
         )
         return with_vended(response, vended)
 
@@ -131,7 +151,7 @@ def operation_routes(
     """Every operation at its /v1/ route and at POST /<OperationId>, as one route table."""
     service = _Service(
         dispatcher, metrics or Metrics(), BodyLimits.from_settings(settings),
-        settings.auth_mode != "off", vendor,
+        settings.auth_mode != "off", vendor, access_policy(settings),
     )
     endpoints: dict[tuple[str, bool], Any] = {}
     for operation in operations:

@@ -1,12 +1,15 @@
 """Where a client may point a table, and which data DropTable may delete.
 
-A table *owns* its location when that location (its `.`, `..` and percent-encoding resolved)
-lies strictly inside the backend's storage root, is not one of the catalog's own files (the
-directory backend's `__manifest`), and no other table of the catalog is registered at it,
-above it or below it. RegisterTable and DeclareTable accept a client-named location only if
-the new table would own it (RegisterTable also needs a Lance table there); anything else is
-code 13 and nothing is written. DropTable deletes data only at a location the table owns;
-otherwise it removes the catalog entry and leaves the data where it is.
+Locations are read by the one parser of `backends.locations`: a client-named location
+strictly (`parse_location` refuses query, fragment, percent-encoding, `.`/`..`, empty
+segments, backslashes and invalid bucket names, every form Lance would open elsewhere than the
+check reads), a stored one as Lance opens it (`resolve_stored`). A table *owns* its location
+when that place lies strictly inside the backend's storage root, is not one of the catalog's
+own files (the directory backend's `__manifest`), and no other table of the catalog is
+registered at it, above it or below it. RegisterTable and DeclareTable accept a client-named
+location only if the new table would own it (RegisterTable also needs a Lance table there);
+anything else is code 13 and nothing is written. DropTable deletes data only at a location
+the table owns; otherwise it removes the catalog entry and leaves the data where it is.
 
 `contain(namespace)` puts these checks in front of the backend's register_table,
 declare_table and drop_table. It is applied once, when the server loads its backend.
@@ -17,11 +20,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import posixpath
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 from lance_namespace import (
     DeregisterTableRequest,
@@ -34,7 +34,9 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
+from backends.locations import StorageLocation, parse_location, resolve_stored
 from backends.names import ID_DELIMITER, call_with_valid_id, joined_id
+from backends.properties import ConfigurationError
 
 # Files of the directory backend's catalog, directly below its root.
 CATALOG_ENTRIES = frozenset({"__manifest"})
@@ -44,59 +46,20 @@ _moving_from: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.Conte
 )
 
 
-@dataclass(frozen=True)
-class StoragePath:
-    """A location reduced to a comparable form: its scheme and a normalised absolute path
-    (for object stores, `/bucket/key`)."""
-
-    scheme: str
-    path: str
-
-    def contains(self, other: StoragePath) -> bool:
-        """True when `other` is this location or lies below it."""
-        if self.scheme != other.scheme:
-            return False
-        return other.path == self.path or other.path.startswith(self.path.rstrip("/") + "/")
-
-    def overlaps(self, other: StoragePath) -> bool:
-        return self.contains(other) or other.contains(self)
-
-    def below(self, root: StoragePath) -> str | None:
-        """The path relative to `root` when strictly inside it, else None."""
-        if not root.contains(self) or self.path == root.path:
-            return None
-        return self.path[len(root.path.rstrip("/")) + 1:]
-
-
-def storage_path(location: str, root: StoragePath | None = None) -> StoragePath:
-    """`location` normalised; a relative one is resolved against `root` (the directory
-    backend's convention) and refused when there is no root to resolve it against."""
-    if any(ord(character) < 32 or character == "\\" for character in location):
-        raise InvalidInputError("a location must not contain control characters or '\\'")
-    decoded = unquote(location)
-    scheme, separator, rest = decoded.partition("://")
-    if not separator:
-        scheme, rest = "file", decoded
-    scheme = scheme.lower()
-    if scheme == "file" and not rest.startswith("/"):
-        if root is None:
-            raise InvalidInputError("a table location must be absolute or a URI")
-        return StoragePath(root.scheme, posixpath.normpath(posixpath.join(root.path, rest)))
-    return StoragePath(scheme, posixpath.normpath("/" + rest.lstrip("/")))
-
-
 class Containment:
     """The location checks of one backend, whose storage root is `root`."""
 
     def __init__(self, namespace: LanceNamespace, root: str) -> None:
         self.namespace = namespace
-        self.root = storage_path(root)
+        try:
+            self.root = resolve_stored(root)
+        except InvalidInputError as error:
+            raise ConfigurationError(f"the storage root cannot be used: {error}") from None
 
-    def check_new_location(self, table_id: list[str], location: str) -> StoragePath:
-        """A client-named location the table `table_id` would own, else code 13."""
-        if "%" in unquote(location):
-            raise InvalidInputError("a table location must not be percent-encoded twice")
-        path = self.owned_path(location)
+    def check_new_location(self, table_id: list[str], location: str) -> StorageLocation:
+        """A client-named location the table `table_id` would own, else code 13: parsed
+        strictly (`parse_location` refuses every form Lance would read otherwise)."""
+        path = self._inside_root(parse_location(location, self.root))
         if path is None:
             raise InvalidInputError(
                 "a table location must lie inside the server's storage root and must not be "
@@ -110,14 +73,17 @@ class Containment:
             )
         return path
 
-    def owned_path(self, location: str) -> StoragePath | None:
-        """The normalised location when inside the root and outside the catalog's files."""
+    def owned_path(self, location: str) -> StorageLocation | None:
+        """Where Lance opens a stored `location`, when inside the root and outside the
+        catalog's files; None when it is elsewhere or names no one place."""
         try:
-            path = storage_path(location, self.root)
+            return self._inside_root(resolve_stored(location, self.root))
         except InvalidInputError:
             return None
-        relative = path.below(self.root)
-        if relative is None or relative.split("/")[0] in CATALOG_ENTRIES:
+
+    def _inside_root(self, path: StorageLocation) -> StorageLocation | None:
+        relative = path.relative_to(self.root)
+        if relative is None or relative[0] in CATALOG_ENTRIES:
             return None
         return path
 
@@ -125,13 +91,15 @@ class Containment:
         path = self.owned_path(location)
         return path is not None and self._overlapping_table(table_id, path) is None
 
-    def _overlapping_table(self, table_id: list[str], path: StoragePath) -> list[str] | None:
+    def _overlapping_table(
+        self, table_id: list[str], path: StorageLocation
+    ) -> list[str] | None:
         excluded = {tuple(table_id), _moving_from.get()}
         for other_id, other_location in self._registered_locations(table_id[:1]):
             if tuple(other_id) in excluded:
                 continue
             with contextlib.suppress(InvalidInputError):
-                if storage_path(other_location, self.root).overlaps(path):
+                if resolve_stored(other_location, self.root).overlaps(path):
                     return other_id
         return None
 

@@ -394,12 +394,14 @@ def test_loaded_through_registry_with_storage_options(clean_moto: MotoEndpoint):
         "glue",
         glue_properties(
             clean_moto.url,
-            root="s3://b",
+            root="s3://lake-b",
             **{"storage.aws_region": "us-east-1", "storage.allow_http": "true"},
         ),
     )
     namespace.create_namespace(CreateNamespaceRequest(id=["reg"]))
-    declared = namespace.declare_table(DeclareTableRequest(id=["reg", "t"], location="s3://b/t"))
+    declared = namespace.declare_table(
+        DeclareTableRequest(id=["reg", "t"], location="s3://lake-b/t")
+    )
     assert declared.storage_options == {"aws_region": "us-east-1", "allow_http": "true"}
     described = namespace.describe_table(DescribeTableRequest(id=["reg", "t"]))
     assert described.storage_options == {"aws_region": "us-east-1", "allow_http": "true"}

@@ -25,6 +25,7 @@ from lance_namespace import (
 )
 
 from backends import load_namespace
+from backends.directory import DirectoryBackend
 from tests.support.glue import glue_properties
 from tests.support.iceberg_stand_in import running_iceberg_stand_in
 from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
@@ -166,3 +167,41 @@ def test_drop_of_an_entry_that_shares_a_location_keeps_the_data(catalog: Catalog
 def _as_registered(catalog: Catalog, location: str) -> str:
     registered = getattr(catalog.namespace, "_relative_to_root", None)
     return registered(location) if registered else location
+
+
+def test_locations_lance_would_open_elsewhere_are_refused(catalog: Catalog, tmp_path: Path):
+    """Forms the old string check read as inside the root while Lance opens another place:
+    `file:` without `//` (an absolute path, not one relative to the root), a query or a
+    fragment, percent-encoding, empty and dot segments."""
+    outside = tmp_path / "outside.lance"
+    lance.write_dataset(sample_table(2), str(outside))
+    root = str(catalog.root)
+    hostile = (f"file:{outside}", f"file:{root}/../outside.lance",
+               f"{root}/w1#/../../outside.lance", f"file://{root}/w1?x=/../../outside.lance",
+               f"file://{root}/w1#/../../outside.lance", f"{root}/w1%3F",
+               f"{root}//w1", f"{root}/./w1", f"file://elsewhere{root}/w1")
+    for location in hostile:
+        _refused(catalog, RegisterTableRequest(id=catalog.table("alias"), location=location))
+        _refused(catalog, DeclareTableRequest(id=catalog.table("alias"), location=location))
+    assert lance.dataset(str(outside)).count_rows() == 2
+
+
+def test_drop_of_an_entry_lance_opens_outside_the_root_keeps_that_data(
+    catalog: Catalog, tmp_path: Path
+):
+    """An entry written behind the adapter's back as `file:<path outside>` (which the old
+    check read as relative to the root): DropTable removes the entry, never the data."""
+    outside = tmp_path / "outside.lance"
+    lance.write_dataset(sample_table(2), str(outside))
+    register = type(catalog.namespace).register_table  # the backend's own, unchecked
+    entry = RegisterTableRequest(id=catalog.table("foreign"), location=f"file:{outside}")
+    if isinstance(catalog.namespace, DirectoryBackend):
+        # `dir` keeps locations relative to its root: it reads this one as `<root>/file:...`.
+        with pytest.raises(InvalidInputError, match="no Lance table at"):
+            register(catalog.namespace, entry)
+        return
+    register(catalog.namespace, entry)
+    catalog.namespace.drop_table(DropTableRequest(id=catalog.table("foreign")))
+    with pytest.raises(TableNotFoundError):
+        catalog.namespace.table_exists(TableExistsRequest(id=catalog.table("foreign")))
+    assert lance.dataset(str(outside)).count_rows() == 2

@@ -253,6 +253,27 @@ def test_identities_get_their_own_access(storage: Storage, tmp_path) -> None:
                    Key="warehouse/i1.lance/new")
 
 
+def test_vended_keys_never_exceed_the_callers_access(storage: Storage, tmp_path) -> None:
+    """`bi` may vend read-write keys, but the server lets it only read: its keys only read."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text("etl token-etl\nbi token-bi\n")
+    properties = vending_on(storage.gate.url, **{"access.etl": "read-write",
+                                                 "access.bi": "read-write"})
+    with adapter(properties, auth_mode="token", auth_tokens_file=str(tokens),
+                 access={"bi": "read"}) as url:
+        assert run_client("write", url, "i2", json.dumps(
+            {"header.Authorization": "Bearer token-etl"})) == {"rows": 1000}
+        bi = describe(url, "i2", headers={"Authorization": "Bearer token-bi"})
+        appended = run_client("append", url, "i2", json.dumps(
+            {"header.Authorization": "Bearer token-bi"}))
+    assert "error" in appended, appended
+    put = {"Bucket": BUCKET, "Key": "warehouse/i2.lance/new", "Body": b"x"}
+    assert not reached(storage.s3(bi["storage_options"]), "put_object", **put)
+    listed = storage.s3().list_objects_v2(Bucket=BUCKET, Prefix="warehouse/i2.lance/_versions/")
+    assert reached(storage.s3(bi["storage_options"]), "get_object", Bucket=BUCKET,
+                   Key=listed["Contents"][0]["Key"])
+
+
 def long_read(storage: Storage, table: str) -> dict[str, Any]:
     """A client reading one dataset for 4 s while its credentials live 2 s."""
     properties = vending_on(storage.gate.url, access="read-write", duration_ms="2000")

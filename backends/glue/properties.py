@@ -15,9 +15,9 @@ from typing import Any
 from lance_namespace import InvalidInputError
 
 from backends.catalog_operations import PropertyChanges
-from backends.containment import storage_path
 from backends.conventions import join_location
 from backends.glue.names import validate_parameters
+from backends.locations import parse_location, resolve_stored
 
 DESCRIPTION = "Description"
 LOCATION_URI = "LocationUri"
@@ -97,8 +97,7 @@ def altered_input(
 def check_namespace_location(location: str, root: str) -> None:
     """A location given through the server must lie strictly inside the storage root, like a
     table's: tables declared in the namespace default to it."""
-    root_path = storage_path(root)
-    if storage_path(location).below(root_path) is None:
+    if parse_location(location).relative_to(resolve_stored(root)) is None:
         raise InvalidInputError(
             "a namespace location must lie inside the server's storage root, not be the root"
         )

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
+from lance_namespace import InvalidInputError
+
+from backends.locations import resolve_stored
 from backends.vending.settings import READ_WRITE
 
 READ_ACTIONS = ("s3:GetObject",)
 WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload")
-S3_SCHEMES = ("s3", "s3a")
 # IAM reads `*`, `?` and `$` in a Resource or StringLike value as wildcards / variables; these
 # policy variables stand for the characters themselves.
 _IAM_LITERALS = {"$": "${$}", "*": "${*}", "?": "${?}"}
@@ -25,14 +26,18 @@ class TablePrefix:
 
     @classmethod
     def of(cls, location: str) -> TablePrefix | None:
-        """The prefix of an `s3://` location; None for any other storage."""
-        parts = urlsplit(location)
-        if parts.scheme not in S3_SCHEMES or not parts.netloc:
+        """The prefix of an S3 location, read as Lance opens it (`backends.locations`); None
+        for any other storage and for a location that names no one place (query, fragment,
+        wildcard or invalid bucket names are thereby never granted)."""
+        if "?" in location or "#" in location:
+            return None  # Lance would drop the rest: the place is not the one the text names
+        try:
+            place = resolve_stored(location)
+        except InvalidInputError:
             return None
-        key = unquote(parts.path).strip("/")
-        if not key:
+        if place.scheme != "s3" or not place.key:
             return None  # a table at a bucket's root would be granted the whole bucket
-        return cls(parts.netloc, key + "/")
+        return cls(place.bucket, "/".join(place.key) + "/")
 
 
 def partition(region: str | None) -> str:

@@ -21,7 +21,7 @@ from lance_namespace import ServiceUnavailableError
 from backends.names import joined_id
 from backends.properties import ConfigurationError, storage_options
 from backends.vending.policy import TablePrefix, session_policy
-from backends.vending.settings import VendingSettings
+from backends.vending.settings import READ, VendingSettings
 
 logger = logging.getLogger("lance_adapter.vending")
 
@@ -117,13 +117,14 @@ class CredentialVendor:
 
     def vend(
         self, location: str, identity: str | None, table_id: Sequence[str],
-        caller_token: str | None = None,
+        caller_token: str | None = None, may_write: bool = True,
     ) -> VendedCredentials | None:
         """Credentials for the table `table_id` at `location` with `identity`'s access: the
         catalog's own when the backend relays them, else minted for an S3 location when a
         role is configured; None when there is nothing to vend. `caller_token` is the caller's
-        bearer token, which a backend forwarding it sends to the catalog."""
-        access = self.settings.access_of(identity)
+        bearer token, which a backend forwarding it sends to the catalog. A caller who may
+        not write the table (`may_write` false) gets read keys whatever its vending access."""
+        access = self.settings.access_of(identity) if may_write else READ
         vended, source = self._relayed(table_id, access, caller_token)
         if vended is None:
             vended, source = self._minted(location, access)
