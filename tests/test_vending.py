@@ -9,10 +9,12 @@ so it is the gate, not luck, that denies.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import botocore.exceptions
@@ -34,6 +36,7 @@ from backends.vending import (
 )
 from tests.support.glue import glue_properties
 from tests.support.hive import HiveMetastoreProcess
+from tests.support.lance_data import arrow_stream, sample_table
 from tests.support.vending import (
     BUCKET,
     REGION,
@@ -385,3 +388,66 @@ def test_hive_tables_on_s3_get_credentials_through_the_same_path(
     assert not [d for d in storage.gate.denials() if d.access_key_id in used]
     put_probes(storage, own, own + "0")
     assert reach(storage, answer["storage_options"], own, own + "0") == ONLY_OWN
+
+
+# ---------------------------------------------------------------- hostile locations (issue 24)
+
+OTHER_BUCKET = "other-bucket"
+
+
+@pytest.mark.parametrize("impl", ["dir", "glue"])
+def test_hostile_locations_are_refused_and_nothing_outside_is_reached(
+    storage: Storage, impl: str
+) -> None:
+    """Each form once made the server (glue, and the code hive, unity and iceberg share) vend
+    keys for, read or write another bucket's data: a fragment or a query that Lance drops, a
+    wildcard bucket, an encoded `?`, `file:` without `//`."""
+    s3 = storage.s3()
+    with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
+        s3.create_bucket(Bucket=OTHER_BUCKET)
+    s3.put_object(Bucket=OTHER_BUCKET, Key="victim/_versions/1.manifest", Body=b"victim")
+    properties = vending_on(storage.gate.url, access="read-write")
+    table, inside = "h1", f"{BUCKET}/warehouse"
+    if impl == "glue":
+        upstream = storage.gate.upstream
+        glue = glue_properties(f"http://{upstream.hostname}:{upstream.port}")
+        properties = {**glue, **properties, "root": f"s3://{BUCKET}/hostile"}
+        table, inside = "hdb$h1", f"{BUCKET}/hostile/hdb"
+    hostile = [
+        f"s3://{OTHER_BUCKET}/secret#/../../{inside}/h1",
+        f"s3://{OTHER_BUCKET}/victim?x=/../../{inside}/h1",
+        f"s3://*/secret#/../../{inside}/h1",
+        f"s3://{OTHER_BUCKET}/victim%3F/../../{inside}/h1",
+        "file:/tmp/lance-vend-outside/h1",
+    ]
+    sessions_before = set(storage.gate.sessions)
+    with adapter(properties, impl=impl) as url:
+        if impl == "glue":
+            httpx.post(f"{url}/CreateNamespace", json={"id": ["hdb"]}).raise_for_status()
+        for location in hostile:
+            for operation in ("declare", "register"):
+                answer = httpx.post(f"{url}/v1/table/{table}/{operation}", timeout=30, json={
+                    "location": location, "vend_credentials": True})
+                assert (answer.status_code, answer.json()["code"]) == (400, 13), (
+                    operation, location, answer.text)
+            assert httpx.post(f"{url}/v1/table/{table}/exists", json={}).status_code == 404
+    assert set(storage.gate.sessions) == sessions_before, "keys were minted"
+    listed = s3.list_objects_v2(Bucket=OTHER_BUCKET)["Contents"]
+    assert [item["Key"] for item in listed] == ["victim/_versions/1.manifest"]
+    assert not Path("/tmp/lance-vend-outside").exists()
+
+
+def test_a_table_named_like_url_syntax_gets_no_key_wider_than_itself(storage: Storage) -> None:
+    """A root table named `?`: its answer once named `.../warehouse/?.lance` and the key
+    minted for it, cut at the `?`, covered the whole root (the catalog included)."""
+    with adapter(vending_on(storage.gate.url, access="read-write")) as url:
+        created = httpx.post(f"{url}/v1/table/%3F/create", timeout=60,
+                             content=arrow_stream(sample_table(3)),
+                             headers={"content-type": "application/vnd.apache.arrow.stream"})
+        assert created.status_code == 200, created.text
+        described = describe(url, "%3F", vend_credentials=True)
+    options = described.get("storage_options") or {}
+    if "aws_access_key_id" in options:  # none at all is nothing wider than the table
+        manifest = storage.s3().list_objects_v2(Bucket=BUCKET, Prefix="warehouse/__manifest/")
+        key = manifest["Contents"][0]["Key"]
+        assert not reached(storage.s3(options), "get_object", Bucket=BUCKET, Key=key)
