@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -85,7 +86,7 @@ class Containment:
         relative = path.relative_to(self.root)
         if relative is None or relative[0] in CATALOG_ENTRIES:
             return None
-        return path
+        return path if _physically_inside(path, self.root) else None
 
     def owns(self, table_id: list[str], location: str) -> bool:
         path = self.owned_path(location)
@@ -130,6 +131,16 @@ class Containment:
     def _location_of(self, table_id: list[str]) -> str | None:
         describe = getattr(self.namespace, "describe_table_entry", self.namespace.describe_table)
         return describe(DescribeTableRequest(id=table_id)).location
+
+
+def _physically_inside(path: StorageLocation, root: StorageLocation) -> bool:
+    """On a local root, whether `path` still lies strictly inside it once symbolic links
+    (an operator's, in the root or above the table) are resolved: a link must never let a
+    table's data, and so a DropTable, reach outside the root."""
+    if path.scheme != "file":
+        return True
+    real_root = os.path.realpath(root.uri).rstrip("/") + "/"
+    return os.path.realpath(path.uri).startswith(real_root)
 
 
 @contextlib.contextmanager

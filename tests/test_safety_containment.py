@@ -205,3 +205,22 @@ def test_drop_of_an_entry_lance_opens_outside_the_root_keeps_that_data(
     with pytest.raises(TableNotFoundError):
         catalog.namespace.table_exists(TableExistsRequest(id=catalog.table("foreign")))
     assert lance.dataset(str(outside)).count_rows() == 2
+
+
+def test_a_symbolic_link_in_the_root_leads_nowhere_outside(catalog: Catalog, tmp_path: Path):
+    """A link an operator placed in a local root (`<root>/ext` -> a directory outside): a
+    location below it is outside the root once the link is resolved, for RegisterTable and
+    DeclareTable (refused) and for DropTable of an entry made behind the server's back (the
+    entry goes, the data stays)."""
+    outside = tmp_path / "linked-outside"
+    lance.write_dataset(sample_table(2), str(outside / "t.lance"))
+    (catalog.root / "ext").symlink_to(outside, target_is_directory=True)
+    through_link = str(catalog.root / "ext" / "t.lance")
+    _refused(catalog, RegisterTableRequest(id=catalog.table("linked"), location=through_link))
+    _refused(catalog, DeclareTableRequest(id=catalog.table("linked"),
+                                          location=str(catalog.root / "ext" / "new.lance")))
+    register = type(catalog.namespace).register_table  # the backend's own, unchecked
+    register(catalog.namespace, RegisterTableRequest(
+        id=catalog.table("linked"), location=_as_registered(catalog, through_link)))
+    catalog.namespace.drop_table(DropTableRequest(id=catalog.table("linked")))
+    assert lance.dataset(str(outside / "t.lance")).count_rows() == 2
