@@ -15,6 +15,7 @@ from lance_namespace import LanceNamespace
 
 from app.auth import load_credentials
 from app.config import AUTH_MODES, Settings, SettingsError, load_settings
+from app.connections import uvicorn_options
 from app.health import local_root
 from app.observability import log_config
 from app.server import create_app
@@ -122,6 +123,8 @@ def serve(settings: Settings) -> None:
         "proxy_headers": False,
         "server_header": False,
         "timeout_keep_alive": settings.timeout_keep_alive,
+        # Bounds each request head's time and size (uvicorn bounds neither with httptools).
+        **uvicorn_options(settings),
         "timeout_graceful_shutdown": settings.timeout_graceful_shutdown or None,
     }
     with listener:

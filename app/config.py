@@ -41,12 +41,31 @@ class Settings:
     workers: int = field(default_factory=usable_cpus)
     log_level: str = "info"
     max_concurrency: int = 32
+    # Largest request body, in bytes; an Arrow IPC body is also refused (413) when it decodes
+    # (decompresses) to more, which is checked before it is decoded.
     max_body_bytes: int = 512 * 1024 * 1024
+    # Largest JSON request body (the smaller of this and max_body_bytes applies): the largest
+    # real ones, a query with a vector of a few thousand floats, are about 100 KB; what a body
+    # holds is handled item by item, partly on the event loop, so 1 MiB keeps that short.
+    max_json_body_bytes: int = 1024 * 1024
+    # Objects and arrays in one JSON body: each costs the garbage collector, and a body of
+    # a million would hold the event loop for a second. Real ones hold a handful.
+    max_json_containers: int = 10_000
+    # Rows, and columns (nested fields count), of one Arrow IPC request body.
+    max_arrow_rows: int = 100_000_000
+    max_arrow_columns: int = 10_000
+    # How deeply a JSON body or an Arrow schema may nest.
+    max_nesting_depth: int = 32
     # Seconds a request's whole body may take to arrive; a slower one is answered 408.
     body_read_timeout: float = 30.0
-    # Bytes of request bodies one process holds at once (read or being served); past it a
-    # request is answered 503 / code 17 with Retry-After. Default: 2 GiB, 4 max-size bodies.
-    max_in_flight_body_bytes: int = 2 * 1024 * 1024 * 1024
+    # Bytes of request bodies one process holds at once: bodies as they arrive, plus what they
+    # decode to. Past it a request is answered 503 / code 17 with Retry-After.
+    max_in_flight_body_bytes: int = 1024 * 1024 * 1024
+    # Seconds a request's head (request line and headers) may take to arrive, from the
+    # connection's opening or the request's first byte; then the connection is closed (408).
+    header_read_timeout: float = 10.0
+    # Largest request head, in bytes; a larger one is answered 431 and its connection closed.
+    max_header_bytes: int = 64 * 1024
     timeout_keep_alive: int = 5
     # Seconds uvicorn waits for in-flight requests after SIGTERM before closing them.
     timeout_graceful_shutdown: int = 30
@@ -195,7 +214,9 @@ def load_settings(
     _apply(settings, {k: v for k, v in (overrides or {}).items() if v is not None})
     if not 0 <= settings.port <= 65535:
         raise SettingsError(f"port must be between 0 and 65535, got {settings.port}")
-    for name in ("workers", "max_concurrency", "max_body_bytes", "max_in_flight_body_bytes"):
+    for name in ("workers", "max_concurrency", "max_body_bytes", "max_in_flight_body_bytes",
+                 "max_json_body_bytes", "max_json_containers", "max_arrow_rows",
+                 "max_arrow_columns", "max_nesting_depth", "max_header_bytes"):
         if getattr(settings, name) < 1:
             raise SettingsError(f"setting '{name}' must be at least 1")
     check_service_settings(settings)
@@ -211,8 +232,9 @@ def check_service_settings(settings: Settings) -> None:
     if settings.log_level.lower() not in LOG_LEVELS:
         raise SettingsError(f"log_level must be one of {', '.join(LOG_LEVELS)}, "
                             f"got {settings.log_level!r}")
-    if settings.body_read_timeout < 0:
-        raise SettingsError("setting 'body_read_timeout' must not be negative")
+    for name in ("body_read_timeout", "header_read_timeout"):
+        if getattr(settings, name) < 0:
+            raise SettingsError(f"setting '{name}' must not be negative")
     if settings.readiness_timeout <= 0:
         raise SettingsError("setting 'readiness_timeout' must be positive")
     if settings.timeout_graceful_shutdown < 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import MutableMapping
+from http import HTTPStatus
 from typing import Any
 
 import orjson
@@ -17,6 +18,7 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 from pydantic import ValidationError
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from app.observability import ERROR_CODE_KEY
@@ -69,12 +71,22 @@ class BodiesInFlightError(ServiceUnavailableError):
     """The process holds as many request body bytes as it may (HTTP 503, code 17)."""
 
 
+class HeadTimeoutError(BodyTimeoutError):
+    """The request head did not arrive within its deadline (HTTP 408, code 13)."""
+
+
+class HeadTooLargeError(InvalidInputError):
+    """The request head is larger than the configured limit (HTTP 431, code 13)."""
+
+
 RETRY_AFTER_SECONDS = 1
 
 
 def http_status(error: LanceNamespaceError) -> int:
     if isinstance(error, BodyTooLargeError):
         return 413
+    if isinstance(error, HeadTooLargeError):
+        return 431
     if isinstance(error, BodyTimeoutError):
         return 408
     return HTTP_STATUS_BY_CODE.get(ErrorCode(error.code), 500)
@@ -106,6 +118,8 @@ def as_namespace_error(error: BaseException) -> LanceNamespaceError:
         return error
     if isinstance(error, ValidationError):
         return invalid_input_from_validation(error)
+    if isinstance(error, ClientDisconnect):  # no one is left to answer; not the server's fault
+        return InvalidInputError("the client disconnected before its request was read")
     if isinstance(error, NotImplementedError):
         return UnsupportedOperationError(f"not supported by this backend: {error}")
     if isinstance(error, OverflowError):  # a client's number the native library cannot hold
@@ -153,3 +167,13 @@ def render_error(
     scope[ERROR_CODE_KEY] = int(error.code)
     body = orjson.dumps(error_body(error, instance))
     return Response(body, http_status(error), error_headers(error), media_type=JSON)
+
+
+def raw_error_answer(error: LanceNamespaceError) -> bytes:
+    """The whole HTTP/1.1 error answer, for a connection whose request never reached the
+    application (its head is incomplete or too large); the connection is closed after it."""
+    status = http_status(error)
+    body = orjson.dumps(error_body(error, ""))
+    head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\ncontent-type: {JSON}\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n")
+    return head.encode("ascii") + body

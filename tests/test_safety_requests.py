@@ -1,15 +1,32 @@
 """The hostile-client reproductions of issue 11 on --impl dir, over HTTP: every one answers a
-4xx with the spec's code and leaves the root's file tree exactly as it was."""
+4xx with the spec's code and leaves the root's file tree exactly as it was. And request heads
+that never complete, or never end, on both of uvicorn's HTTP protocols: closed at a deadline."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pyarrow as pa
 import pytest
+import uvicorn
 
+from app.config import Settings, SettingsError, load_settings
+from app.connections import (
+    LINGER_SECONDS,
+    H11HeadProtocol,
+    HttpToolsHeadProtocol,
+    uvicorn_options,
+)
+from app.server import create_app
+from backends import load_namespace
 from tests.support.adapter import running_server
 from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
 
@@ -140,3 +157,136 @@ def test_a_declared_table_without_data_is_in_an_invalid_state(client: httpx.Clie
     assert client.post("/v1/table/ns$decl/declare", json={}).status_code == 200
     answer = client.post("/v1/table/ns$decl/count_rows", json={})
     assert (answer.status_code, answer.json()["code"]) == (409, 19)
+
+
+# Request heads: uvicorn's protocols with the head deadline and size limit of app.connections,
+# served in this process so that both protocols (httptools, which `serve` runs, and h11, its
+# fallback) are checked.
+HEAD_TIMEOUT = 1.0
+MAX_HEADER_BYTES = 16 * 1024
+PROTOCOLS = {"httptools": HttpToolsHeadProtocol, "h11": H11HeadProtocol}
+
+
+@contextlib.contextmanager
+def _serving_with(protocol: type[asyncio.Protocol], root: Path) -> Iterator[tuple[str, int]]:
+    """The adapter on `protocol`, as `lance-adapter serve` configures uvicorn."""
+    settings = Settings(properties={"root": str(root)}, header_read_timeout=HEAD_TIMEOUT,
+                        max_header_bytes=MAX_HEADER_BYTES)
+    app = create_app(load_namespace("dir", settings.properties), settings)
+    options = {**uvicorn_options(settings), "http": protocol}
+    config = uvicorn.Config(app, lifespan="off", log_level="warning", **options)
+    server = uvicorn.Server(config)
+    listener = socket.create_server(("127.0.0.1", 0))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the adapter did not start"
+        time.sleep(0.01)
+    try:
+        yield listener.getsockname()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+        listener.close()
+
+
+@pytest.fixture(scope="module", params=sorted(PROTOCOLS))
+def head_server(request: pytest.FixtureRequest, root: Path) -> Iterator[tuple[str, int]]:
+    with _serving_with(PROTOCOLS[request.param], root) as address:
+        yield address
+
+
+def _until_closed(connection: socket.socket, started: float) -> tuple[bytes, float]:
+    """Everything the server sent until it closed the connection, and when it closed it."""
+    connection.settimeout(HEAD_TIMEOUT + 20)
+    received = b""
+    while chunk := connection.recv(65536):
+        received += chunk
+    return received, time.monotonic() - started
+
+
+def _status_and_code(answer: bytes) -> tuple[int, int]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)["code"]
+
+
+def test_a_connection_that_sends_nothing_is_closed(head_server: tuple[str, int]) -> None:
+    host, port = head_server
+    with socket.create_connection((host, port)) as connection:
+        received, elapsed = _until_closed(connection, time.monotonic())
+    assert received == b""
+    assert HEAD_TIMEOUT * 0.9 <= elapsed < HEAD_TIMEOUT + 20
+
+
+def test_a_trickled_head_is_answered_408_at_its_deadline(
+    head_server: tuple[str, int],
+) -> None:
+    """The deadline runs from the head's first byte; more bytes do not extend it."""
+    host, port = head_server
+    with socket.create_connection((host, port)) as connection:
+        started = time.monotonic()
+        connection.sendall(b"POST /v1/namespace/ns/create HTTP/1.1\r\nhost: x\r\n")
+        connection.settimeout(HEAD_TIMEOUT / 5)
+        answer = b""
+        while not answer and time.monotonic() - started < HEAD_TIMEOUT + 20:
+            try:
+                connection.sendall(b"x")
+                answer = connection.recv(65536)
+            except TimeoutError:
+                continue
+        rest, elapsed = _until_closed(connection, started)
+    assert _status_and_code(answer + rest) == (408, 13)
+    assert HEAD_TIMEOUT * 0.9 <= elapsed < HEAD_TIMEOUT + 20
+
+
+def test_the_next_head_on_a_kept_alive_connection_has_its_own_deadline(
+    head_server: tuple[str, int],
+) -> None:
+    host, port = head_server
+    with socket.create_connection((host, port)) as connection:
+        connection.sendall(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+        connection.settimeout(10)
+        first = connection.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200"), first
+        started = time.monotonic()
+        connection.sendall(b"GET /healthz HTTP/1.1\r\n")
+        answer, elapsed = _until_closed(connection, started)
+    assert _status_and_code(answer) == (408, 13)
+    assert HEAD_TIMEOUT * 0.9 <= elapsed < HEAD_TIMEOUT + 20
+
+
+def test_a_head_past_the_limit_is_refused_at_once(head_server: tuple[str, int]) -> None:
+    """431 while the client still sends its head; the answer reaches it before the close."""
+    host, port = head_server
+    with socket.create_connection((host, port)) as connection:
+        started = time.monotonic()
+        connection.sendall(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+        header = b"x-padding: " + b"a" * 1000 + b"\r\n"
+        with contextlib.suppress(OSError):  # the server stops reading once it has answered
+            connection.settimeout(5)
+            for _ in range(4 * MAX_HEADER_BYTES // len(header)):
+                connection.sendall(header)
+        answer, elapsed = _until_closed(connection, started)
+    assert _status_and_code(answer) == (431, 13)
+    assert elapsed < HEAD_TIMEOUT + LINGER_SECONDS + 20
+
+
+def test_complete_heads_are_served_as_before(head_server: tuple[str, int]) -> None:
+    host, port = head_server
+    header = {"x-padding": "a" * (MAX_HEADER_BYTES // 2)}
+    with httpx.Client(base_url=f"http://{host}:{port}", timeout=30) as http:
+        for _ in range(3):
+            assert http.get("/healthz", headers=header).status_code == 200
+            assert http.post("/v1/table/ns$t/exists", json={}).status_code == 200
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("max_json_body_bytes", 0), ("max_json_containers", 0), ("max_nesting_depth", 0),
+    ("max_arrow_rows", 0), ("max_arrow_columns", 0), ("max_header_bytes", 0),
+    ("header_read_timeout", -1),
+])
+def test_limits_that_would_refuse_everything_stop_the_start(name: str, value: int) -> None:
+    with pytest.raises(SettingsError, match=name):
+        load_settings(environ={}, overrides={name: value})
+    assert getattr(load_settings(environ={}, overrides={name: value + 1}), name) == value + 1
