@@ -18,13 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-import numpy as np
-import pyarrow as pa
 import pytest
 
 from app.config import Settings
 from tests.support.cli import Adapter, start_adapter
-from tests.support.lance_data import arrow_stream, error_code, sample_table
+from tests.support.lance_data import arrow_stream, error_code, sample_table, zeros_stream
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
 JSON = {"content-type": "application/json"}
@@ -173,18 +171,6 @@ def count_rows(url: str) -> int:
     return httpx.post(f"{url}/v1/table/ns$valid/count_rows", json={}, timeout=60).json()
 
 
-def zeros_stream(rows: int, codec: str, columns: int = 1) -> bytes:
-    """`columns` int64 columns of `rows` zeros, compressed: tiny on the wire, `8 * rows *
-    columns` bytes decoded. The zeros are never written: numpy's are the kernel's zero page."""
-    zeros = pa.array(np.zeros(rows, np.int64))
-    table = pa.table({f"c{index}": zeros for index in range(columns)})
-    sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression=codec)
-    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
 def in_parallel(calls: list[Callable[[], httpx.Response]]) -> list[httpx.Response]:
     answers: list[httpx.Response | BaseException] = [RuntimeError("no answer")] * len(calls)
 
@@ -216,11 +202,11 @@ def test_compressed_arrow_bombs_are_refused_before_they_are_decoded(server: Serv
     stalled /healthz 2.3 s; 131 KB to 4 GiB, 4.3 GB and 10.5 s), four of them at once, and bombs
     of as many bytes in 16 and 64 columns (under the row limit) on every Arrow route."""
     url = f"http://{server.host}:{server.port}"
-    issue_bombs = [zeros_stream(GIB_OF_INT64, "zstd"), zeros_stream(4 * GIB_OF_INT64, "zstd")]
+    issue_bombs = [zeros_stream(GIB_OF_INT64), zeros_stream(4 * GIB_OF_INT64)]
     assert len(issue_bombs[0]) < 64 * 1024 and len(issue_bombs[1]) < 256 * 1024
-    wide_bombs = [zeros_stream(GIB_OF_INT64 // 16, "zstd", columns=16),
-                  zeros_stream(GIB_OF_INT64 // 16, "zstd", columns=64),
-                  zeros_stream(GIB_OF_INT64 // 16, "lz4", columns=16)]
+    wide_bombs = [zeros_stream(GIB_OF_INT64 // 16, columns=16),
+                  zeros_stream(GIB_OF_INT64 // 16, columns=64),
+                  zeros_stream(GIB_OF_INT64 // 16, columns=16, codec="lz4")]
     paths = ["/v1/table/ns$bomb/create", "/CreateTable?id=ns$bomb", "/v1/table/ns$valid/insert",
              "/InsertIntoTable?id=ns$valid", "/v1/table/ns$valid/merge_insert?on=c0"]
     with under_watch(server), httpx.Client(base_url=url, timeout=60) as http:
@@ -241,7 +227,7 @@ def test_concurrent_compressed_writes_within_the_limits_succeed(server: Server) 
     """Four valid 2 KB bodies that decode to 16 MiB each, at once, with the valid traffic."""
     url = f"http://{server.host}:{server.port}"
     rows = (16 << 20) // 8
-    body = zeros_stream(rows, "zstd")
+    body = zeros_stream(rows)
     names = [f"ns$within{index}" for index in range(4)]
     with under_watch(server):
         answers = in_parallel([

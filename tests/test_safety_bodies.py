@@ -21,7 +21,13 @@ from lance_namespace import InvalidInputError
 
 from app.arrow_limits import ArrowLimits, check_arrow_body
 from tests.support.cli import start_adapter
-from tests.support.lance_data import arrow_stream, error_code, sample_table, tree_snapshot
+from tests.support.lance_data import (
+    arrow_stream,
+    error_code,
+    sample_table,
+    tree_snapshot,
+    zeros_stream,
+)
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 ARROW = {"content-type": ARROW_STREAM}
@@ -60,18 +66,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         yield url, root
     finally:
         assert adapter.stopped_cleanly()
-
-
-def zeros_stream(rows: int, columns: int = 1, codec: str | None = "zstd") -> bytes:
-    """`columns` int64 columns of `rows` zeros as a (compressed) Arrow IPC stream: small on
-    the wire, `8 * rows * columns` bytes once decoded."""
-    zeros = pa.array(np.zeros(rows, np.int64))
-    table = pa.table({f"c{index}": zeros for index in range(columns)})
-    sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression=codec)
-    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
 
 
 def _open_body(url: str, declared: int | None, first_bytes: bytes = b"",

@@ -74,3 +74,16 @@ def all_list_pages(namespace: Any, limit: int, **request: Any) -> list[list[str]
         token = response.page_token
         if not token:
             return pages
+
+
+def zeros_stream(rows: int, columns: int = 1, codec: str | None = "zstd") -> bytes:
+    """`columns` int64 columns of `rows` zeros as a (compressed) Arrow IPC stream: small on
+    the wire, `8 * rows * columns` bytes once decoded. The zeros are never written: numpy's are
+    the kernel's zero page."""
+    zeros = pa.array(np.zeros(rows, np.int64))
+    table = pa.table({f"c{index}": zeros for index in range(columns)})
+    sink = pa.BufferOutputStream()
+    options = pa.ipc.IpcWriteOptions(compression=codec)
+    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
