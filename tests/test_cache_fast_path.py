@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 
+from app.browser_guard import BrowserGuard
 from app.server import LanceFirst
 from tests.support.adapter import running_server
 
@@ -53,6 +54,7 @@ def test_the_application_puts_the_route_table_inside_its_own_middleware(tmp_path
     while stack is not None:
         layers.append(type(stack).__name__)
         stack = getattr(stack, "app", None)
-    assert layers[0] == "ObservabilityMiddleware"
-    assert layers[1] == LanceFirst.__name__
+    # The application's own middleware (ids/metrics/logs, then, with auth off, the browser
+    # guard), then straight to the route table.
+    assert layers[:3] == ["ObservabilityMiddleware", BrowserGuard.__name__, LanceFirst.__name__]
     assert "ServerErrorMiddleware" not in layers  # LanceFirst ends the chain of `.app`
