@@ -222,7 +222,8 @@ def _nests_deeper(value: Any, max_depth: int) -> bool:
     return False
 
 
-def parse_json_object(body: bytes, max_depth: int = 1024) -> dict[str, Any]:
+def parse_json_object(body: bytes, max_depth: int, brackets: int) -> dict[str, Any]:
+    """The JSON object `body`; `brackets` is its count of `{` and `[` (`json_containers`)."""
     if not body or body.isspace():
         return {}
     try:
@@ -232,7 +233,6 @@ def parse_json_object(body: bytes, max_depth: int = 1024) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidInputError("request body must be a JSON object")
     # Fewer brackets than the limit cannot nest deeper: most bodies are not walked.
-    brackets = body.count(b"{") + body.count(b"[")
     if brackets > max_depth and _nests_deeper(value, max_depth):
         raise InvalidInputError(
             f"request body nests deeper than {max_depth} levels; the limit is max_nesting_depth"
@@ -252,8 +252,8 @@ async def read_json_body(request: Request, limits: BodyLimits) -> dict[str, Any]
     containers = json_containers(body, limits.max_json_containers)
     limits.reservation(request).add(JSON_BYTE_COST * len(body) + JSON_CONTAINER_COST * containers)
     if len(body) < JSON_THREAD_FROM:
-        return parse_json_object(body, limits.max_depth)
-    return await _off_the_loop(limits, parse_json_object, body, limits.max_depth)
+        return parse_json_object(body, limits.max_depth, containers)
+    return await _off_the_loop(limits, parse_json_object, body, limits.max_depth, containers)
 
 
 async def read_arrow_body(request: Request, limits: BodyLimits) -> bytes:
