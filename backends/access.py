@@ -78,8 +78,6 @@ class Grants:
         return ", ".join(str(grant) for grant in self.grants) or "none"
 
 
-EVERYTHING = Grants((Grant(Level.ADMIN),))
-
 
 def parse_grants(text: str) -> Grants:
     """`read`, `write@sales`, `admin@sales$eu`, comma-separated (`none`: no access);
