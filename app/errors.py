@@ -110,6 +110,12 @@ def invalid_input_from_validation(error: ValidationError) -> InvalidInputError:
     return InvalidInputError(f"invalid request: {problems}")
 
 
+def is_native_panic(error: BaseException) -> bool:
+    """A panic of a native (Rust) library: pyo3 raises it beside Exception, not under it,
+    yet it fails one request, not the server."""
+    return type(error).__name__ == "PanicException"
+
+
 def as_namespace_error(error: BaseException) -> LanceNamespaceError:
     """The spec error for any exception; unexpected ones are logged with their trace."""
     if isinstance(error, LanceNamespaceError):

@@ -23,7 +23,7 @@ _LANCE_TYPE_NAMES = {
     "large_utf8": "large_string",
     "date32": "date32:day",
     "date64": "date64:ms",
-    "timestamp": "timestamp:us",
+    "timestamp": "timestamp:us:-",  # Lance writes a naive time zone as `-`
     "time32": "time32:ms",
     "time64": "time64:us",
     "duration": "duration:us",

@@ -24,7 +24,7 @@ from app.browser_guard import BrowserGuard
 from app.config import Settings, access_policy
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
-from app.errors import as_namespace_error, render_error
+from app.errors import as_namespace_error, is_native_panic, render_error
 from app.health import Readiness, health_routes, local_root
 from app.observability import (
     OPERATION_ATTRIBUTE,
@@ -90,7 +90,9 @@ class OperationEndpoint:
             response = without_credentials(await self._call_backend(fields, data))
             response = await self._with_vended(fields, request.scope, response, grants)
             return self.answer(self.operation, response, request.headers)
-        except Exception as error:
+        except BaseException as error:
+            if not (isinstance(error, Exception) or is_native_panic(error)):
+                raise
             return render_error(as_namespace_error(error), request.scope, request.url.path)
         finally:
             release_body(request)

@@ -97,7 +97,8 @@ def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> La
         raise _configuration_error(impl, cause) from cause
     loaded = with_table_operations(namespace)
     root_of = getattr(loaded, "storage_root", None)
-    return contain(loaded, root_of() if root_of else None)
+    layout_of = getattr(loaded, "table_layout", None)
+    return contain(loaded, root_of() if root_of else None, layout_of() if layout_of else None)
 
 
 __all__ = [

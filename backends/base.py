@@ -64,6 +64,7 @@ from lance_namespace import (
     GetTableTagVersionResponse,
     InsertIntoTableRequest,
     InsertIntoTableResponse,
+    InvalidInputError,
     InvalidTableStateError,
     LanceNamespace,
     ListTableBranchesRequest,
@@ -97,11 +98,13 @@ from lance_namespace import (
 )
 
 from backends.arrow_schema import arrow_schema_to_json
-from backends.containment import moving_table
+from backends.containment import holds_other_tables, moving_table
 from backends.extensions import (
     ListOperationsRequest,
     ListOperationsResponse,
 )
+from backends.layouts import TableLayout
+from backends.locations import resolve_stored
 from backends.modes import CreateMode, WriteMode, parse_mode
 from backends.names import ID_DELIMITER, joined_id
 from backends.operations import (
@@ -158,6 +161,32 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
         (`backends.containment`). None: a plug-in that names no root is not checked."""
         return None
 
+    def table_layout(self) -> TableLayout:
+        """Where the tables this backend creates go (`backends.layouts`): each id's own path
+        under `storage_root`."""
+        return TableLayout()
+
+    def holds_other_tables(self, location: str) -> bool:
+        """Whether keys for all of `location` could reach other tables' own paths
+        (`backends.containment.holds_other_tables`); the credential vendor asks."""
+        root = self.storage_root()
+        return root is not None and holds_other_tables(root, self.table_layout(), location)
+
+    def root_storage_options(self) -> dict[str, str]:
+        """The storage options of the backend's own storage (its root)."""
+        return {}
+
+    def own_location(self, table_id: list[str]) -> str:
+        """Where a table the server creates goes: the id's own path under the storage root,
+        its names escaped once where Lance would read them otherwise."""
+        home = self.table_layout().home(table_id)
+        root = self.storage_root()
+        if home is None or root is None:
+            raise InvalidInputError(
+                f"table {joined_id(table_id)} has no own path in this backend's layout"
+            )
+        return resolve_stored(root).child(*home).uri
+
     def registered_location(self, table: TableLocation) -> str:
         """The location RegisterTable takes for `table`'s data (rename re-registers it)."""
         return table.location
@@ -210,7 +239,7 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
         if wants_details:
             dataset = checkout(table, latest, request.version, request.tag, request.branch)
             described.version = dataset.version
-            described.var_schema = arrow_schema_to_json(dataset.schema)
+            described.var_schema = arrow_schema_to_json(dataset.lance_schema.to_pyarrow())
             described.table = table.id[-1]
             described.namespace = table.id[:-1]
         return described

@@ -1,18 +1,29 @@
-"""Where a client may point a table, and which data DropTable may delete.
+"""Where a client may point a table, and which data DropTable may delete, decided from the
+table's own catalog entry and the backend's layout (`backends.layouts`): no catalog search.
 
 Locations are read by the one parser of `backends.locations`: a client-named location
 strictly (`parse_location` refuses query, fragment, percent-encoding, `.`/`..`, empty
 segments, backslashes and invalid bucket names, every form Lance would open elsewhere than the
-check reads), a stored one as Lance opens it (`resolve_stored`). A table *owns* its location
-when that place lies strictly inside the backend's storage root, is not one of the catalog's
-own files (the directory backend's `__manifest`), and no other table of the catalog is
-registered at it, above it or below it. RegisterTable and DeclareTable accept a client-named
-location only if the new table would own it (RegisterTable also needs a Lance table there);
-anything else is code 13 and nothing is written. DropTable deletes data only at a location
-the table owns; otherwise it removes the catalog entry and leaves the data where it is.
+check reads), a stored one as Lance opens it (`resolve_stored`).
 
-`contain(namespace)` puts these checks in front of the backend's register_table,
-declare_table and drop_table. It is applied once, when the server loads its backend.
+The rules:
+- Every table id has its own path under the storage root, given by the backend's layout.
+- A client-named location (RegisterTable, DeclareTable with a location) must lie strictly
+  inside the root, outside the catalog's own files (the directory backend's `__manifest`),
+  and inside no other id's own path, except that RegisterTable may adopt the data in the
+  own path of an id the catalog no longer holds (a deregistered or renamed table's); a path
+  that could hold other ids' own paths (a namespace's directory) is refused too. Nothing is
+  written when a check fails (code 13). Each check needs at most one catalog lookup.
+- A table the server creates (CreateTable, DeclareTable without a location) is placed at its
+  own path, never over a Lance table already there.
+- DropTable deletes data only of a table that owns its location: one inside the root (also
+  once symbolic links are resolved) and in the table's own path, or in the own path of an id
+  the catalog no longer holds (a table renamed keeps its data where it was). Any other table
+  is deregistered and its data left where it is.
+
+`contain(namespace, root, layout)` puts these checks in front of the backend's
+register_table, declare_table and drop_table. It is applied once, when the server loads its
+backend.
 """
 
 from __future__ import annotations
@@ -27,56 +38,84 @@ from typing import Any
 from lance_namespace import (
     DeregisterTableRequest,
     DescribeTableRequest,
+    DescribeTableResponse,
     DropTableResponse,
     InvalidInputError,
     LanceNamespace,
     LanceNamespaceError,
-    ListTablesRequest,
-    UnsupportedOperationError,
+    TableExistsRequest,
+    TableNotFoundError,
 )
 
+from backends.conventions import open_lance_table
+from backends.layouts import TableLayout
 from backends.locations import StorageLocation, parse_location, resolve_stored
-from backends.names import ID_DELIMITER, call_with_valid_id, joined_id
+from backends.names import call_with_valid_id, joined_id
 from backends.properties import ConfigurationError
 
 # Files of the directory backend's catalog, directly below its root.
 CATALOG_ENTRIES = frozenset({"__manifest"})
-# Tables being renamed by re-registration: the new entry may share the old one's location.
-_moving_from: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar(
-    "moving_from", default=None
-)
+# While the server itself re-registers a table (RenameTable), its stored location is not
+# checked again.
+_moving: contextvars.ContextVar[bool] = contextvars.ContextVar("moving", default=False)
 
 
 class Containment:
     """The location checks of one backend, whose storage root is `root`."""
 
-    def __init__(self, namespace: LanceNamespace, root: str) -> None:
+    def __init__(self, namespace: LanceNamespace, root: str, layout: TableLayout) -> None:
         self.namespace = namespace
+        self.layout = layout
         try:
             self.root = resolve_stored(root)
         except InvalidInputError as error:
             raise ConfigurationError(f"the storage root cannot be used: {error}") from None
 
-    def check_new_location(self, table_id: list[str], location: str) -> StorageLocation:
-        """A client-named location the table `table_id` would own, else code 13: parsed
-        strictly (`parse_location` refuses every form Lance would read otherwise)."""
+    def check_new_location(
+        self, table_id: list[str], location: str, adopting: bool
+    ) -> StorageLocation:
+        """A client-named location the table `table_id` may take, else code 13. Data left in
+        the own path of an id the catalog no longer holds (a deregistered or renamed table's)
+        may be adopted by RegisterTable (`adopting`); DeclareTable may not take such a path,
+        which would still be empty when that id is created there."""
         path = self._inside_root(parse_location(location, self.root))
         if path is None:
             raise InvalidInputError(
                 "a table location must lie inside the server's storage root and must not be "
                 "the root itself or the catalog's own files"
             )
-        other = self._overlapping_table(table_id, path)
-        if other is not None:
-            table = joined_id(other)
+        relative = path.relative_to(self.root) or ()
+        owner = self.layout.owner_of(relative)
+        if owner is not None and owner != self.layout.key(table_id):
+            if adopting and _gone(self.namespace, list(owner)):
+                return path
             raise InvalidInputError(
-                f"the location belongs to table {table} (or lies above or below it)"
+                f"the location lies in the own path of table {joined_id(list(owner))}"
+            )
+        if owner is None and self.layout.holds_homes(relative):
+            raise InvalidInputError(
+                "the location could hold other tables' own paths (it is a namespace's "
+                "directory in this backend's layout); choose a table's own path"
             )
         return path
 
-    def owned_path(self, location: str) -> StorageLocation | None:
-        """Where Lance opens a stored `location`, when inside the root and outside the
-        catalog's files; None when it is elsewhere or names no one place."""
+    def owns(self, table_id: list[str], entry: DescribeTableResponse) -> bool:
+        """Whether the table of `entry` owns its location, so DropTable may delete it."""
+        path = self._owned_path(entry.location or "")
+        if path is None:
+            return False
+        owner = self.layout.owner_of(path.relative_to(self.root) or ())
+        if owner is None:
+            return False
+        # A renamed table's data stays in its first id's own path.
+        return owner == self.layout.key(table_id) or _gone(self.namespace, list(owner))
+
+    def home(self, table_id: list[str]) -> StorageLocation | None:
+        """The id's own path, when the layout gives one."""
+        relative = self.layout.home(table_id)
+        return None if relative is None else self.root.child(*relative)
+
+    def _owned_path(self, location: str) -> StorageLocation | None:
         try:
             return self._inside_root(resolve_stored(location, self.root))
         except InvalidInputError:
@@ -88,49 +127,21 @@ class Containment:
             return None
         return path if _physically_inside(path, self.root) else None
 
-    def owns(self, table_id: list[str], location: str) -> bool:
-        path = self.owned_path(location)
-        return path is not None and self._overlapping_table(table_id, path) is None
 
-    def _overlapping_table(
-        self, table_id: list[str], path: StorageLocation
-    ) -> list[str] | None:
-        excluded = {tuple(table_id), _moving_from.get()}
-        for other_id, other_location in self._registered_locations(table_id[:1]):
-            if tuple(other_id) in excluded:
-                continue
-            with contextlib.suppress(InvalidInputError):
-                if resolve_stored(other_location, self.root).overlaps(path):
-                    return other_id
-        return None
-
-    def _registered_locations(self, top: list[str]) -> Iterator[tuple[list[str], str]]:
-        """Every table of the catalog with its location (tables without one are skipped);
-        a catalog that cannot list its root (Iceberg without `warehouses`) lists `top`."""
-        try:
-            yield from self._locations_under([])
-        except UnsupportedOperationError:
-            yield from self._locations_under(top)
-
-    def _locations_under(self, parent: list[str]) -> Iterator[tuple[list[str], str]]:
-        token: str | None = None
-        for _ in range(100_000):  # bounded: a backend that never ends its paging stops here
-            page = self.namespace.list_all_tables(
-                ListTablesRequest(id=parent, page_token=token, include_declared=True)
-            )
-            for joined in page.tables or []:
-                table_id = joined.split(ID_DELIMITER)
-                with contextlib.suppress(LanceNamespaceError):
-                    location = self._location_of(table_id)
-                    if location:
-                        yield table_id, location
-            token = page.page_token
-            if not token:
-                return
-
-    def _location_of(self, table_id: list[str]) -> str | None:
-        describe = getattr(self.namespace, "describe_table_entry", self.namespace.describe_table)
-        return describe(DescribeTableRequest(id=table_id)).location
+def holds_other_tables(root: str, layout: TableLayout, location: str) -> bool:
+    """Whether a grant of everything at `location` could reach other tables' own paths: the
+    root or a place above it, or a namespace's directory in the layout. Credentials are
+    never vended for such a location, whichever catalog entry names it."""
+    try:
+        place, base = resolve_stored(location), resolve_stored(root)
+    except InvalidInputError:
+        return True
+    if place.contains(base):
+        return True
+    relative = place.relative_to(base)
+    if relative is None:
+        return False  # outside the root: no table of this server lies there
+    return layout.owner_of(relative) is None and layout.holds_homes(relative)
 
 
 def _physically_inside(path: StorageLocation, root: StorageLocation) -> bool:
@@ -145,23 +156,28 @@ def _physically_inside(path: StorageLocation, root: StorageLocation) -> bool:
 
 @contextlib.contextmanager
 def moving_table(table_id: list[str]) -> Iterator[None]:
-    """While a table is re-registered under a new id, its old entry may share the location."""
-    token = _moving_from.set(tuple(table_id))
+    """While a table is re-registered under a new id: its stored location moves with it."""
+    token = _moving.set(True)
     try:
         yield
     finally:
-        _moving_from.reset(token)
+        _moving.reset(token)
 
 
-def contain(namespace: LanceNamespace, root: str | None) -> LanceNamespace:
+def contain(
+    namespace: LanceNamespace, root: str | None, layout: TableLayout | None = None
+) -> LanceNamespace:
     """`namespace` (storage root `root`) with the location checks; a plug-in that names no
     root is left as it is."""
     if root is None:
         return namespace
-    containment = Containment(namespace, root)
-    _wrap(namespace, "register_table", functools.partial(_register, containment))
-    _wrap(namespace, "declare_table", functools.partial(_declare, containment))
-    _wrap(namespace, "drop_table", functools.partial(_drop, containment))
+    containment = Containment(namespace, root, layout or TableLayout())
+    for name, guard in (
+        ("register_table", _register),
+        ("declare_table", _declare),
+        ("drop_table", _drop),
+    ):
+        _wrap(namespace, name, functools.partial(guard, containment))
     return namespace
 
 
@@ -179,22 +195,73 @@ def _wrap(namespace: LanceNamespace, name: str, guard: Callable[..., Any]) -> No
 def _register(containment: Containment, register: Callable[..., Any], request: Any) -> Any:
     if not request.location or not str(request.location).strip():
         raise InvalidInputError("RegisterTable needs the location of an existing Lance table")
-    containment.check_new_location(list(request.id or []), request.location)
+    if not _moving.get():
+        containment.check_new_location(list(request.id or []), request.location, adopting=True)
     return register(request)
 
 
 def _declare(containment: Containment, declare: Callable[..., Any], request: Any) -> Any:
-    if request.location is not None:
-        containment.check_new_location(list(request.id or []), request.location)
+    table_id = list(request.id or [])
+    if request.location is None:
+        _refuse_data_at_home(containment, table_id, request)
+    elif not _moving.get():
+        containment.check_new_location(table_id, request.location, adopting=False)
     return declare(request)
+
+
+def _refuse_data_at_home(containment: Containment, table_id: list[str], request: Any) -> None:
+    """A new table never takes over a Lance table already at its own path (a deregistered or
+    renamed table's data): that data is adopted only by RegisterTable."""
+    home = containment.home(table_id)
+    if home is None:
+        return
+    options = containment.namespace.root_storage_options()
+    if open_lance_table(home.uri, options) is None or _exists(
+        containment.namespace, table_id, request
+    ):
+        return  # a table already in the catalog: the backend answers that it exists
+    raise InvalidInputError(
+        f"a Lance table not registered as {joined_id(table_id)} lies at its own path; "
+        "RegisterTable adopts it, or drop the table that keeps its data there"
+    )
+
+
+def _gone(namespace: LanceNamespace, table_id: list[str]) -> bool:
+    """Whether the catalog says for sure that `table_id` names no table (a name the catalog
+    cannot hold is not taken as gone)."""
+    try:
+        namespace.table_exists(TableExistsRequest(id=table_id))
+    except TableNotFoundError:
+        return True
+    except LanceNamespaceError:
+        return False
+    return False
+
+
+def _exists(namespace: LanceNamespace, table_id: list[str], request: Any = None) -> bool:
+    caller = {"identity": request.identity, "context": request.context} if request else {}
+    try:
+        namespace.table_exists(TableExistsRequest(id=table_id, **caller))
+    except TableNotFoundError:
+        return False
+    return True
 
 
 def _drop(containment: Containment, drop: Callable[..., Any], request: Any) -> Any:
     table_id = list(request.id or [])
-    location = containment._location_of(table_id)
-    if location and containment.owns(table_id, location):
+    entry = _catalog_entry(containment.namespace, table_id, request)
+    if entry.location and containment.owns(table_id, entry):
         return drop(request)
     deregistered = containment.namespace.deregister_table(
         DeregisterTableRequest(id=table_id, identity=request.identity, context=request.context)
     )
-    return DropTableResponse(id=table_id, location=deregistered.location or location)
+    return DropTableResponse(id=table_id, location=deregistered.location or entry.location)
+
+
+def _catalog_entry(
+    namespace: LanceNamespace, table_id: list[str], request: Any
+) -> DescribeTableResponse:
+    describe = getattr(namespace, "describe_table_entry", namespace.describe_table)
+    return describe(
+        DescribeTableRequest(id=table_id, identity=request.identity, context=request.context)
+    )

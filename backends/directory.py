@@ -63,6 +63,7 @@ from backends.directory_layout import (
 )
 from backends.directory_native import NativeTableOperations
 from backends.directory_settings import DirectorySettings
+from backends.layouts import DirectoryLayout, TableLayout
 from backends.modes import (
     CreateMode,
     DropBehavior,
@@ -109,6 +110,12 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
 
     def storage_root(self) -> str:
         return storage_root(self._root)
+
+    def table_layout(self) -> TableLayout:
+        return DirectoryLayout()
+
+    def root_storage_options(self) -> dict[str, str]:
+        return dict(self._storage_options)
 
     def registered_location(self, table: TableLocation) -> str:
         return self._relative_to_root(table.location)

@@ -98,8 +98,12 @@ def hive_catalog(root: Path) -> Iterator[tuple[dict[str, str], Callable[[int], N
 CATALOGS = {"glue": glue_catalog, "hive2": hive_catalog}
 
 
-def cycle_seconds(client: RestNamespace, root: Path, cycles: int) -> list[float]:
-    location = root / "cycle" / "t.lance"
+# Where each backend's layout puts table mine$t (`backends/layouts.py`): a table registered
+# at its own path is dropped with its data, as a table the server created.
+OWN_PATHS = {"glue": Path("mine", "t.lance"), "hive2": Path("mine.db", "t")}
+
+
+def cycle_seconds(client: RestNamespace, location: Path, cycles: int) -> list[float]:
     rows = pa.table({"id": list(range(100))})
     timings = []
     for _ in range(cycles):
@@ -120,7 +124,7 @@ def measure(impl: str, size: int, cycles: int) -> float:
         with running_server(impl, properties, metadata_cache=False) as url:
             client = RestNamespace(uri=url)
             client.create_namespace(CreateNamespaceRequest(id=["mine"]))
-            return statistics.median(cycle_seconds(client, root, cycles))
+            return statistics.median(cycle_seconds(client, root / OWN_PATHS[impl], cycles))
 
 
 def main() -> None:

@@ -400,7 +400,7 @@ def test_loaded_through_registry_with_storage_options(clean_moto: MotoEndpoint):
     )
     namespace.create_namespace(CreateNamespaceRequest(id=["reg"]))
     declared = namespace.declare_table(
-        DeclareTableRequest(id=["reg", "t"], location="s3://lake-b/t")
+        DeclareTableRequest(id=["reg", "t"], location="s3://lake-b/reg/t.lance")
     )
     assert declared.storage_options == {"aws_region": "us-east-1", "allow_http": "true"}
     described = namespace.describe_table(DescribeTableRequest(id=["reg", "t"]))

@@ -368,7 +368,7 @@ def test_declare_describe_deregister(
 ) -> None:
     ns = make_namespace(**{"storage.region": "eu-west-1"})
     declared = ns.declare_table(DeclareTableRequest(id=[*db, "t1"], properties={"owner": "me"}))
-    expected_location = f"{tmp_path}/root/wh/{db[1]}/t1"
+    expected_location = f"{tmp_path}/root/wh/{db[1]}/t1.lance"
     assert declared.location == expected_location
     assert declared.storage_options == {"region": "eu-west-1"}
     assert declared.properties == {"owner": "me", "table_type": "lance"}
@@ -400,7 +400,7 @@ def test_declare_with_location_and_nested_default_location(
     )
     ns.create_namespace(CreateNamespaceRequest(id=[*db, "inner"]))
     nested = ns.declare_table(DeclareTableRequest(id=[*db, "inner", "t"]))
-    assert nested.location == f"{tmp_path}/root/wh/{db[1]}/inner/t"
+    assert nested.location == f"{tmp_path}/root/wh/{db[1]}/inner/t.lance"
 
 
 def test_table_errors(ns: IcebergNamespace, db: list[str]) -> None:

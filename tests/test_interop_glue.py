@@ -147,7 +147,7 @@ def test_namespace_made_by_the_server_reads_through_impls(sides: Sides):
 def test_properties_are_written_under_either_key(sides: Sides):
     sides.impls.create_namespace(CreateNamespaceRequest(id=["props"]))
     assert "LocationUri" not in database(sides, "props")
-    moved = f"{ROOT}/elsewhere"
+    moved = f"{ROOT}/props"  # the namespace's own path: the only one the server accepts
     change = {"description": "one", "database.location-uri": moved, "k": "v"}
     assert alter_namespace(sides.url, ["props"], set_properties=change).status_code == 200
     stored = database(sides, "props")
@@ -161,8 +161,10 @@ def test_properties_are_written_under_either_key(sides: Sides):
     assert unset.status_code == 200
     assert unset.json()["properties"] == {"k": "v"}
     assert {"Description", "LocationUri"}.isdisjoint(database(sides, "props"))
-    # Two spellings of one field must agree; a location outside the root is refused.
-    for refused in ({"description": "a", "database.description": "b"}, {"location": "s3://x/y"}):
+    # Two spellings of one field must agree; a location outside the root, or another one
+    # than the namespace's own path (its tables would land in others'), is refused.
+    for refused in ({"description": "a", "database.description": "b"}, {"location": "s3://x/y"},
+                    {"location": f"{ROOT}/elsewhere"}):
         answer = alter_namespace(sides.url, ["props"], set_properties=refused)
         assert (answer.status_code, answer.json()["code"]) == (400, 13)
     assert database(sides, "props")["Parameters"] == {"k": "v"}

@@ -1,6 +1,7 @@
-"""Containment on every backend: a client-named location must lie inside the storage root,
-outside the catalog's files and apart from every other table, or it is code 13 and nothing is
-written; DropTable deletes only data its table owns (`backends/containment.py`)."""
+"""Containment and ownership on every backend: a client-named location must lie inside the
+storage root, outside the catalog's files and outside every other id's own path, or it is
+code 13 and nothing is written; DropTable deletes only data its table owns
+(`backends/containment.py`)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ from lance_namespace import (
     CreateNamespaceRequest,
     CreateTableRequest,
     DeclareTableRequest,
+    DeregisterTableRequest,
     DescribeTableRequest,
     DropTableRequest,
     InvalidInputError,
     LanceNamespace,
     RegisterTableRequest,
+    RenameTableRequest,
     TableExistsRequest,
     TableNotFoundError,
 )
@@ -39,6 +42,7 @@ class Catalog:
     namespace: LanceNamespace
     root: Path
     parent: list[str]  # a namespace that can hold tables
+    kind: str
 
     def table(self, name: str) -> list[str]:
         return [*self.parent, name]
@@ -87,7 +91,7 @@ def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Catalog:
     unique = f"c{abs(hash(tmp_path)) % 10**8}"
     parent = {"unity": ["lake", unique], "iceberg": ["wh", unique]}.get(kind, [unique])
     namespace.create_namespace(CreateNamespaceRequest(id=parent))
-    return Catalog(namespace, root, parent)
+    return Catalog(namespace, root, parent, kind)
 
 
 def _create(catalog: Catalog, name: str) -> str:
@@ -141,14 +145,105 @@ def test_a_location_without_a_lance_table_is_refused(catalog: Catalog):
     )
 
 
-def test_a_table_inside_the_root_registers_and_its_drop_deletes_it(catalog: Catalog):
-    own = catalog.root / "external" / "adopted"  # not a `<name>.lance` the dir backend lists
+def _own_path(catalog: Catalog, name: str) -> Path:
+    """Where the backend's layout puts the table `name` of the catalog's namespace."""
+    parent = catalog.parent
+    if isinstance(catalog.namespace, DirectoryBackend):  # nested: `<8 hex>_<namespace$table>`
+        return catalog.root / f"0123abcd_{'$'.join([*parent, name])}"
+    if catalog.kind == "hive2":
+        return catalog.root.joinpath(f"{parent[0]}.db", name)
+    if catalog.kind == "unity":
+        return catalog.root.joinpath(*parent, name)
+    return catalog.root.joinpath(*parent, f"{name}.lance")
+
+
+def test_a_table_registered_at_its_own_path_is_dropped_with_its_data(catalog: Catalog):
+    own = _own_path(catalog, "adopted")
     lance.write_dataset(sample_table(4), str(own))
     catalog.namespace.register_table(
         RegisterTableRequest(id=catalog.table("adopted"), location=str(own))
     )
     catalog.namespace.drop_table(DropTableRequest(id=catalog.table("adopted")))
     assert not own.exists() or not any(own.rglob("*.lance"))
+
+
+def test_a_table_registered_elsewhere_is_only_deregistered_by_drop(catalog: Catalog):
+    """Outside every id's own path: dir and hive have such places in their root (a directory
+    that is no table's and no database's); glue, unity and iceberg refuse them, since every
+    such directory could be a namespace's and hold other tables' own paths."""
+    elsewhere = catalog.root / "external" / "adopted"
+    lance.write_dataset(sample_table(4), str(elsewhere))
+    request = RegisterTableRequest(id=catalog.table("adopted"), location=str(elsewhere))
+    if catalog.kind not in ("dir", "hive2"):
+        _refused(catalog, request)
+        return
+    catalog.namespace.register_table(request)
+    catalog.namespace.drop_table(DropTableRequest(id=catalog.table("adopted")))
+    with pytest.raises(TableNotFoundError):
+        catalog.namespace.table_exists(TableExistsRequest(id=catalog.table("adopted")))
+    assert lance.dataset(str(elsewhere)).count_rows() == 4
+
+
+def test_another_tables_own_path_is_refused(catalog: Catalog):
+    """While the id `later` exists, its own path is its alone; DeclareTable may not take any
+    other id's own path even before that id exists (the table created there later would share
+    it)."""
+    _create(catalog, "later")
+    others = _own_path_of_existing(catalog, "later")
+    _refused(catalog, RegisterTableRequest(id=catalog.table("alias"), location=str(others)))
+    vacant = _own_path(catalog, "vacant")
+    _refused(catalog, DeclareTableRequest(id=catalog.table("alias"), location=str(vacant)))
+
+
+def _own_path_of_existing(catalog: Catalog, name: str) -> Path:
+    location = catalog.namespace.describe_table(DescribeTableRequest(id=catalog.table(name)))
+    return Path(location.location.removeprefix("file://"))
+
+
+def test_data_a_deregistered_table_left_is_adopted_by_another_id(catalog: Catalog):
+    """Deregistering keeps the data; RegisterTable may then adopt it under another id, which
+    owns it from then on (its DropTable deletes it)."""
+    location = _create(catalog, "first")
+    catalog.namespace.deregister_table(DeregisterTableRequest(id=catalog.table("first")))
+    catalog.namespace.register_table(
+        RegisterTableRequest(id=catalog.table("second"), location=location))
+    assert lance.dataset(location).count_rows() == 3
+    catalog.namespace.drop_table(DropTableRequest(id=catalog.table("second")))
+    with pytest.raises((OSError, ValueError)):
+        lance.dataset(location)
+
+
+def test_a_new_table_never_takes_over_the_data_left_at_its_own_path(catalog: Catalog):
+    """A deregistered table's data stays; creating the id again must neither adopt it nor,
+    when the first write fails, delete it. Only RegisterTable adopts it."""
+    location = _create(catalog, "kept")
+    catalog.namespace.deregister_table(DeregisterTableRequest(id=catalog.table("kept")))
+    if isinstance(catalog.namespace, DirectoryBackend):
+        # A nested dir table gets a new path each time: the old data cannot be in the way.
+        assert _create(catalog, "kept") != location
+    else:
+        with pytest.raises(InvalidInputError, match="lies at its own path"):
+            catalog.namespace.create_table(
+                CreateTableRequest(id=catalog.table("kept")), arrow_stream(sample_table(1))
+            )
+        with pytest.raises(InvalidInputError, match="lies at its own path"):
+            catalog.namespace.declare_table(DeclareTableRequest(id=catalog.table("kept")))
+        catalog.namespace.register_table(
+            RegisterTableRequest(id=catalog.table("kept"), location=location))
+    assert lance.dataset(location).count_rows() == 3
+
+
+def test_a_renamed_table_keeps_its_data_and_is_dropped_with_it(catalog: Catalog):
+    location = _create(catalog, "before")
+    catalog.namespace.rename_table(
+        RenameTableRequest(id=catalog.table("before"), new_table_name="after")
+    )
+    renamed = catalog.namespace.describe_table(DescribeTableRequest(id=catalog.table("after")))
+    assert renamed.location == location
+    assert lance.dataset(location).count_rows() == 3
+    catalog.namespace.drop_table(DropTableRequest(id=catalog.table("after")))
+    with pytest.raises((OSError, ValueError)):
+        lance.dataset(location)
 
 
 def test_drop_of_an_entry_that_shares_a_location_keeps_the_data(catalog: Catalog):

@@ -644,6 +644,7 @@ def test_unity_columns_cover_arrow_types() -> None:
             pa.field("point", pa.struct([("x", pa.float32()), ("y", pa.float32())])),
             pa.field("category", pa.dictionary(pa.int32(), pa.string())),
             pa.field("clock", pa.time64("us")),
+            pa.field("key", pa.uuid()),
         ]
     )
     columns = {column["name"]: column for column in unity_columns(schema)}
@@ -674,6 +675,7 @@ def test_unity_columns_cover_arrow_types() -> None:
         ),
         "category": ("STRING", "string", "string"),
         "clock": ("USER_DEFINED_TYPE", "time64[us]", "time64[us]"),
+        "key": ("BINARY", "binary", "binary"),
     }
     for name, (type_name, type_text, spark_type) in expected.items():
         column = columns[name]

@@ -109,7 +109,7 @@ def test_register_through_the_adapter_fills_unity_columns(
     client: RestNamespace, unity: UnityStandIn, catalog: str, root: Path
 ) -> None:
     client.create_namespace(CreateNamespaceRequest(id=[catalog, "reg"]))
-    location = str(root / "external" / "existing")  # registered locations lie inside the root
+    location = str(root / catalog / "reg" / "vectors")  # the table's own path in the root
     lance.write_dataset(sample_table(4), location)
     client.register_table(RegisterTableRequest(id=[catalog, "reg", "vectors"], location=location))
     table = sdk(unity, lambda api: TablesApi(api).get_table(f"{catalog}.reg.vectors"))

@@ -451,3 +451,36 @@ def test_a_table_named_like_url_syntax_gets_no_key_wider_than_itself(storage: St
         manifest = storage.s3().list_objects_v2(Bucket=BUCKET, Prefix="warehouse/__manifest/")
         key = manifest["Contents"][0]["Key"]
         assert not reached(storage.s3(options), "get_object", Bucket=BUCKET, Key=key)
+
+
+def test_no_key_is_minted_for_a_location_that_holds_other_tables(storage: Storage) -> None:
+    """An entry another tool put in Glue at a namespace's directory (where the layout puts
+    other tables' own paths): DescribeTable answers it without keys, while the table created
+    beside it at its own path gets keys for that path alone."""
+    upstream = storage.gate.upstream
+    glue = glue_properties(f"http://{upstream.hostname}:{upstream.port}")
+    properties = {**glue, **vending_on(storage.gate.url, access="read-write"),
+                  "root": f"s3://{BUCKET}/holding"}
+    with adapter(properties, impl="glue") as url:
+        httpx.post(f"{url}/CreateNamespace", json={"id": ["hold"]}).raise_for_status()
+        created = httpx.post(f"{url}/v1/table/hold$own/create", timeout=60,
+                             content=arrow_stream(sample_table(3)),
+                             headers={"content-type": "application/vnd.apache.arrow.stream"})
+        assert created.status_code == 200, created.text
+        boto3_glue(glue).create_table(DatabaseName="hold", TableInput={
+            "Name": "wide", "TableType": "EXTERNAL_TABLE", "Parameters": {"table_type": "lance"},
+            "StorageDescriptor": {"Location": f"s3://{BUCKET}/holding/hold"}})
+        own = describe(url, "hold$own", vend_credentials=True)
+        wide = describe(url, "hold$wide", vend_credentials=True)
+    assert "aws_access_key_id" in (own.get("storage_options") or {})
+    assert wide["location"] == f"s3://{BUCKET}/holding/hold"
+    assert "aws_access_key_id" not in (wide.get("storage_options") or {})
+
+
+def boto3_glue(properties: dict[str, str]) -> Any:
+    import boto3
+
+    return boto3.client(
+        "glue", endpoint_url=properties["endpoint"], region_name=properties["region"],
+        aws_access_key_id=properties["access_key_id"],
+        aws_secret_access_key=properties["secret_access_key"])

@@ -87,6 +87,7 @@ from backends.glue.tables import (
     table_location,
     table_uri,
 )
+from backends.layouts import SuffixLayout, TableLayout
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import joined_id
 from backends.paging import paginate
@@ -116,6 +117,12 @@ class GlueNamespace(MetadataNamespace):
 
     def storage_root(self) -> str:
         return self._root
+
+    def table_layout(self) -> TableLayout:
+        return SuffixLayout(min_depth=2)
+
+    def root_storage_options(self) -> dict[str, str]:
+        return self._storage_options()
 
     def namespace_id(self) -> str:
         settings = self._settings
@@ -255,7 +262,9 @@ class GlueNamespace(MetadataNamespace):
             raise InvalidInputError("the root namespace has no properties to alter")
         shapes = ("Database", "DatabaseInput") if found.database else ("Catalog", "CatalogInput")
         current = self._catalog.writable(*shapes, found.entry or {})
-        altered = altered_input(current, changes, self._root, found.database is not None)
+        altered = altered_input(
+            current, changes, self._root, namespace if found.database is not None else None
+        )
         self._catalog.update_namespace(found, altered)
         described = self.describe_namespace(DescribeNamespaceRequest(id=namespace))
         return AlterNamespaceResponse(properties=described.properties)

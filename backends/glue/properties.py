@@ -67,21 +67,25 @@ def namespace_input(
     values, parameters = split_properties(properties, fields)
     if namespace_type == "database":
         if LOCATION_URI in values:
-            check_namespace_location(values[LOCATION_URI], root)
+            check_namespace_location(values[LOCATION_URI], root, namespace)
         values.setdefault(LOCATION_URI, join_location(root, *namespace))
     return {**values, "Parameters": parameters}
 
 
 def altered_input(
-    current: dict[str, Any], changes: PropertyChanges, root: str, database: bool
+    current: dict[str, Any],
+    changes: PropertyChanges,
+    root: str,
+    namespace: list[str] | None,
 ) -> dict[str, Any]:
     """`current` (a DatabaseInput, else a CatalogInput) after AlterNamespace's changes: a
     field's keys set or unset the field, and also clear any parameter spelled like one of its
-    keys."""
+    keys. `namespace` is the database's id; None for a catalog."""
+    database = namespace is not None
     fields = DATABASE_FIELDS if database else CATALOG_FIELDS
     set_fields, set_parameters = split_properties(changes.updates, fields)
     if LOCATION_URI in set_fields and set_fields[LOCATION_URI] != current.get(LOCATION_URI):
-        check_namespace_location(set_fields[LOCATION_URI], root)
+        check_namespace_location(set_fields[LOCATION_URI], root, namespace or [])
     touched = {field for field in fields if set(FIELD_KEYS[field]) & changes.removals}
     touched |= set_fields.keys()
     shadowed = {key for field in touched for key in FIELD_KEYS[field]}
@@ -94,10 +98,12 @@ def altered_input(
     return {**altered, **set_fields, "Parameters": {**parameters, **set_parameters}}
 
 
-def check_namespace_location(location: str, root: str) -> None:
-    """A location given through the server must lie strictly inside the storage root, like a
-    table's: tables declared in the namespace default to it."""
-    if parse_location(location).relative_to(resolve_stored(root)) is None:
+def check_namespace_location(location: str, root: str, namespace: list[str]) -> None:
+    """A location given through the server must be the namespace's own path,
+    `<root>/<namespace…>`: tables created in the namespace go below it, and any other place
+    would put them in other tables' own paths (`backends.layouts`)."""
+    own = resolve_stored(root).child(*namespace)
+    if parse_location(location) != own:
         raise InvalidInputError(
-            "a namespace location must lie inside the server's storage root, not be the root"
+            f"a namespace location given through the server must be its own path, {own.uri}"
         )

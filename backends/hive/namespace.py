@@ -58,6 +58,7 @@ from backends.extensions import (
 from backends.hive.client import MetastoreClientPool
 from backends.hive.metastore import Metastore
 from backends.hive.names import (
+    DEFAULT_CATALOG,
     MAX_TABLE_NAME_LENGTH,
     DatabaseRef,
     HiveLevels,
@@ -75,6 +76,7 @@ from backends.hive.objects import (
     with_impls_keys,
 )
 from backends.hive.settings import HiveSettings
+from backends.layouts import HiveLayout, TableLayout
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.paging import paginate
 from backends.settings import BackendSettings
@@ -113,6 +115,12 @@ class _HiveNamespace(MetadataNamespace):
 
     def storage_root(self) -> str:
         return self._root
+
+    def table_layout(self) -> TableLayout:
+        return HiveLayout(self.catalog_level, DEFAULT_CATALOG)
+
+    def root_storage_options(self) -> dict[str, str]:
+        return dict(self._storage_options)
 
     def namespace_id(self) -> str:
         return f"{type(self).__name__} {{ uri: '{self._uri}', root: '{self._root}' }}"

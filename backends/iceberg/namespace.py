@@ -58,6 +58,7 @@ from backends.iceberg.catalog import (
 )
 from backends.iceberg.names import namespace_identifier, table_identifier
 from backends.iceberg.settings import IcebergSettings
+from backends.layouts import SuffixLayout, TableLayout
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import joined_id, validate_identifier
 from backends.paging import paginate
@@ -95,6 +96,9 @@ class IcebergNamespace(RestCatalogNamespace):
         self.storage_options = dict(settings.storage)
         self.client = RestCatalogClient(self.endpoint, settings, oauth=oauth)
         self.catalog = IcebergCatalog(self.client)
+
+    def table_layout(self) -> TableLayout:
+        return SuffixLayout(min_depth=3)
 
     def namespace_id(self) -> str:
         return f"IcebergNamespace {{ endpoint: '{self.endpoint}' }}"
@@ -234,7 +238,7 @@ class IcebergNamespace(RestCatalogNamespace):
         location = (
             validate_location(request.location)
             if request.location is not None
-            else "/".join([self.root, warehouse, *path, name])
+            else self.own_location([warehouse, *path, name])
         )
         table = self.catalog.create_table(warehouse, path, name, location, request.properties)
         return DeclareTableResponse(

@@ -30,6 +30,9 @@ class RestCatalogNamespace(MetadataNamespace):
     def storage_root(self) -> str:
         return self.root
 
+    def root_storage_options(self) -> dict[str, str]:
+        return dict(self.storage_options)
+
     def close(self) -> None:
         self.client.close()
 

@@ -87,12 +87,17 @@ def remove_data(table: TableLocation) -> None:
         LanceDataset.drop(table.location, storage_options=table.options, ignore_not_found=True)
 
 
+# Lance (arrow-rs) panics on a buffer not aligned to its values, and decimals need 16 bytes
+# where a stream's buffers have 8: read them into aligned memory.
+_ALIGNED = pa.ipc.IpcReadOptions(ensure_alignment=pa.ipc.Alignment.At64Byte)
+
+
 def read_arrow_stream(data: bytes | None) -> pa.Table:
     """A request body in the Arrow IPC stream format, read whole (it is in memory already)."""
     if not data:
         raise InvalidInputError("the request has no Arrow IPC stream body")
     try:
-        return pa.ipc.open_stream(data).read_all()
+        return pa.ipc.open_stream(data, options=_ALIGNED).read_all()
     except (pa.ArrowInvalid, OSError) as error:
         raise InvalidInputError(f"data is not an Arrow IPC stream: {error}") from None
 

@@ -74,6 +74,8 @@ def _unity_type(data_type: pa.DataType) -> tuple[str, Any, str]:
     """(type_name, Spark JSON type, SQL type text) for an Arrow type."""
     if pa.types.is_dictionary(data_type):
         return _unity_type(data_type.value_type)
+    if isinstance(data_type, pa.BaseExtensionType):
+        return _unity_type(data_type.storage_type)
     for predicate, type_name, spark_type, type_text in _SIMPLE_TYPES:
         if predicate(data_type):
             return type_name, spark_type, type_text

@@ -56,6 +56,7 @@ from lance_namespace import (
 
 from backends.conventions import open_lance_table, require_lance_table, storage_root
 from backends.extensions import AlterNamespaceRequest, AlterNamespaceResponse
+from backends.layouts import FixedDepthLayout, TableLayout
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import joined_id
 from backends.paging import paginate
@@ -98,6 +99,9 @@ class UnityNamespace(RestCatalogNamespace):
         self.storage_options = dict(settings.storage)
         self.client = RestCatalogClient(base_url, settings)
         self.catalog = UnityCatalog(self.client)
+
+    def table_layout(self) -> TableLayout:
+        return FixedDepthLayout(depth=3)
 
     def namespace_id(self) -> str:
         return f"UnityNamespace {{ endpoint: '{self.endpoint}' }}"
@@ -233,7 +237,7 @@ class UnityNamespace(RestCatalogNamespace):
         location = (
             validate_location(request.location)
             if request.location is not None
-            else f"{self.root}/{catalog}/{schema}/{name}"
+            else self.own_location([catalog, schema, name])
         )
         dataset = open_lance_table(location, self.storage_options)
         columns = unity_columns(dataset.schema) if dataset is not None else []

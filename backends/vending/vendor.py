@@ -91,6 +91,7 @@ class CredentialVendor:
     def __init__(
         self, settings: VendingSettings, storage: Mapping[str, str], sts: Any = None,
         clock: Callable[[], float] = time.time, relay: RelaysCredentials | None = None,
+        holds_other_tables: Callable[[str], bool] | None = None,
     ) -> None:
         self.settings = settings
         self.region = settings.region or storage.get("aws_region") or storage.get("region")
@@ -99,6 +100,8 @@ class CredentialVendor:
             sts = _sts_client(settings, storage, self.region)
         self._sts = sts
         self._relay = relay
+        # The backend's judgement of a location (`MetadataNamespace.holds_other_tables`).
+        self._holds_other_tables = holds_other_tables
         self._clock = clock
         self._cache: dict[Hashable, VendedCredentials] = {}
         self._locks: dict[Hashable, threading.Lock] = {}
@@ -149,6 +152,8 @@ class CredentialVendor:
     def _minted(self, location: str, access: str) -> tuple[VendedCredentials | None, str]:
         prefix = TablePrefix.of(location)
         if prefix is None or self._sts is None:
+            return None, MINTED
+        if self._holds_other_tables is not None and self._holds_other_tables(location):
             return None, MINTED
         return self._cached_or_made(
             (MINTED, prefix, access), MINTED, lambda: self._mint(prefix, access))
@@ -266,7 +271,10 @@ def credential_vendor(
         raise ConfigurationError(
             "vending.enabled needs vending.role-arn: this backend relays no catalog's credentials"
         )
-    return CredentialVendor(settings, storage_options(properties), relay=relay)
+    return CredentialVendor(
+        settings, storage_options(properties), relay=relay,
+        holds_other_tables=getattr(backend, "holds_other_tables", None),
+    )
 
 
 def _sts_client(settings: VendingSettings, storage: Mapping[str, str], region: str | None) -> Any:
