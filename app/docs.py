@@ -1,4 +1,5 @@
-"""Swagger UI at /docs and the protocol's OpenAPI document at /openapi.json, from rest.yaml.
+"""Swagger UI at /docs and the OpenAPI document of every route served at /openapi.json and
+/rest.yaml (`app.openapi`: rest.yaml with the `POST /<OperationId>` routes it implies).
 
 The UI's scripts and styles are served from the swagger-ui-bundle package, not a CDN, so
 the page works where the service has no internet access. Every URL in the page is
@@ -7,19 +8,16 @@ relative, so it also works behind a gateway's path prefix (root_path).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
-import yaml
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from swagger_ui_bundle import swagger_ui_path
 
 from app.observability import OPERATION_ATTRIBUTE
-from app.spec import SPEC_PATH
+from app.openapi import openapi_document, openapi_yaml
 
 UI_ASSETS = ("swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png")
 
@@ -42,13 +40,12 @@ _PAGE = """<!DOCTYPE html>
 """
 
 
-@functools.cache
-def openapi_document() -> dict[str, Any]:
-    return yaml.safe_load(SPEC_PATH.read_text())
-
-
 async def _openapi(_: Request) -> Response:
     return JSONResponse(openapi_document())
+
+
+async def _openapi_yaml(_: Request) -> Response:
+    return Response(openapi_yaml(), media_type="application/yaml")
 
 
 async def _page(_: Request) -> Response:
@@ -70,6 +67,7 @@ def _route(path: str, endpoint: Callable[[Request], Awaitable[Response]], name: 
 def docs_routes() -> list[Route]:
     return [
         _route("/openapi.json", _openapi, "openapi.json"),
+        _route("/rest.yaml", _openapi_yaml, "rest.yaml"),
         _route("/docs", _page, "docs"),
         _route("/docs/{name}", _asset, "docs-asset"),
     ]

@@ -23,7 +23,13 @@ from starlette.responses import Response
 
 from app.observability import ERROR_CODE_KEY
 from app.protocol import JSON
-from backends.tables.errors import without_source_location
+from backends.tables.errors import (
+    HIDDEN_PATH,
+    readable,
+    without_paths,
+    without_source_location,
+)
+from backends.tables.errors import is_native_panic as is_native_panic  # for the request path
 
 logger = logging.getLogger("lance_adapter")
 
@@ -79,6 +85,14 @@ class HeadTooLargeError(InvalidInputError):
     """The request head is larger than the configured limit (HTTP 431, code 13)."""
 
 
+class MethodNotAllowedError(UnsupportedOperationError):
+    """The path is served, but not with the request's method (HTTP 405, code 0)."""
+
+    def __init__(self, message: str, allowed: list[str]) -> None:
+        super().__init__(message)
+        self.allowed = allowed
+
+
 RETRY_AFTER_SECONDS = 1
 
 
@@ -89,6 +103,8 @@ def http_status(error: LanceNamespaceError) -> int:
         return 431
     if isinstance(error, BodyTimeoutError):
         return 408
+    if isinstance(error, MethodNotAllowedError):
+        return 405
     return HTTP_STATUS_BY_CODE.get(ErrorCode(error.code), 500)
 
 
@@ -99,6 +115,8 @@ def error_headers(error: LanceNamespaceError) -> dict[str, str]:
         return {"retry-after": str(RETRY_AFTER_SECONDS), "connection": "close"}
     if isinstance(error, (BodyTimeoutError, BodyTooLargeError)):
         return {"connection": "close"}
+    if isinstance(error, MethodNotAllowedError):
+        return {"allow": ", ".join(error.allowed)}
     return {}
 
 
@@ -108,12 +126,6 @@ def invalid_input_from_validation(error: ValidationError) -> InvalidInputError:
         for issue in error.errors(include_url=False)
     )
     return InvalidInputError(f"invalid request: {problems}")
-
-
-def is_native_panic(error: BaseException) -> bool:
-    """A panic of a native (Rust) library: pyo3 raises it beside Exception, not under it,
-    yet it fails one request, not the server."""
-    return type(error).__name__ == "PanicException"
 
 
 def as_namespace_error(error: BaseException) -> LanceNamespaceError:
@@ -136,19 +148,29 @@ def as_namespace_error(error: BaseException) -> LanceNamespaceError:
 
 
 # What an error message may carry of the server's machine: source locations of the native
-# libraries, backtraces, and local paths. The answer drops them; the log keeps them.
+# libraries, backtraces, the server's storage paths in any spelling, and other local paths.
+# The answer drops them; the log keeps them.
 _BACKTRACE = re.compile(r",?\s*backtrace:.*", re.IGNORECASE | re.DOTALL)
 _LOCAL_PATH = re.compile(
-    r"(?<![\w.:/])(?:file://)?/(?!v1/)(?:[^\s/'\",:;)]+/)+[^\s'\",:;)]*"
+    r"(?<![\w.:/>])(?:file://)?/(?!v1/)(?:[^\s/'\",:;)]+/)+[^\s'\",:;)]*"
     r"|(?<=at path )[^\s'\",:;)]+"
 )
+# The server's own paths (its storage root), registered when an application is created.
+_SERVER_PATHS: set[str] = set()
+
+
+def register_server_paths(paths: list[str]) -> None:
+    """Hide `paths` (and whatever lies below them) in every error answer from now on."""
+    _SERVER_PATHS.update(path for path in paths if path)
 
 
 def public_message(message: str) -> str:
-    """`message` without source locations, backtraces and local paths."""
-    cleaned = _BACKTRACE.sub("", message)
+    """`message` without backtraces, source locations, debug dumps, the server's paths and
+    local paths: the one sanitiser every error answer passes through."""
+    cleaned = _BACKTRACE.sub("", readable(message))
     cleaned = without_source_location(cleaned)
-    return _LOCAL_PATH.sub("<path>", cleaned).strip()
+    cleaned = without_paths(cleaned, _SERVER_PATHS)
+    return _LOCAL_PATH.sub(HIDDEN_PATH, cleaned).strip()
 
 
 def error_body(error: LanceNamespaceError, instance: str) -> dict[str, object]:

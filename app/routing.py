@@ -14,9 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
+from starlette.requests import Request
 from starlette.routing import BaseRoute, Match
 from starlette.types import Receive, Scope, Send
 
+from app.errors import MethodNotAllowedError, render_error
 from app.spec import Operation
 
 Segments = tuple[str, ...]
@@ -72,6 +74,8 @@ class RouteTable:
         self.templated.setdefault(key, []).append(_Template(operation, suffix))
 
     def match(self, method: str, raw_path: str) -> RouteMatch | None:
+        """The operation at `raw_path` for `method` (HEAD is GET without the body)."""
+        method = "GET" if method == "HEAD" else method
         path = raw_path if raw_path == "/" else raw_path.removesuffix("/")
         found = self.fixed.get((method, unquote(path)))
         if found is not None:
@@ -84,6 +88,11 @@ class RouteTable:
         if found is None and len(suffix) > 1:
             found = self._match_slashed_identifier(method, kind, segments[2:])
         return found
+
+    def methods_at(self, raw_path: str) -> list[str]:
+        """The methods some operation is served with at `raw_path`."""
+        methods = [method for method in ("GET", "POST") if self.match(method, raw_path)]
+        return ["GET", "HEAD", *methods[1:]] if "GET" in methods else methods
 
     def _match_suffix(
         self, method: str, kind: str, suffix: Segments, identifier: str
@@ -134,11 +143,29 @@ class LanceRoutes(BaseRoute):
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         if scope["type"] != "http":
             return Match.NONE, {}
-        found = self.table.match(scope["method"], route_path(scope))
+        path = route_path(scope)
+        found = self.table.match(scope["method"], path)
         if found is None:
-            return Match.NONE, {}
+            allowed = self.table.methods_at(path)
+            if not allowed:
+                return Match.NONE, {}
+            return Match.PARTIAL, {"endpoint": _WrongMethod(allowed), "path_params": {}}
         endpoint = self.endpoints[(found.operation.operation_id, found.by_operation_id)]
         return Match.FULL, {"endpoint": endpoint, "path_params": found.path_params}
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         await scope["endpoint"].asgi(scope, receive, send)
+
+
+class _WrongMethod:
+    """The answer to a served path asked with another method: 405, naming the methods."""
+
+    def __init__(self, allowed: list[str]) -> None:
+        self.allowed = allowed
+
+    async def asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = Request(scope).url.path
+        allowed = ", ".join(self.allowed)
+        message = f"{scope['method']} is not served at this path; it answers {allowed}"
+        error = MethodNotAllowedError(message, self.allowed)
+        await render_error(error, scope, path)(scope, receive, send)

@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from lance_namespace import LanceNamespace, UnsupportedOperationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response
+from starlette.responses import Response
 from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
@@ -24,7 +24,13 @@ from app.browser_guard import BrowserGuard
 from app.config import Settings, access_policy
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
-from app.errors import as_namespace_error, is_native_panic, render_error
+from app.errors import (
+    MethodNotAllowedError,
+    as_namespace_error,
+    is_native_panic,
+    register_server_paths,
+    render_error,
+)
 from app.health import Readiness, health_routes, local_root
 from app.observability import (
     OPERATION_ATTRIBUTE,
@@ -35,7 +41,7 @@ from app.observability import (
 from app.requests import BodyLimits, read_operation_request, read_route_request, release_body
 from app.responses import render, render_model
 from app.routing import LanceRoutes, RouteTable
-from app.spec import SPEC_PATH, Operation, load_operations
+from app.spec import Operation, load_operations
 from app.workers import RUNTIME_DIR_ENV
 from backends import IMPLS
 from backends.access import AccessPolicy, Grants, Level, check_access
@@ -168,13 +174,15 @@ def operation_routes(
 
 
 async def _no_such_route(request: Request, error: Exception) -> Response:
-    status = error.status_code if isinstance(error, HTTPException) else 404
-    message = f"no operation at {request.method} {request.url.path} (HTTP {status})"
-    return render_error(UnsupportedOperationError(message), request.scope, request.url.path)
-
-
-async def _spec(_: Request) -> Response:
-    return FileResponse(SPEC_PATH, media_type="application/yaml")
+    """No route at the path (code 0, 406), or not with this method (code 0, 405)."""
+    path = request.url.path
+    if isinstance(error, HTTPException) and error.status_code == 405:
+        allowed = sorted((error.headers or {}).get("Allow", "").split(", "))
+        message = f"{request.method} is not served at this path; it answers {', '.join(allowed)}"
+        refused = MethodNotAllowedError(message, allowed)
+        return render_error(refused, request.scope, path)
+    message = f"no operation is served at this path (method {request.method})"
+    return render_error(UnsupportedOperationError(message), request.scope, path)
 
 
 def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
@@ -241,7 +249,7 @@ class LanceFirst:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         match, child_scope = self.routes.matches(scope)
-        if match is Match.FULL:
+        if match is not Match.NONE:
             scope.update(child_scope)
             await self.routes.handle(scope, receive, send)
         else:
@@ -265,13 +273,13 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> A
     )
     metrics = Metrics(name_identities=settings.metrics_identities)
     register_secrets(secret_property_values(settings.properties))
+    register_server_paths(storage_paths(namespace))
     vendor = credential_vendor(settings.properties, namespace)
     if vendor is not None:
         vendor.add_listener(lambda vend: metrics.observe_vend(vend.identity, vend.access,
                                                               vend.source))
     app.lance_routes = operation_routes(operations, dispatcher, settings, metrics, vendor)
     app.router.routes.append(app.lance_routes)
-    app.router.routes.append(_route("/rest.yaml", _spec, ["GET"], "rest.yaml"))
     app.router.routes.extend(docs_routes())
     readiness = Readiness.for_backend(namespace, settings)
     app.router.routes.extend(health_routes(readiness, metrics))
@@ -280,6 +288,13 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> A
     app.state.settings = settings
     app.state.metrics = metrics
     return app
+
+
+def storage_paths(namespace: LanceNamespace) -> list[str]:
+    """Where the backend keeps data, when it says (`MetadataNamespace.storage_root`)."""
+    root = getattr(namespace, "storage_root", None)
+    found = root() if callable(root) else None
+    return [found] if isinstance(found, str) else []
 
 
 def secret_property_values(properties: dict[str, str]) -> list[str]:

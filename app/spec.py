@@ -95,7 +95,8 @@ def _model(name: str) -> type[BaseModel]:
     return found
 
 
-def _resolve(document: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+def resolve(document: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """`node`, its `$ref` followed within `document`."""
     while "$ref" in node:
         target: Any = document
         for part in node["$ref"].removeprefix("#/").split("/"):
@@ -109,7 +110,7 @@ def _body_kind(document: dict[str, Any], operation: dict[str, Any]) -> BodyKind:
         return BodyKind.NONE
     if "x-lance-body-field" in operation:
         return BodyKind.FIELD
-    content = _resolve(document, operation["requestBody"])["content"]
+    content = resolve(document, operation["requestBody"])["content"]
     return BodyKind.ARROW if ARROW_STREAM in content else BodyKind.JSON
 
 
@@ -119,7 +120,7 @@ def _success(operation: dict[str, Any]) -> tuple[int, dict[str, Any]]:
 
 
 def _answer_kind(document: dict[str, Any], operation: dict[str, Any]) -> AnswerKind:
-    content = _resolve(document, _success(operation)[1]).get("content")
+    content = resolve(document, _success(operation)[1]).get("content")
     if not content:
         return AnswerKind.STATUS
     if ARROW_FILE in content:
@@ -135,7 +136,7 @@ def _answer_kind(document: dict[str, Any], operation: dict[str, Any]) -> AnswerK
 def _query_parameters(
     document: dict[str, Any], parameters: list[dict[str, Any]]
 ) -> tuple[QueryParameter, ...]:
-    resolved = (_resolve(document, parameter) for parameter in parameters)
+    resolved = (resolve(document, parameter) for parameter in parameters)
     return tuple(
         QueryParameter(p["name"], _parameter_type(p), p.get("schema", {}).get("default"))
         for p in resolved

@@ -12,9 +12,10 @@ stays pylance's `DirectoryNamespace`; the server serves `dir` with
 `backends.directory.DirectoryBackend`, that class with this adapter's fixes.
 
 `load_namespace` builds what the server serves through `lance_namespace.connect`, then gives a
-plain `LanceNamespace` plug-in the generic table operations (`backends.plugin`) and puts the
-location checks in front of it (`backends.containment`). The catalog backends are
-`backends.base.MetadataNamespace` subclasses, used as they are.
+plain `LanceNamespace` plug-in the generic table operations (`backends.plugin`) and turns on
+the location checks (`backends.containment`) of the one guard every operation passes,
+`MetadataNamespace.guard`. The catalog backends are `backends.base.MetadataNamespace`
+subclasses, used as they are.
 """
 
 from __future__ import annotations
@@ -83,7 +84,6 @@ def _configuration_error(impl: str, cause: BaseException) -> ConfigurationError:
 
 def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> LanceNamespace:
     """Build the backend `impl` with `properties`, with every generic table operation."""
-    from backends.containment import contain
     from backends.plugin import with_table_operations
 
     merged = dict(properties or {})
@@ -96,9 +96,8 @@ def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> La
         cause = wrapped.__context__ or wrapped  # connect wraps every failure in a ValueError
         raise _configuration_error(impl, cause) from cause
     loaded = with_table_operations(namespace)
-    root_of = getattr(loaded, "storage_root", None)
-    layout_of = getattr(loaded, "table_layout", None)
-    return contain(loaded, root_of() if root_of else None, layout_of() if layout_of else None)
+    loaded.check_locations()
+    return loaded
 
 
 __all__ = [

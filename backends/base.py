@@ -10,6 +10,7 @@ naming the operation and the backend (`@unsupported`); `list_operations` tells t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lance import LanceDataset
@@ -98,7 +99,13 @@ from lance_namespace import (
 )
 
 from backends.arrow_schema import arrow_schema_to_json
-from backends.containment import holds_other_tables, moving_table
+from backends.containment import (
+    CHECKED_OPERATIONS,
+    Containment,
+    checked,
+    holds_other_tables,
+    moving_table,
+)
 from backends.extensions import (
     ListOperationsRequest,
     ListOperationsResponse,
@@ -106,7 +113,7 @@ from backends.extensions import (
 from backends.layouts import TableLayout
 from backends.locations import resolve_stored
 from backends.modes import CreateMode, WriteMode, parse_mode
-from backends.names import ID_DELIMITER, joined_id
+from backends.names import ID_DELIMITER, call_with_valid_id, joined_id
 from backends.operations import (
     FRONT_DOOR_MARK,
     FRONT_DOORS,
@@ -133,9 +140,13 @@ from backends.tables.lifecycle import caller
 class MetadataNamespace(AdapterLimits, LanceNamespace):
     """A catalog backend; every table operation is done with pylance at the table location.
 
-    Every operation a subclass has, its own or inherited, is a front door: the request's id is
-    validated before the operation runs (`backends.names`), so a subclass never sees a bad name.
+    Every operation a subclass has, its own or inherited, is a front door to `guard`, the one
+    guard of the backend: the request's id is validated (`backends.names`), so a subclass never
+    sees a bad name, and once the server has loaded the backend (`check_locations`) the location
+    checks of `backends.containment` stand in front of RegisterTable, DeclareTable and DropTable.
     """
+
+    _containment: Containment | None = None
 
     def __init_subclass__(cls, **keywords: Any) -> None:
         super().__init_subclass__(**keywords)
@@ -145,6 +156,21 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
             if method is None or method is default or getattr(method, FRONT_DOOR_MARK, False):
                 continue
             setattr(cls, name, front_door(method))
+
+    def guard(
+        self, name: str, call: Callable[..., Any], request: Any, *arguments: Any, **keywords: Any
+    ) -> Any:
+        """`call` (the operation `name`) for `request`, behind the backend's checks."""
+        if self._containment is not None and name in CHECKED_OPERATIONS:
+            call = checked(self._containment, name, call)
+        return call_with_valid_id(call, request, *arguments, **keywords)
+
+    def check_locations(self) -> None:
+        """From now on, the location checks guard this backend (a plug-in that names no
+        storage root is not checked)."""
+        root = self.storage_root()
+        if root is not None:
+            self._containment = Containment(self, root, self.table_layout())
 
     # -- hooks for subclasses ----------------------------------------------------------------
 

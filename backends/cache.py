@@ -28,9 +28,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import orjson
+from lance_namespace import InvalidInputError
+
+from backends.locations import resolve_stored
 
 CACHED_OPERATIONS = frozenset(
     {"DescribeTable", "TableExists", "ListTables", "ListNamespaces", "DescribeNamespace"}
@@ -203,11 +205,14 @@ def _modified_ns(path: Path) -> int | None:
 
 
 def _local_path(location: str | None) -> Path | None:
+    """Where Lance opens `location` on the local file system (`backends.locations`)."""
     if not location:
         return None
-    if location.startswith("file://"):
-        return Path(unquote(urlparse(location).path))
-    return None if "://" in location else Path(location)
+    try:
+        place = resolve_stored(location)
+    except InvalidInputError:
+        return None
+    return Path(place.uri) if place.scheme == "file" else None
 
 
 def directory_stamper(root: Path) -> Stamper:

@@ -21,9 +21,9 @@ The rules:
   the catalog no longer holds (a table renamed keeps its data where it was). Any other table
   is deregistered and its data left where it is.
 
-`contain(namespace, root, layout)` puts these checks in front of the backend's
-register_table, declare_table and drop_table. It is applied once, when the server loads its
-backend.
+`MetadataNamespace.guard`, the one guard of every backend operation, puts these checks in
+front of register_table, declare_table and drop_table once the server has loaded the backend
+(`MetadataNamespace.check_locations`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from lance_namespace import (
 from backends.conventions import open_lance_table
 from backends.layouts import TableLayout
 from backends.locations import StorageLocation, parse_location, resolve_stored
-from backends.names import call_with_valid_id, joined_id
+from backends.names import joined_id
 from backends.properties import ConfigurationError
 
 # Files of the directory backend's catalog, directly below its root.
@@ -76,8 +76,9 @@ class Containment:
     ) -> StorageLocation:
         """A client-named location the table `table_id` may take, else code 13. Data left in
         the own path of an id the catalog no longer holds (a deregistered or renamed table's)
-        may be adopted by RegisterTable (`adopting`); DeclareTable may not take such a path,
-        which would still be empty when that id is created there."""
+        may be adopted by RegisterTable (`adopting`) of a table in the same namespace;
+        DeclareTable may not take such a path, which would still be empty when that id is
+        created there."""
         path = self._inside_root(parse_location(location, self.root))
         if path is None:
             raise InvalidInputError(
@@ -86,8 +87,10 @@ class Containment:
             )
         relative = path.relative_to(self.root) or ()
         owner = self.layout.owner_of(relative)
-        if owner is not None and owner != self.layout.key(table_id):
-            if adopting and _gone(self.namespace, list(owner)):
+        key = self.layout.key(table_id)
+        if owner is not None and owner != key:
+            # Only within the namespace: its writers may reach what lies in its paths anyway.
+            if adopting and owner[:-1] == key[:-1] and _gone(self.namespace, list(owner)):
                 return path
             raise InvalidInputError(
                 f"the location lies in the own path of table {joined_id(list(owner))}"
@@ -164,32 +167,14 @@ def moving_table(table_id: list[str]) -> Iterator[None]:
         _moving.reset(token)
 
 
-def contain(
-    namespace: LanceNamespace, root: str | None, layout: TableLayout | None = None
-) -> LanceNamespace:
-    """`namespace` (storage root `root`) with the location checks; a plug-in that names no
-    root is left as it is."""
-    if root is None:
-        return namespace
-    containment = Containment(namespace, root, layout or TableLayout())
-    for name, guard in (
-        ("register_table", _register),
-        ("declare_table", _declare),
-        ("drop_table", _drop),
-    ):
-        _wrap(namespace, name, functools.partial(guard, containment))
-    return namespace
+# The operations the location checks stand in front of.
+CHECKED_OPERATIONS = frozenset({"register_table", "declare_table", "drop_table"})
 
 
-def _wrap(namespace: LanceNamespace, name: str, guard: Callable[..., Any]) -> None:
-    original = getattr(namespace, name)
-
-    @functools.wraps(original)
-    def guarded(request: Any, *arguments: Any) -> Any:
-        # The id is validated before the checks look anything up with it.
-        return call_with_valid_id(functools.partial(guard, original), request, *arguments)
-
-    setattr(namespace, name, guarded)
+def checked(containment: Containment, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
+    """`call`, the operation `name` of the backend, behind its location checks."""
+    check = {"register_table": _register, "declare_table": _declare, "drop_table": _drop}[name]
+    return functools.partial(check, containment, call)
 
 
 def _register(containment: Containment, register: Callable[..., Any], request: Any) -> Any:

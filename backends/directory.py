@@ -14,11 +14,15 @@ only some spellings and ignores the namespace and registration modes.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from lance.namespace import DirectoryNamespace
 from lance_namespace import (
+    AnalyzeTableQueryPlanRequest,
     CreateNamespaceRequest,
     CreateNamespaceResponse,
     CreateTableRequest,
@@ -28,20 +32,27 @@ from lance_namespace import (
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
+    DeregisterTableResponse,
     DescribeNamespaceRequest,
     DescribeTableRequest,
     DescribeTableResponse,
     DropNamespaceRequest,
     DropNamespaceResponse,
+    DropTableRequest,
+    DropTableResponse,
+    ExplainTableQueryPlanRequest,
     InsertIntoTableRequest,
     InsertIntoTableResponse,
     InvalidTableStateError,
-    LanceNamespaceError,
+    ListNamespacesRequest,
+    ListNamespacesResponse,
     ListTablesRequest,
     ListTablesResponse,
     NamespaceAlreadyExistsError,
     NamespaceExistsRequest,
     NamespaceNotFoundError,
+    QueryTableRequest,
+    QueryTableResponse,
     RegisterTableRequest,
     RegisterTableResponse,
     RenameTableRequest,
@@ -64,6 +75,7 @@ from backends.directory_layout import (
 from backends.directory_native import NativeTableOperations
 from backends.directory_settings import DirectorySettings
 from backends.layouts import DirectoryLayout, TableLayout
+from backends.locations import resolve_stored
 from backends.modes import (
     CreateMode,
     DropBehavior,
@@ -78,7 +90,33 @@ from backends.paging import paginate
 from backends.settings import BackendSettings
 from backends.tables.access import TableLocation, open_dataset
 from backends.tables.errors import translate_native
+from backends.tables.history import staging_manifest_key
 from backends.tables.lifecycle import caller, renamed_id
+from backends.tables.reads import query_vectors, require_vector_column
+
+# Set while the backend itself deregisters a root table listed by its directory: DropTable,
+# which deletes the directory too, and RenameTable, which moves it (see `deregister_table`).
+_own_deregistration: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "own_deregistration", default=False
+)
+
+
+@contextlib.contextmanager
+def _deregistering_itself() -> Iterator[None]:
+    token = _own_deregistration.set(True)
+    try:
+        yield
+    finally:
+        _own_deregistration.reset(token)
+
+
+def _quoted_for_sql(request: Any) -> Any:
+    """`request` with its id's names as SQL string literals hold them (`'` doubled): the
+    native listings paste the parent's names into their query's text unquoted, where a `'`
+    ended the literal (the listing failed, or read a client's SQL)."""
+    names = [name.replace("'", "''") for name in request.id or []]
+    return request.model_copy(update={"id": names})
+
 
 # The spellings the native operations accept.
 _NATIVE_CREATE_MODES = {
@@ -98,7 +136,6 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
         settings = DirectorySettings.from_properties(properties)
         super().__init__(**settings.native_properties(properties))
         self._root = settings.root
-        self._root_path = self._root.removeprefix("file://").lstrip("/")
         self._storage_options = dict(settings.storage)
         sweep_orphans(self._root)
 
@@ -182,11 +219,14 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
                 self, NamespaceExistsRequest(id=namespace, **caller(request))
             )
 
+    def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
+        return DirectoryNamespace.list_namespaces(self, _quoted_for_sql(request))
+
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         namespace = list(request.id or [])
         self._require_namespace(namespace, request)
         if namespace:
-            return DirectoryNamespace.list_tables(self, request)
+            return DirectoryNamespace.list_tables(self, _quoted_for_sql(request))
         # Natively the root lists `<name>.lance` directories and misses root tables registered
         # at another location; the manifest holds them.
         whole = request.model_copy(update={"page_token": None, "limit": None})
@@ -244,8 +284,8 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
         file system is bad input, not an internal error)."""
         try:
             return getattr(DirectoryNamespace, name)(self, *arguments)
-        except (LanceNamespaceError, ValueError, OSError, RuntimeError) as error:
-            translated = translate_native(error, self._root_path)
+        except BaseException as error:  # a native panic is a BaseException
+            translated = translate_native(error, self.storage_root())
             if translated is error:
                 raise
             raise translated from error
@@ -287,12 +327,24 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
             # No such table can be stored; the native lookup would fail walking for it.
             raise TableNotFoundError(f"table {joined_id(request.id)[:40]}... not found")
         try:
-            return self._translated("describe_table", request)
+            described = self._translated("describe_table", request)
         except TableNotFoundError:
             found = self._from_manifest(request)
             if found is None:
                 raise
-            return found
+            described = found
+        described.location = self._as_lance_opens(described.location)
+        return described
+
+    def _as_lance_opens(self, location: str | None) -> str | None:
+        """The native lookup answers a table on object storage with its directory name as
+        stored (`s3://b/root/?.lance`), which Lance would open elsewhere: the same place,
+        its names escaped once (`backends.locations`)."""
+        root = self.storage_root()
+        if not location or "://" not in root or not location.startswith(root + "/"):
+            return location
+        names = location[len(root) + 1 :].split("/")
+        return resolve_stored(root).child(*names).uri
 
     def _natively_found(self, request: Any) -> bool:
         try:
@@ -306,7 +358,30 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
         return TableExistsResponse()
 
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
-        return self._described(request)
+        """A table the native lookup misses is described from its manifest entry, completed
+        (version, schema, declared state) as the request asks by the generic operation."""
+        if self._natively_found(request) or self._from_manifest(request) is None:
+            return self._described(request)
+        return MetadataNamespace.describe_table(self, request)
+
+    def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
+        """Natively a root table listed by its `<name>.lance` directory "deregisters" and is
+        still found, listed and read there: refused, nothing changed (code 0)."""
+        table_id = list(request.id or [])
+        if (len(table_id) == 1 and not _own_deregistration.get()
+                and self._natively_found(request)):
+            raise UnsupportedOperationError(
+                f"table {table_id[0]} cannot be deregistered: it is the directory "
+                f"{table_id[0]}.lance under the root, which the DirectoryNamespace backend "
+                "lists as a table whatever its catalog holds; DropTable deletes it"
+            )
+        return self._translated("deregister_table", request)
+
+    def drop_table(self, request: DropTableRequest) -> DropTableResponse:
+        """Natively a registered table at a nested location cannot be dropped (its path is
+        re-encoded as one name): deregister, then delete the data at the location described."""
+        with _deregistering_itself():
+            return MetadataNamespace.drop_table(self, request)
 
     # -- native operations that fail or answer wrongly: the generic ones instead ------------
 
@@ -326,14 +401,16 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
         directory = listed_directory(local_root_path(self._root), table)
         if directory is None:
             return MetadataNamespace.rename_table(self, request)
-        with moving_table(table.id):
+        with moving_table(table.id), _deregistering_itself():
             rename_root_table(self, request, table, directory)
         return RenameTableResponse()
 
-    # Natively a registered table at a nested location cannot be dropped (its path is
-    # re-encoded as one name): deregister, then delete the data at the location described.
-    drop_table = MetadataNamespace.drop_table
     create_table_index = MetadataNamespace.create_table_index
+    # Natively a missing source version is invalid input and a missing source branch an
+    # internal error.
+    create_table_branch = MetadataNamespace.create_table_branch
+    # Natively computed and virtual columns are taken for SQL expressions (code 0 here).
+    alter_table_add_columns = MetadataNamespace.alter_table_add_columns
     # Natively data_type must be a JSON string, though the official model makes it an object.
     alter_table_alter_columns = MetadataNamespace.alter_table_alter_columns
     list_table_versions = MetadataNamespace.list_table_versions
@@ -347,6 +424,37 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
     def create_table_version(
         self, request: CreateTableVersionRequest
     ) -> CreateTableVersionResponse:
-        """Natively a dict in and out: the official models here."""
-        answer: Any = self._translated("create_table_version", request.model_dump())
+        """Natively a dict in and out (the official models here), any file the server reads
+        committed as a manifest and then deleted (only the table's staging manifests here),
+        and a table its lookup misses not found (refused, code 0, saying why)."""
+        table = self.locate(request)
+        key = staging_manifest_key(resolve_stored(table.location).key, request.manifest_path)
+        if not self._natively_found(request):
+            raise UnsupportedOperationError(
+                f"CreateTableVersion is not supported by the DirectoryNamespace backend for "
+                f"table {joined_id(request.id)}: it is a root table registered at another "
+                "location than its own directory, which the native commit cannot reach"
+            )
+        native = request.model_copy(update={"manifest_path": key})
+        answer: Any = self._translated("create_table_version", native.model_dump())
         return CreateTableVersionResponse.from_dict(answer)
+
+    # Queries checked as the generic ones check them: natively an empty vector among several,
+    # and a vector column given without a vector, are ignored.
+    def query_table(self, request: QueryTableRequest) -> QueryTableResponse:
+        self._check_query(request, request, request.version)
+        return self._native("query_table", request)
+
+    def explain_table_query_plan(self, request: ExplainTableQueryPlanRequest) -> str:
+        self._check_query(request, request.query, request.query.version)
+        return self._native("explain_table_query_plan", request)
+
+    def analyze_table_query_plan(self, request: AnalyzeTableQueryPlanRequest) -> str:
+        self._check_query(request, request, request.version)
+        return self._native("analyze_table_query_plan", request)
+
+    def _check_query(self, request: Any, query: Any, version: int | None) -> None:
+        """`query` (`request`'s own or its inner query) as `backends.tables.reads` checks it:
+        no empty vector among several, and a vector column given without a vector exists."""
+        if not query_vectors(query) and query.vector_column:
+            require_vector_column(self.open(request, version).schema, query.vector_column)

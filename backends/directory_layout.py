@@ -29,14 +29,14 @@ from backends.names import joined_id
 from backends.tables import lifecycle
 from backends.tables.access import TableLocation, has_data
 from backends.tables.lifecycle import renamed_id
+from backends.tables.refs import MAX_FILE_NAME_BYTES
 
 ROOT_TABLE_SUFFIX = ".lance"
 
 
-# Longest file name of common file systems. The native storage layer percent-encodes a
-# name's bytes when it walks the root, so a directory name must fit once encoded: a longer
-# one would make every listing of the root fail.
-MAX_FILE_NAME_BYTES = 255
+# The native storage layer percent-encodes a name's bytes when it walks the root, so a
+# directory name must fit the file system's limit once encoded: a longer one would make
+# every listing of the root fail.
 _NESTED_PREFIX_BYTES = len("0123abcd_")
 
 

@@ -6,15 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from lance_namespace import (
-    AlterTableAddColumnsRequest,
-    AlterTableAddColumnsResponse,
     AlterTableDropColumnsRequest,
     AlterTableDropColumnsResponse,
     AnalyzeTableQueryPlanRequest,
     CountTableRowsRequest,
     CountTableRowsResponse,
-    CreateTableBranchRequest,
-    CreateTableBranchResponse,
     CreateTableIndexRequest,
     CreateTableScalarIndexResponse,
     CreateTableTagRequest,
@@ -111,11 +107,6 @@ class NativeTableOperations:
     def analyze_table_query_plan(self, request: AnalyzeTableQueryPlanRequest) -> str:
         return self._native("analyze_table_query_plan", request)
 
-    def alter_table_add_columns(
-        self, request: AlterTableAddColumnsRequest
-    ) -> AlterTableAddColumnsResponse:
-        return self._native("alter_table_add_columns", request)
-
     def alter_table_drop_columns(
         self, request: AlterTableDropColumnsRequest
     ) -> AlterTableDropColumnsResponse:
@@ -137,9 +128,6 @@ class NativeTableOperations:
 
     def delete_table_tag(self, request: DeleteTableTagRequest) -> DeleteTableTagResponse:
         return self._native("delete_table_tag", request)
-
-    def create_table_branch(self, request: CreateTableBranchRequest) -> CreateTableBranchResponse:
-        return self._native("create_table_branch", request)
 
     def list_table_branches(self, request: ListTableBranchesRequest) -> ListTableBranchesResponse:
         return self._native("list_table_branches", request)

@@ -8,7 +8,9 @@ used from Python without the server refuses bad names just as the server does:
 - every operation method of a `backends.base.MetadataNamespace` subclass (every backend of this
   adapter, a wrapped plug-in's methods, and the location checks of `backends.containment`)
   runs through `call_with_valid_id`, which validates `request.id` with `validate_identifier`
-  before the method's body, so no catalog or storage sees an unvalidated name;
+  (and the tag and branch names and SQL expressions the request holds, `backends.tables.refs`
+  and `backends.tables.sql`) before the method's body, so no catalog or storage sees an
+  unvalidated name;
 - inside that call (one operation, whatever other operations and helpers it calls), every
   name validated is remembered: a catalog's own helpers, which validate again on their way to
   their stricter rules (`validate_identifier`, `validate_name`), get the remembered answer.
@@ -24,6 +26,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from lance_namespace import InvalidInputError
+
+from backends.tables.refs import check_ref_names
+from backends.tables.sql import check_sql_expressions
 
 MAX_NAME_LENGTH = 256
 # Joins the parts of an id wherever one is kept as one string: a route's path segment (the
@@ -113,12 +118,14 @@ def _operation_scope() -> Iterator[None]:
 def call_with_valid_id(
     call: Callable[..., ResultT], request: Any, *arguments: Any, **keywords: Any
 ) -> ResultT:
-    """`call(request, ...)` with `request.id` validated first (and in NFC): the front door of
-    every backend operation."""
+    """`call(request, ...)` with `request.id` validated first (and in NFC), and the tag and
+    branch names and SQL expressions it holds: the front door of every backend operation."""
     with _operation_scope():
         identifier = getattr(request, "id", None)
         if identifier is not None:
             validated = validate_identifier(identifier)
             if validated != identifier:
                 request = request.model_copy(update={"id": validated})
+        check_ref_names(request)
+        check_sql_expressions(request)
         return call(request, *arguments, **keywords)

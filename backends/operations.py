@@ -40,7 +40,6 @@ from backends.extensions import (
     ListOperationsRequest,
     ListOperationsResponse,
 )
-from backends.names import call_with_valid_id
 
 MethodT = TypeVar("MethodT", bound=Callable[..., Any])
 _UNSUPPORTED_MARK = "unsupported_default"
@@ -115,12 +114,14 @@ FRONT_DOOR_MARK = "validates_request_id"
 
 
 def front_door(method: Callable[..., Any]) -> Callable[..., Any]:
-    """`method(self, request, ...)`, the request's id validated before its body runs."""
+    """`method(self, request, ...)` behind the namespace's one guard (`self.guard`: the
+    request's id validated, and the location checks of a loaded backend) before its body runs."""
+    name = method.__name__
 
     @functools.wraps(method)
     def operation(self: Any, request: Any, *arguments: Any, **keywords: Any) -> Any:
-        return call_with_valid_id(functools.partial(method, self), request, *arguments,
-                                  **keywords)
+        return self.guard(name, functools.partial(method, self), request, *arguments,
+                          **keywords)
 
     setattr(operation, FRONT_DOOR_MARK, True)
     return operation

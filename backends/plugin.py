@@ -10,7 +10,6 @@ from typing import Any
 from lance_namespace import DescribeTableRequest, DescribeTableResponse, LanceNamespace
 
 from backends.base import MetadataNamespace
-from backends.names import call_with_valid_id
 from backends.operations import EXTENSION_METHODS, implements, operation_methods
 
 # The plug-in's describe_table is the catalog entry the base's describe_table completes.
@@ -21,10 +20,10 @@ class PluginNamespace(MetadataNamespace):
     def __init__(self, inner: LanceNamespace) -> None:
         self.inner = inner
         # The plug-in's own implementations shadow the generic ones, on this instance only;
-        # like every operation of a MetadataNamespace, they validate the request's id first.
+        # like every operation of a MetadataNamespace, they stand behind its guard.
         for name in [*operation_methods(), *EXTENSION_METHODS, "list_operations"]:
             if name not in _COMPLETED_HERE and implements(inner, name):
-                setattr(self, name, functools.partial(call_with_valid_id, getattr(inner, name)))
+                setattr(self, name, functools.partial(self.guard, name, getattr(inner, name)))
 
     def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
         return self.inner.describe_table(request)
@@ -43,12 +42,7 @@ class PluginNamespace(MetadataNamespace):
         return getattr(self.inner, name)
 
 
-def with_table_operations(namespace: LanceNamespace) -> MetadataNamespace | LanceNamespace:
-    """`namespace` itself when it has the table operations already, else wrapped."""
-    if isinstance(namespace, MetadataNamespace):
-        return namespace
-    from backends.directory import DirectoryBackend
-
-    if isinstance(namespace, DirectoryBackend):
-        return namespace
-    return PluginNamespace(namespace)
+def with_table_operations(namespace: LanceNamespace) -> MetadataNamespace:
+    """`namespace` itself when it has the table operations already (every backend of this
+    project, `dir` included), else wrapped."""
+    return namespace if isinstance(namespace, MetadataNamespace) else PluginNamespace(namespace)

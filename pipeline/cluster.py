@@ -27,8 +27,6 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 MASTER_ENV = "LANCE_PIPELINE_SPARK_MASTER"
 # What a task imports besides pyspark and this package; pip names for the message.
 EXECUTOR_MODULES = {"pyarrow": "pyarrow", "lance": "pylance", "lance_namespace": "lance-namespace"}
-# The storage schemes a file system of one machine stands behind.
-LOCAL_SCHEMES = ("", "file")
 
 
 def package_zip() -> Path:
@@ -163,5 +161,14 @@ def refuse_unshared_local_storage(location: str, table: str, shared: bool) -> No
 
 
 def is_local_location(location: str) -> bool:
-    scheme, separator, _ = location.partition("://")
-    return not separator or scheme.lower() in LOCAL_SCHEMES
+    """Whether Lance opens `location` on the local file system (read as Lance reads it,
+    `backends.locations`; a location it cannot read is taken as local, the cautious side).
+    Driver only: the package shipped to executors does not hold `backends`."""
+    from lance_namespace import InvalidInputError
+
+    from backends.locations import resolve_stored
+
+    try:
+        return resolve_stored(location).scheme == "file"
+    except InvalidInputError:
+        return True

@@ -37,9 +37,11 @@ def test_lance_routes_skip_fastapi_and_other_paths_keep_it(tmp_path: Path) -> No
         unknown = httpx.get(f"{url}/v1/nothing/here")
         wrong_method = httpx.delete(f"{url}/v1/namespace/$/list")
     assert (listed.status_code, health.status_code) == (200, 200)
-    # No route is an unsupported operation (code 0, HTTP 406), as FastAPI's handlers answer.
+    # No route is an unsupported operation (code 0, HTTP 406), as FastAPI's handlers answer;
+    # a route asked with another method is 405 naming the methods it answers.
     assert (unknown.status_code, unknown.json()["code"]) == (406, 0)
-    assert (wrong_method.status_code, wrong_method.json()["code"]) == (406, 0)
+    assert (wrong_method.status_code, wrong_method.json()["code"]) == (405, 0)
+    assert wrong_method.headers["allow"] == "GET, HEAD"
 
 
 def test_the_application_puts_the_route_table_inside_its_own_middleware(tmp_path: Path) -> None:

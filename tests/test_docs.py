@@ -1,4 +1,5 @@
-"""Swagger UI at /docs and /openapi.json, from rest.yaml, with no asset fetched from the web."""
+"""Swagger UI at /docs and /openapi.json (rest.yaml and the POST /<OperationId> routes it
+implies), with no asset fetched from the web."""
 
 from __future__ import annotations
 
@@ -8,15 +9,23 @@ from pathlib import Path
 import httpx
 import yaml
 
-from app.spec import SPEC_PATH
+from app.spec import SPEC_PATH, load_operations
 from tests.support.adapter import running_server
 
 
-def test_openapi_json_is_rest_yaml(dir_server: str) -> None:
+def test_openapi_json_is_rest_yaml_with_the_operation_id_routes(dir_server: str) -> None:
     answer = httpx.get(f"{dir_server}/openapi.json")
     assert answer.status_code == 200
     assert answer.headers["content-type"] == "application/json"
-    assert answer.json() == yaml.safe_load(SPEC_PATH.read_text())
+    document, spec = answer.json(), yaml.safe_load(SPEC_PATH.read_text())
+    assert {key: value for key, value in document.items() if key != "paths"} == {
+        key: value for key, value in spec.items() if key != "paths"}
+    assert all(document["paths"][path] == item for path, item in spec["paths"].items())
+    added = set(document["paths"]) - set(spec["paths"])
+    assert added == {f"/{op.operation_id}" for op in load_operations() if op.path is not None}
+    as_yaml = httpx.get(f"{dir_server}/rest.yaml")
+    assert as_yaml.headers["content-type"].startswith("application/yaml")
+    assert yaml.safe_load(as_yaml.text) == document
 
 
 def test_the_docs_page_loads_every_asset_from_the_server_itself(dir_server: str) -> None:

@@ -116,8 +116,9 @@ def test_table_lifecycle_and_lance_dataset_through_the_namespace(namespace: Rest
     assert namespace.list_tables(ListTablesRequest(id=["team", "proj"])).tables == []
     # The directory backend registers locations relative to its root.
     relative = location.rstrip("/").rsplit("/", 1)[1]
-    namespace.register_table(RegisterTableRequest(id=["team", "events2"], location=relative))
-    reopened = lance.dataset(namespace_client=namespace, table_id=["team", "events2"])
+    adopted = ["team", "proj", "events2"]  # data is adopted within its namespace
+    namespace.register_table(RegisterTableRequest(id=adopted, location=relative))
+    reopened = lance.dataset(namespace_client=namespace, table_id=adopted)
     assert reopened.count_rows() == 220
 
 

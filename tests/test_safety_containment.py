@@ -6,6 +6,7 @@ code 13 and nothing is written; DropTable deletes only data its table owns
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,6 +214,18 @@ def test_data_a_deregistered_table_left_is_adopted_by_another_id(catalog: Catalo
         lance.dataset(location)
 
 
+def test_a_renamed_tables_data_is_not_adopted_from_another_namespace(catalog: Catalog):
+    """The data stays at the old id's path after RenameTable; a table of another namespace
+    (whose writers may have no grant here) must not reach it by registering that path."""
+    location = _create(catalog, "moved")
+    catalog.namespace.rename_table(
+        RenameTableRequest(id=catalog.table("moved"), new_table_name="renamed"))
+    elsewhere = [*catalog.parent[:-1], catalog.parent[-1] + "x"]
+    catalog.namespace.create_namespace(CreateNamespaceRequest(id=elsewhere))
+    _refused(catalog, RegisterTableRequest(id=[*elsewhere, "thief"], location=location))
+    assert lance.dataset(location).count_rows() == 3
+
+
 def test_a_new_table_never_takes_over_the_data_left_at_its_own_path(catalog: Catalog):
     """A deregistered table's data stays; creating the id again must neither adopt it nor,
     when the first write fails, delete it. Only RegisterTable adopts it."""
@@ -250,7 +263,7 @@ def test_drop_of_an_entry_that_shares_a_location_keeps_the_data(catalog: Catalog
     """An entry made behind the adapter's back (another tool, an old release) at another
     table's location: dropping it removes only the entry."""
     location = _create(catalog, "owner")
-    register = type(catalog.namespace).register_table  # the backend's own, unchecked
+    register = inspect.unwrap(type(catalog.namespace).register_table)  # unguarded: the body
     register(catalog.namespace, RegisterTableRequest(id=catalog.table("alias"),
                                                      location=_as_registered(catalog, location)))
     catalog.namespace.drop_table(DropTableRequest(id=catalog.table("alias")))
@@ -288,7 +301,7 @@ def test_drop_of_an_entry_lance_opens_outside_the_root_keeps_that_data(
     check read as relative to the root): DropTable removes the entry, never the data."""
     outside = tmp_path / "outside.lance"
     lance.write_dataset(sample_table(2), str(outside))
-    register = type(catalog.namespace).register_table  # the backend's own, unchecked
+    register = inspect.unwrap(type(catalog.namespace).register_table)  # unguarded: the body
     entry = RegisterTableRequest(id=catalog.table("foreign"), location=f"file:{outside}")
     if isinstance(catalog.namespace, DirectoryBackend):
         # `dir` keeps locations relative to its root: it reads this one as `<root>/file:...`.
@@ -314,7 +327,7 @@ def test_a_symbolic_link_in_the_root_leads_nowhere_outside(catalog: Catalog, tmp
     _refused(catalog, RegisterTableRequest(id=catalog.table("linked"), location=through_link))
     _refused(catalog, DeclareTableRequest(id=catalog.table("linked"),
                                           location=str(catalog.root / "ext" / "new.lance")))
-    register = type(catalog.namespace).register_table  # the backend's own, unchecked
+    register = inspect.unwrap(type(catalog.namespace).register_table)  # unguarded: the body
     register(catalog.namespace, RegisterTableRequest(
         id=catalog.table("linked"), location=_as_registered(catalog, through_link)))
     catalog.namespace.drop_table(DropTableRequest(id=catalog.table("linked")))

@@ -446,11 +446,16 @@ def test_a_table_named_like_url_syntax_gets_no_key_wider_than_itself(storage: St
                              headers={"content-type": "application/vnd.apache.arrow.stream"})
         assert created.status_code == 200, created.text
         described = describe(url, "%3F", vend_credentials=True)
-    options = described.get("storage_options") or {}
-    if "aws_access_key_id" in options:  # none at all is nothing wider than the table
-        manifest = storage.s3().list_objects_v2(Bucket=BUCKET, Prefix="warehouse/__manifest/")
-        key = manifest["Contents"][0]["Key"]
-        assert not reached(storage.s3(options), "get_object", Bucket=BUCKET, Key=key)
+        counted = httpx.post(f"{url}/v1/table/%3F/count_rows", json={}, timeout=30)
+    # The answer names the place Lance opens: the `?` escaped once, as where it was written.
+    assert described["location"] == f"s3://{BUCKET}/warehouse/%3F.lance"
+    assert counted.json() == 3
+    options = described["storage_options"]
+    manifest = storage.s3().list_objects_v2(Bucket=BUCKET, Prefix="warehouse/__manifest/")
+    key = manifest["Contents"][0]["Key"]
+    assert not reached(storage.s3(options), "get_object", Bucket=BUCKET, Key=key)
+    put_probes(storage, "warehouse/?.lance", "warehouse/?.lance0")
+    assert reach(storage, options, "warehouse/?.lance", "warehouse/?.lance0") == ONLY_OWN
 
 
 def test_no_key_is_minted_for_a_location_that_holds_other_tables(storage: Storage) -> None:

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from urllib.parse import quote
 
 from lance.commit import CommitConflictError
 from lance_namespace import (
     ConcurrentModificationError,
     ErrorCode,
     InvalidInputError,
+    InvalidTableStateError,
     LanceNamespaceError,
     TableAlreadyExistsError,
     TableBranchAlreadyExistsError,
@@ -31,20 +35,23 @@ _MESSAGE_RULES: tuple[tuple[type[LanceNamespaceError], tuple[str, ...]], ...] = 
     (TableTagNotFoundError, ("tag", "does not exist")),
     (TableTagAlreadyExistsError, ("tag", "already exists")),
     (TableBranchNotFoundError, ("branch", "does not exist")),
+    # A missing manifest is a missing version, on a branch (`tree/<branch>/_versions/`) too.
+    (TableVersionNotFoundError, ("_versions/", "not found")),
     (TableBranchNotFoundError, ("/tree/", "not found")),
     (TableBranchAlreadyExistsError, ("branch", "already exists")),
     (TableVersionNotFoundError, ("version", "does not exist")),
-    (TableVersionNotFoundError, ("_versions/", "not found")),
     # The native lookup misses a table it cannot locate on storage (e.g. a root table whose
     # name it percent-encodes differently from the manifest).
     (TableNotFoundError, ("dataset at path", "was not found")),
     (TableIndexNotFoundError, ("index", "not found")),
     (TableColumnNotFoundError, ("column", "does not exist")),
     (TableColumnNotFoundError, ("field", "not found")),
+    (TableColumnNotFoundError, ("column", "is not in the dataset")),
     (TableSchemaValidationError, ("different schema",)),
     (TableSchemaValidationError, ("schema", "not match")),
     (TableAlreadyExistsError, ("datasetalreadyexists",)),
     (InvalidInputError, ("invalid user input",)),
+    (InvalidInputError, ("no column named",)),
     (InvalidInputError, ("sql parser error",)),
     (InvalidInputError, ("error parsing statement",)),
     (InvalidInputError, ("duplicate field name",)),
@@ -59,6 +66,15 @@ _MESSAGE_RULES: tuple[tuple[type[LanceNamespaceError], tuple[str, ...]], ...] = 
     (ConcurrentModificationError, ("retryable",)),
 )
 _INPUT_ERRORS = (ValueError, TypeError, KeyError, NotImplementedError)
+# What `lance_errors` translates; anything else it leaves as it is.
+_TRANSLATED = (ValueError, OSError, RuntimeError, TypeError, KeyError, NotImplementedError)
+# Failures whose text does not say what happened: (words, error class, what happened).
+_EXPLAINED: tuple[tuple[tuple[str, ...], type[LanceNamespaceError], str], ...] = (
+    (("/_refs/tags/", "not found"), InvalidTableStateError,
+     "the table holds a tag whose name Lance writes but cannot read back (a non-ASCII name, "
+     "from an older server or another client), so its tags cannot be listed; DeleteTableTag "
+     "that tag by its name"),
+)
 
 
 # Where the native libraries say which source line raised an error: of no use to a client
@@ -72,34 +88,128 @@ def without_source_location(message: str) -> str:
     return SOURCE_LOCATION.sub("", message)
 
 
+# The native libraries' debug dumps of their errors: `Kind { source: "text", location:
+# Location { file: ..., line: 1, column: 2 } }`. Their text is kept, the structure dropped.
+_DUMP_LOCATION = re.compile(r",?\s*(?:location: Location \{[^{}]*\}|backtrace: \w+(?= \}))")
+_DUMP_QUOTED = re.compile(r'\b[A-Z]\w* \{ (?:source|message): "((?:[^"\\]|\\.)*)",? \}')
+_DUMP_FIELD_NOT_FOUND = re.compile(
+    r'(?:\b[A-Z]\w* \{ source: )?(?:SchemaError\()?FieldNotFound \{ field: Column \{ '
+    r'relation: [^{}]*?, name: "((?:[^"\\]|\\.)*)" \}, valid_fields: \[.*?\] \}'
+    r'(?:, (?:None|Some\("[^"]*"\)))?\)?(?: \})?', re.DOTALL
+)
+_DUMP_FIELD_NAME = re.compile(
+    r'FieldNotFound \{ source: FieldNotFoundError \{ field_name: "((?:[^"\\]|\\.)*)", '
+    r"candidates: \[.*?\] \} \}", re.DOTALL
+)
+_SCHEMA_DUMP = re.compile(r" in schema Field\(.*?(?=\\?\"|$)", re.DOTALL)
+
+
+def _unescaped(text: str) -> str:
+    return text.replace('\\"', '"').replace("\\n", " ").replace("\\\\", "\\")
+
+
+def readable(message: str) -> str:
+    """`message` without the native libraries' debug dumps: their text, in one line."""
+    cleaned = _DUMP_LOCATION.sub("", message)
+    cleaned = _SCHEMA_DUMP.sub(" in the table", cleaned)
+    for dump in (_DUMP_FIELD_NOT_FOUND, _DUMP_FIELD_NAME):
+        cleaned = dump.sub(lambda found: f"no column named {_unescaped(found[1])}", cleaned)
+    while (unwrapped := _DUMP_QUOTED.sub(lambda found: _unescaped(found[1]), cleaned)) != cleaned:
+        cleaned = unwrapped
+    return " ".join(cleaned.split())
+
+
+HIDDEN_PATH = "<path>"
+
+
+def _spellings(path: str) -> set[str]:
+    """How a message may spell the server path `path`: as a URI, with and without its leading
+    slash (object stores print local paths without it), percent-encoded per segment or whole."""
+    scheme, separator, rest = path.partition("://")
+    if separator and scheme != "file":
+        core = rest.strip("/")
+        forms = {f"{scheme}://{core}", core}
+    else:
+        core = (rest if separator else path).strip("/")
+        forms = {f"file:///{core}", f"file:/{core}", f"/{core}", core}
+    if "/" not in core:  # one segment without its slash is a plain word, not a path
+        forms.discard(core)
+    encoded = {quote(form, safe=safe) for form in forms for safe in ("/:", "")}
+    return {form for form in forms | encoded if form.strip("/")}
+
+
+@functools.lru_cache(maxsize=256)
+def _paths_pattern(paths: frozenset[str]) -> re.Pattern[str] | None:
+    forms = {form for path in paths for form in _spellings(path)}
+    if not forms:
+        return None
+    alternatives = "|".join(re.escape(form) for form in sorted(forms, key=len, reverse=True))
+    return re.compile(rf"(?<![\w%.-])(?:{alternatives})(?![\w.-])")
+
+
+def without_paths(message: str, paths: Iterable[str]) -> str:
+    """`message` with every spelling of each of `paths` replaced by <path> (what follows,
+    inside the path, is kept: a table's own layout): the one way server paths leave an error
+    message."""
+    wanted = frozenset(
+        spelling for path in paths if path
+        for spelling in {path, os.path.realpath(path) if path.startswith("/") else path}
+    )
+    pattern = _paths_pattern(wanted)
+    return message if pattern is None else pattern.sub(HIDDEN_PATH, message)
+
+
 def _by_message(message: str) -> LanceNamespaceError | None:
-    lowered = message.lower()
+    """The error `message` names. The rules read its text as written and without debug dumps
+    (a dump's kind, `InvalidInput { .. }`, says what the plain text may not); the error carries
+    the plain text."""
+    plain = readable(message)
+    lowered = f"{message} {plain}".lower()
+    for words, error_class, explanation in _EXPLAINED:
+        if all(word in lowered for word in words):
+            return error_class(explanation)
     for error_class, words in _MESSAGE_RULES:
         if all(word in lowered for word in words):
-            return error_class(_INTERNAL_PREFIX.sub("", message))
+            return error_class(_INTERNAL_PREFIX.sub("", plain))
     return None
 
 
-def _hidden(message: str, location: str) -> str:
-    """`message` without the server path of `location` (pylance writes it without file://)."""
-    path = location.removeprefix("file://").lstrip("/")
-    return message.replace(path, "<table>") if path else message
+def is_native_panic(error: BaseException) -> bool:
+    """A panic of a native (Rust) library: pyo3 raises it beside Exception, not under it,
+    yet it fails one request, not the server."""
+    return type(error).__name__ == "PanicException"
+
+
+def _unimplemented(error: BaseException) -> InvalidInputError | None:
+    """The input error for a native library's panic at something it does not implement:
+    SQL Lance's planner does not take (`backends.tables.sql` refuses what is known of it
+    before; this is for the rest)."""
+    if not is_native_panic(error) or "not yet implemented" not in str(error):
+        return None
+    return InvalidInputError(
+        "Lance does not implement part of this request (its SQL may not hold placeholders "
+        "such as :name, $1 or ?, nor N'' or B'' literals)"
+    )
 
 
 def translate(error: BaseException, location: str) -> LanceNamespaceError | None:
     """The spec error for a pylance failure at `location`, None when it is not one we know."""
     if isinstance(error, LanceNamespaceError):
         return error
+    if not isinstance(error, Exception):
+        return _unimplemented(error)
     if isinstance(error, CommitConflictError):
         return ConcurrentModificationError(f"concurrent commit on the table: {error}")
     message = str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)
-    message = _hidden(message, location)
+    message = without_paths(message, [location])
     found = _by_message(message)
     if found is None and isinstance(error, _INPUT_ERRORS):
-        return InvalidInputError(message)
+        return InvalidInputError(readable(message))
     return found
 
 
+# How the native namespace fails; anything else (a panic aside) is left as it is.
+_NATIVE_FAILURES = (LanceNamespaceError, ValueError, OSError, RuntimeError)
 # Codes pylance's native namespace gives failures that have a more precise one.
 _IMPRECISE_CODES = (ErrorCode.INTERNAL, ErrorCode.TABLE_NOT_FOUND)
 
@@ -107,10 +217,16 @@ _IMPRECISE_CODES = (ErrorCode.INTERNAL, ErrorCode.TABLE_NOT_FOUND)
 def translate_native(error: BaseException, root: str) -> BaseException:
     """The spec error for a failure of a native `DirectoryNamespace` operation under `root`:
     its internal errors, "table not found" for a missing branch and raw Python errors get
-    the precise code their message names."""
+    the precise code their message names; a column it calls invalid input is missing, as
+    pylance's own operations say."""
+    if not isinstance(error, _NATIVE_FAILURES):
+        return _unimplemented(error) or error
+    message = without_paths(str(error), [root])
+    if isinstance(error, LanceNamespaceError) and error.code == ErrorCode.INVALID_INPUT:
+        precise = _by_message(message)
+        return precise if isinstance(precise, TableColumnNotFoundError) else error
     if isinstance(error, LanceNamespaceError) and error.code not in _IMPRECISE_CODES:
         return error
-    message = _hidden(str(error), root)
     if isinstance(error, TableNotFoundError) and "branch" not in message.lower():
         return error  # a table name may hold any word: only a missing branch is re-coded
     precise = _by_message(message)
@@ -126,7 +242,9 @@ def lance_errors(location: str) -> Iterator[None]:
     """Run pylance calls on the table at `location`, raising the spec's errors."""
     try:
         yield
-    except (ValueError, OSError, RuntimeError, TypeError, KeyError, NotImplementedError) as error:
+    except BaseException as error:  # a native panic is a BaseException
+        if isinstance(error, Exception) and not isinstance(error, _TRANSLATED):
+            raise
         translated = translate(error, location)
         if translated is None or translated is error:
             raise

@@ -21,6 +21,7 @@ from lance_namespace import (
     ListTableVersionsRequest,
     ListTableVersionsResponse,
     TableBranchAlreadyExistsError,
+    TableBranchNotFoundError,
     TableVersion,
     TableVersionNotFoundError,
     UpdateTableTagRequest,
@@ -30,14 +31,46 @@ from lance_namespace_urllib3_client.models import BranchContents, TagContents
 from backends.paging import paginate
 from backends.tables.access import string_map
 from backends.tables.errors import lance_errors
+from backends.tables.refs import MAIN_BRANCH
 
 _U64_MAX = 2**64 - 1
+VERSIONS_DIRECTORY = "_versions"
+_MANIFEST_SUFFIX = ".manifest"
 
 
 def manifest_path(version: int) -> str:
     """The manifest of `version`, relative to the table location (never a server path),
     in the V2 naming scheme pylance writes."""
-    return f"_versions/{_U64_MAX - version:020d}.manifest"
+    return f"{VERSIONS_DIRECTORY}/{_U64_MAX - version:020d}{_MANIFEST_SUFFIX}"
+
+
+def _is_staged(segments: tuple[str, ...]) -> bool:
+    """True for `_versions/<name>` where `name` is no committed manifest's."""
+    if len(segments) != 2 or segments[0] != VERSIONS_DIRECTORY:
+        return False
+    name = segments[1]
+    return (name.isprintable() and name not in ("", ".", "..") and "\\" not in name
+            and not name.endswith(_MANIFEST_SUFFIX))
+
+
+def staging_manifest_key(table_key: tuple[str, ...], manifest_path: str) -> str:
+    """The storage key of the staging manifest CreateTableVersion commits, named relative to
+    the table (`_versions/<name>`) or by its key below the storage root (object stores print
+    it without a leading slash); else InvalidInputError.
+
+    Committing moves the file: it must be one Lance stages, `_versions/<version>.manifest-
+    <uuid>` of this table, never a committed manifest, a data file or anything elsewhere."""
+    if not manifest_path or not manifest_path.strip():
+        raise InvalidInputError("manifest_path must name the staging manifest to commit")
+    segments = tuple(manifest_path.removeprefix("/").split("/"))
+    if segments[: len(table_key)] == table_key:
+        segments = segments[len(table_key) :]
+    if not _is_staged(segments):
+        raise InvalidInputError(
+            f"manifest_path {manifest_path[:80]!r} is not a staging manifest of the table: "
+            f"name {VERSIONS_DIRECTORY}/<version>.manifest-<id> in the table's directory"
+        )
+    return "/".join((*table_key, *segments))
 
 
 def _millis(timestamp: datetime | int) -> int:
@@ -163,10 +196,15 @@ def delete_tag(dataset: LanceDataset, tag: str) -> None:
 
 
 def create_branch(dataset: LanceDataset, request: CreateTableBranchRequest) -> None:
+    # pylance fails obscurely on a duplicate, and on a missing source branch
     with lance_errors(dataset.uri):
-        if request.name in dataset.branches.list():  # pylance fails obscurely on a duplicate
+        branches = dataset.branches.list()
+        if request.name in branches:
             raise TableBranchAlreadyExistsError(f"branch {request.name} already exists")
-        dataset.create_branch(request.name, (request.from_branch, request.from_version))
+        source = request.from_branch
+        if source not in (None, MAIN_BRANCH) and source not in branches:
+            raise TableBranchNotFoundError(f"from_branch {source} does not exist")
+        dataset.create_branch(request.name, (source, request.from_version))
 
 
 def list_branches(

@@ -71,6 +71,12 @@ def create_table(
         properties=dict(declared.properties or {}),
     )
     target = _with_request_options(table, request)
+    if has_data(target):  # another table's data, or one left behind: never written over
+        _undeclare(namespace, request, None)
+        raise InvalidInputError(
+            f"a Lance table already lies at the location of {joined_id(request.id)}; "
+            "RegisterTable adopts it"
+        )
     try:
         version = write_rows(rows, target, "create", target).version
     except BaseException:
@@ -93,13 +99,15 @@ def _created(table: TableLocation, version: int) -> CreateTableResponse:
     )
 
 
-def _undeclare(namespace: LanceNamespace, request: Any, table: TableLocation) -> None:
-    """Undo a declaration whose first write failed, so nothing is left half-created."""
+def _undeclare(namespace: LanceNamespace, request: Any, table: TableLocation | None) -> None:
+    """Undo a declaration whose first write failed (and what it wrote, `table`), so nothing
+    is left half-created."""
     try:
         namespace.deregister_table(DeregisterTableRequest(id=request.id, **caller(request)))
     except Exception:
         logger.exception("could not deregister %s after a failed write", request.id)
-    remove_data(table)
+    if table is not None:
+        remove_data(table)
 
 
 def renamed_id(request: RenameTableRequest) -> list[str]:

@@ -15,6 +15,7 @@ from lance_namespace import (
     InvalidInputError,
     QueryTableRequest,
     QueryTableResponse,
+    TableColumnNotFoundError,
 )
 from lance_namespace_urllib3_client.models import FragmentStats, FragmentSummary
 
@@ -31,8 +32,15 @@ def count_rows(dataset: LanceDataset, request: CountTableRowsRequest) -> CountTa
         return CountTableRowsResponse(count=dataset.count_rows(filter=request.predicate or None))
 
 
+def require_vector_column(schema: pa.Schema, name: str) -> None:
+    """TableColumnNotFoundError unless the table has the column `name`."""
+    if schema.get_field_index(name) < 0:
+        raise TableColumnNotFoundError(f"vector_column {name!r} does not exist in the table")
+
+
 def _vector_column(dataset: LanceDataset, requested: str | None) -> str:
     if requested:
+        require_vector_column(dataset.schema, requested)
         return requested
     for column in dataset.schema:
         if pa.types.is_fixed_size_list(column.type) and pa.types.is_floating(
@@ -82,12 +90,16 @@ def _full_text(query: QueryLike) -> dict[str, Any] | None:
 
 
 def query_vectors(query: QueryLike) -> list[list[float]]:
+    """The query's vectors (none: no vector search); an empty one among several is refused."""
     vector = query.vector
     if vector is None:
         return []
     if vector.single_vector:
         return [vector.single_vector]
-    return list(vector.multi_vector or [])
+    vectors = list(vector.multi_vector or [])
+    if not all(vectors):
+        raise InvalidInputError("every vector of multi_vector must hold at least one number")
+    return vectors
 
 
 def scanner_arguments(
@@ -104,6 +116,8 @@ def scanner_arguments(
         "full_text_query": _full_text(query),
     }
     if vector is None:
+        if query.vector_column:
+            require_vector_column(dataset.schema, query.vector_column)
         arguments["limit"] = query.k or None
     else:
         arguments["nearest"] = _nearest(dataset, query, vector)

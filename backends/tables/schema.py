@@ -36,8 +36,11 @@ def add_columns(dataset: LanceDataset, request: AlterTableAddColumnsRequest) -> 
         expressions[entry.name] = entry.expression
     if not expressions:
         raise InvalidInputError("AlterTableAddColumns needs at least one column in new_columns")
-    with lance_errors(dataset.uri):
-        dataset.add_columns(expressions)
+    try:
+        with lance_errors(dataset.uri):
+            dataset.add_columns(expressions)
+    except TableColumnNotFoundError as error:  # an expression that does not bind, as a filter
+        raise InvalidInputError(str(error)) from error
     return dataset.version
 
 

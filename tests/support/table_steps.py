@@ -328,13 +328,16 @@ def catalog(namespace: LanceNamespace, layout: TableLayout) -> None:
     deregistered = namespace.deregister_table(DeregisterTableRequest(id=renamed))
     assert namespace.list_tables(ListTablesRequest(id=layout.rename_target)).tables == []
     assert lance.dataset(data_location).count_rows() == rows, "deregistering keeps the data"
-    namespace.register_table(RegisterTableRequest(id=renamed, location=deregistered.location))
+    # The data still lies in the first namespace's paths: a table of that namespace adopts it
+    # (one of another namespace may not: tests/test_safety_containment.py).
+    adopted = [*layout.namespace, "adopted"]
+    namespace.register_table(RegisterTableRequest(id=adopted, location=deregistered.location))
     detailed = namespace.describe_table(
-        DescribeTableRequest(id=renamed, load_detailed_metadata=True)
+        DescribeTableRequest(id=adopted, load_detailed_metadata=True)
     )
     assert detailed.version == lance.dataset(data_location).version
 
-    namespace.drop_table(DropTableRequest(id=renamed))
+    namespace.drop_table(DropTableRequest(id=adopted))
     with pytest.raises(TableNotFoundError):
-        namespace.table_exists(TableExistsRequest(id=renamed))
+        namespace.table_exists(TableExistsRequest(id=adopted))
     assert not Path(data_location.removeprefix("file://")).exists(), "DropTable removes the data"
