@@ -1,4 +1,6 @@
-"""`lance-adapter serve`: start the REST server on one configured backend."""
+"""`lance-adapter`: `serve` starts the REST server on one configured backend, `config`
+validates a configuration and prints it with its secrets masked, `check URL` runs the
+conformance kit (`app.conformance`) against any Lance REST namespace server."""
 
 from __future__ import annotations
 
@@ -8,19 +10,28 @@ import logging
 import logging.config
 import socket
 import sys
+from dataclasses import asdict
+from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import uvicorn
-from lance_namespace import LanceNamespace
+import yaml
+from lance_namespace import LanceNamespace, ListTablesRequest
 
 from app.auth import load_credentials
 from app.config import AUTH_MODES, Settings, SettingsError, load_settings
 from app.connections import uvicorn_options
-from app.health import local_root
+from app.health import check_writable, local_root
 from app.observability import log_config
 from app.server import create_app
 from app.workers import prepare_worker_environment
-from backends import ConfigurationError, load_namespace
+from backends import ConfigurationError, load_namespace, resolve_impl
+from backends.properties import is_credential
+from backends.tables.errors import readable
+from backends.vending import VENDING_PREFIX, VendingSettings
+
+MASK = "****"  # what `config` prints for a secret
 
 
 def _property(text: str) -> tuple[str, str]:
@@ -32,8 +43,22 @@ def _property(text: str) -> tuple[str, str]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lance-adapter", description=__doc__)
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {version('lance-namespace-adapter')}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="serve the Lance REST namespace protocol")
+    _settings_options(commands.add_parser(
+        "serve", help="serve the Lance REST namespace protocol"))
+    _settings_options(commands.add_parser(
+        "config", help="validate the settings and print them, secrets masked"))
+    check = commands.add_parser("check", help="run the conformance kit against a Lance REST "
+                                "namespace server")
+    check.add_argument("url", help="the server's base URL, e.g. http://127.0.0.1:2333")
+    check.add_argument("--under", default="", help="the namespace the kit makes its own "
+                       "namespace in, joined by $ (e.g. a Unity catalog); default the root")
+    return parser
+
+
+def _settings_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--impl", help="backend alias (dir, hive2, hive3, glue, unity, "
                        "iceberg) or module.Class path; default dir")
     serve.add_argument("--prop", action="append", type=_property, default=[],
@@ -51,7 +76,6 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--auth-mode", choices=AUTH_MODES, help="caller authentication "
                        "(default off)")
     serve.add_argument("--auth-tokens-file", help="file of accepted tokens, one a line")
-    return parser
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -70,7 +94,8 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def _check_local_root(settings: Settings) -> None:
-    """A directory root that is (or lies under) a file is refused before the backend opens it."""
+    """A directory root that is (or lies under) a file, or that cannot be made or written,
+    is refused before the backend opens it."""
     root = local_root(settings)
     if root is None:
         return
@@ -78,7 +103,27 @@ def _check_local_root(settings: Settings) -> None:
         if path.exists():
             if not path.is_dir():
                 raise SettingsError(f"root {str(root)!r}: {path} is not a directory")
-            return
+            break
+    try:
+        check_writable(root)
+    except OSError as error:
+        raise SettingsError(
+            f"root {str(root)!r} cannot be created or written: {error.strerror or error}"
+        ) from None
+
+
+def _check_object_store_root(namespace: LanceNamespace, settings: Settings) -> None:
+    """A directory root on object storage is listed once: a wrong endpoint, bucket or key is
+    refused at start, whether or not the manifest already touched the storage."""
+    if settings.impl != "dir" or local_root(settings) is not None:
+        return
+    try:
+        namespace.list_tables(ListTablesRequest(id=[], limit=1))
+    except Exception as error:  # any failure: the storage cannot be listed
+        reason = readable(str(error)) or type(error).__name__
+        raise SettingsError(
+            f"cannot reach the root {settings.properties.get('root')!r}: {reason}"
+        ) from None
 
 
 def _announce(namespace: LanceNamespace, settings: Settings, port: int) -> None:
@@ -112,6 +157,7 @@ def serve(settings: Settings) -> None:
     logging.config.dictConfig(log_config(settings.log_level))
     _check_local_root(settings)
     namespace = load_namespace(settings.impl, settings.properties)
+    _check_object_store_root(namespace, settings)
     load_credentials(settings)
     listener = _listen(settings.host, settings.port)
     _announce(namespace, settings, listener.getsockname()[1])
@@ -138,10 +184,44 @@ def serve(settings: Settings) -> None:
             uvicorn.run(create_app(namespace, settings), **options)
 
 
+def effective_settings(settings: Settings) -> dict[str, Any]:
+    """`settings`, its backend's properties checked as the backend reads them (without
+    connecting), as a config file would hold them, with every secret masked."""
+    settings_class = getattr(resolve_impl(settings.impl), "settings_class", None)
+    if settings_class is not None:
+        settings_class.from_properties(settings.properties)
+    if any(key.startswith(VENDING_PREFIX) for key in settings.properties):
+        VendingSettings.from_backend_properties(settings.properties)
+    secret_keys = {
+        declared.key for _, declared in (settings_class.declared() if settings_class else [])
+        if declared.secret and not declared.is_prefix
+    }
+    effective = asdict(settings)
+    effective["properties"] = {
+        key: MASK if key in secret_keys or is_credential(key) else value
+        for key, value in settings.properties.items()
+    }
+    if settings.auth_tokens:
+        effective["auth_tokens"] = MASK
+    return effective
+
+
+def print_config(settings: Settings) -> None:
+    print(yaml.safe_dump(effective_settings(settings), sort_keys=False), end="")
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = build_parser().parse_args(argv)
+    if arguments.command == "check":
+        from app.conformance import run_check
+
+        return run_check(arguments.url, arguments.under)
     try:
-        serve(settings_from_arguments(arguments))
+        settings = settings_from_arguments(arguments)
+        if arguments.command == "config":
+            print_config(settings)
+        else:
+            serve(settings)
     except (SettingsError, ConfigurationError) as error:
         print(f"lance-adapter: {error}", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ from typing import Any
 
 from lance_namespace import LanceNamespace, ServiceUnavailableError, UnsupportedOperationError
 
+from app.lancedb_remote import lancedb_backend_call
 from app.spec import Operation
 from backends.cache import MISS, MetadataCache
 
@@ -72,7 +73,9 @@ class Dispatcher:
     ) -> tuple[Any, tuple[Any, ...]]:
         """The backend method and its arguments: the official request model (and the data)."""
         request = operation.request_model.model_validate(fields)
-        method = getattr(self.namespace, operation.backend_method, None)
+        method = lancedb_backend_call(
+            self.namespace, operation.backend_id, request
+        ) or getattr(self.namespace, operation.backend_method, None)
         if method is None:
             raise UnsupportedOperationError(
                 f"{operation.operation_id} is not supported by the "

@@ -6,14 +6,35 @@ It calls the spec's /v1/ routes (with a trailing `/`) and marks every request wi
 form (`float`, `double`, `string`, `timestamp:us`…) rather than the spec's `JsonArrowSchema`
 names (`float32`, `float64`, `utf8`, `timestamp`…). The spec form carries no unit for
 timestamps, times and durations: those become microseconds, Lance's default.
+
+Three calls mean what they mean on LanceDB Cloud: `GET /v1/table/` (the spec's
+ListAllTables) lists the root's tables; a query's `k` of isize::MAX (no `limit` given) asks
+for every row; UpdateTable and DeleteFromTable answer `rows_updated` / `num_deleted_rows`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from lance_namespace import (
+    CountTableRowsRequest,
+    DeleteFromTableRequest,
+    DeleteFromTableResponse,
+    LanceNamespace,
+    ListTablesRequest,
+    ListTablesResponse,
+)
+
+from app.protocol import CONTEXT_HEADER_PREFIX
+
 LANCEDB_DATABASE_HEADER = "x-lancedb-database"
+# The most rows a query can ask for (the spec's `k` is an int32); LanceDB sends isize::MAX
+# for a query without a limit, and no answer holds more rows than this anyway.
+MOST_ROWS = 2**31 - 1
+# Where the backend call below hands the deleted row count to the answer.
+DELETED_ROWS_CONTEXT = "lancedb.num_deleted_rows"
 
 _LANCE_TYPE_NAMES = {
     "float16": "halffloat",
@@ -67,7 +88,58 @@ def lancedb_answer(operation_id: str, payload: dict[str, Any]) -> Any:
         return as_lancedb_describe(payload)
     if operation_id == "ListTableTags":
         return payload.get("tags") or {}
+    if operation_id == "UpdateTable":
+        return {**payload, "rows_updated": payload.get("updated_rows", 0)}
+    if operation_id == "DeleteFromTable":
+        context = dict(payload.pop("context", None) or {})
+        deleted = int(context.pop(DELETED_ROWS_CONTEXT, 0))
+        return {**payload, **({"context": context} if context else {}), "num_deleted_rows": deleted}
     return payload
+
+
+def lancedb_backend_call(
+    namespace: LanceNamespace, operation_id: str, request: Any
+) -> Callable[[Any], Any] | None:
+    """The backend call a LanceDB remote request means where it differs from the spec's
+    operation, or None: ListAllTables is the root's ListTables, and DeleteFromTable also
+    counts the rows it deleted."""
+    if not is_lancedb_context(getattr(request, "context", None)):
+        return None
+    if operation_id == "ListAllTables":
+        return functools.partial(_root_tables, namespace)
+    if operation_id == "DeleteFromTable":
+        return functools.partial(_counted_delete, namespace)
+    return None
+
+
+def is_lancedb_context(context: Mapping[str, str] | None) -> bool:
+    """Whether a request's context (its headers, `header.`-prefixed) is LanceDB's."""
+    return f"{CONTEXT_HEADER_PREFIX}{LANCEDB_DATABASE_HEADER}" in (context or {})
+
+
+def _root_tables(namespace: LanceNamespace, request: ListTablesRequest) -> ListTablesResponse:
+    return namespace.list_tables(request.model_copy(update={"id": []}))
+
+
+def _counted_delete(
+    namespace: LanceNamespace, request: DeleteFromTableRequest
+) -> DeleteFromTableResponse:
+    """DeleteFromTable, its answer carrying the rows it deleted: a delete commits version v
+    on top of v - 1 (even when nothing matched), so the count is the difference of theirs."""
+    response = namespace.delete_from_table(request)
+    version = response.version
+    if version is None or version < 2:
+        return response
+
+    def rows_at(at: int) -> int:
+        counted = namespace.count_table_rows(CountTableRowsRequest(
+            id=request.id, version=at, identity=request.identity, context=request.context
+        ))
+        return counted if isinstance(counted, int) else counted.count
+
+    deleted = rows_at(version - 1) - rows_at(version)
+    response.context = {**(response.context or {}), DELETED_ROWS_CONTEXT: str(deleted)}
+    return response
 
 
 def as_lancedb_describe(payload: dict[str, Any]) -> dict[str, Any]:
@@ -87,6 +159,9 @@ def adapt_lancedb_request(operation_id: str, fields: dict[str, Any]) -> None:
     """The request fields of a LanceDB remote call in the spec's form."""
     if operation_id == "QueryTable":
         _wrap_query_vector(fields)
+        k = fields.get("k")
+        if isinstance(k, int) and not isinstance(k, bool) and k > MOST_ROWS:
+            fields["k"] = MOST_ROWS
     elif operation_id == "DescribeTable" and fields.get("load_detailed_metadata") is None:
         # The spec leaves the unset case to the server; LanceDB needs version and schema.
         fields["load_detailed_metadata"] = True

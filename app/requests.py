@@ -374,11 +374,11 @@ def finish_fields(
     """Check the id's shape, numbers and choices, and add identity and context from the
     headers (the backend validates the id's names)."""
     _require_object_id(operation, fields)
+    if is_lancedb_remote(headers):
+        adapt_lancedb_request(operation.backend_id, fields)
     _validate_integers(fields)
     _validate_storage_options(fields)
     _normalise_choices(operation, fields)
-    if is_lancedb_remote(headers):
-        adapt_lancedb_request(operation.backend_id, fields)
     from_headers = header_fields(headers)
     if fields.get("identity") is None:
         fields["identity"] = from_headers["identity"]

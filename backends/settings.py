@@ -8,12 +8,14 @@ same declarations (`scripts/readme_tables.py`), so code and documentation cannot
 The settings every remote backend shares have one spelling and unit: `client.connect-timeout-ms`,
 `client.read-timeout-ms`, `client.max-retries` and `client.pool-size`, made by the field
 helpers at the bottom. A key that was renamed stays readable as a deprecated `Alias`, converted
-to today's unit, with a warning in the log.
+to today's unit, with a warning in the log. An unknown key is refused, naming the nearest
+known one: a misspelt key would otherwise leave its setting at the default, unnoticed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import logging
 import types
 import typing
@@ -106,7 +108,7 @@ class BackendSettings:
     """Base of every backend's settings; subclasses are frozen, keyword-only dataclasses."""
 
     # Keys read by the code the backend wraps (e.g. pylance's DirectoryNamespace), passed on
-    # untouched: not unknown, so no warning.
+    # untouched: not unknown, so not refused.
     passthrough_keys: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
@@ -130,7 +132,7 @@ class BackendSettings:
                     raise ConfigurationError(f"missing required property '{declared.key}'")
                 continue
             values[declared_field.name] = _read(hints[declared_field.name], declared, *found)
-        cls._warn_unknown(properties)
+        cls._refuse_unknown(properties)
         settings = cls(**values)
         settings.check()
         return settings
@@ -147,12 +149,19 @@ class BackendSettings:
         return keys
 
     @classmethod
-    def _warn_unknown(cls, properties: Mapping[str, str]) -> None:
+    def _refuse_unknown(cls, properties: Mapping[str, str]) -> None:
         known = cls.known_keys()
         prefixes = tuple(key for key in known if key.endswith("."))
-        for key in properties:
-            if key not in known and not key.startswith(prefixes):
-                logger.warning("%s: unknown property '%s' is ignored", cls.__name__, key)
+        unknown = sorted(
+            key for key in properties if key not in known and not key.startswith(prefixes)
+        )
+        if not unknown:
+            return
+        nearest = difflib.get_close_matches(unknown[0], sorted(known), n=1, cutoff=0.6)
+        hint = f"did you mean '{nearest[0]}'?" if nearest else (
+            f"the known ones are {', '.join(sorted(known))}"
+        )
+        raise ConfigurationError(f"unknown property '{unknown[0]}': {hint}")
 
 
 def _prefixed(properties: Mapping[str, str], prefix: str) -> dict[str, str]:

@@ -53,7 +53,8 @@ def register(spark: SparkSession, *, check_executors: bool = True) -> None:
     It also ships this package to the executors (SparkContext.addPyFile, before the
     registration, which captures the files shipped so far) and, on a cluster, checks that
     the executors import pyarrow and pylance, failing at once with what to install. In a
-    local session the source's Python processes start through `local_python`'s launcher.
+    local session the source's Python processes run PYSPARK_PYTHON or else this Python,
+    through `local_python`'s launcher (`local_python.local_source_python`).
     """
     spark.conf.set(PUSHDOWN_CONF, "true")
     context = spark.sparkContext

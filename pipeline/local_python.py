@@ -6,11 +6,13 @@ each started as `<python> -m pyspark.daemon` with `$SPARK_HOME/python/lib/pyspar
 first on the path. Python does not cache what it compiles from a zip, so each daemon
 spends about 0.4 s compiling pyspark, three times over in a new session's first read.
 
-In a local session (`local`, `local[N]`) `register` gives the source a launcher for its
-Python: a script that starts `pipeline.worker_daemon` (pyspark's daemon, with the
-installed pyspark and py4j ahead of their zips) in place of `pyspark.daemon`, and runs
-anything else unchanged. Not where executors run outside the driver's JVM (a cluster,
-`local-cluster`): they may have neither the script nor this package installed.
+In a local session (`local`, `local[N]`) the source's Python is the one PYSPARK_PYTHON
+names or, when it is unset, the driver's own (Spark's default, `python3` from PATH, is
+often another Python, without lance). `register` gives the source a launcher for it: a
+script that starts `pipeline.worker_daemon` (pyspark's daemon, with the installed pyspark
+and py4j ahead of their zips) in place of `pyspark.daemon`, and runs anything else
+unchanged. Not where executors run outside the driver's JVM (a cluster, `local-cluster`):
+they may have neither the script nor this package installed.
 README: Spark pipelines, Set-up.
 """
 
@@ -21,6 +23,7 @@ import hashlib
 import os
 import shlex
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -28,9 +31,11 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource
 
-from pipeline.cluster import PACKAGE_DIR, made_once
+from pipeline.cluster import EXECUTOR_MODULES, PACKAGE_DIR, made_once
+from pipeline.options import LanceSourceError
 
 WORKER_DAEMON = "pipeline.worker_daemon"
+PYTHON_ENV = "PYSPARK_PYTHON"  # Spark's setting for the Python it starts
 LAUNCHER = """#!/bin/sh
 # Made by the lance source (pipeline/local_python.py): Spark's Python for the source.
 if [ "$1" = "-m" ] && [ "$2" = "pyspark.daemon" ]; then
@@ -43,19 +48,60 @@ _switching_python = threading.Lock()  # SparkContext.pythonExec is shared by the
 
 
 def register_source(spark: SparkSession, source: type[DataSource]) -> None:
-    """Register `source`, in a local session with the launcher as its Python."""
+    """Register `source`, in a local session with `local_source_python` as its Python."""
     context = spark.sparkContext
-    launcher = launcher_for(context.pythonExec) if runs_in_driver(context.master) else None
-    if launcher is None:
+    if not runs_in_driver(context.master):
         spark.dataSource.register(source)
         return
+    chosen = local_source_python(context.pythonExec)
     with _switching_python:
         python = context.pythonExec
-        context.pythonExec = launcher  # what the registration records as the source's Python
+        context.pythonExec = chosen  # what the registration records as the source's Python
         try:
             spark.dataSource.register(source)
         finally:
             context.pythonExec = python
+
+
+def local_source_python(configured: str) -> str:
+    """The Python a local session runs the source in: the one PYSPARK_PYTHON names (Spark's
+    `configured` Python), else this interpreter, which has the source; through the launcher
+    when it imports this package. A named Python that cannot import what the source needs
+    is refused here, once, instead of in every task."""
+    python = configured if os.environ.get(PYTHON_ENV) else sys.executable
+    launcher = launcher_for(python)
+    if launcher is not None:
+        return launcher
+    if python != sys.executable:
+        missing = missing_modules(python)
+        if missing:
+            raise LanceSourceError(
+                f"{PYTHON_ENV} is {python}, which cannot import {', '.join(missing)}, and "
+                "Spark runs the lance source in that Python. Unset it (the source then runs "
+                f"in this Python, {sys.executable}) or install "
+                f"{' '.join(EXECUTOR_MODULES[name] for name in missing)} there"
+            )
+    return python
+
+
+def missing_modules(python: str) -> list[str]:
+    """The modules of EXECUTOR_MODULES that `python` cannot import (all, if it cannot run)."""
+    probe = (
+        "import importlib.util as u, sys\n"
+        "print(' '.join(n for n in sys.argv[1:] if u.find_spec(n) is None))"
+    )
+    try:
+        answer = subprocess.run(
+            [python, "-c", probe, *EXECUTOR_MODULES],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+            cwd=tempfile.gettempdir(),
+        )
+    except (OSError, subprocess.SubprocessError):
+        return list(EXECUTOR_MODULES)
+    return answer.stdout.split()
 
 
 def launcher_for(python: str) -> str | None:

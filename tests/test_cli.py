@@ -7,10 +7,12 @@ import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from app.config import Settings, SettingsError, load_settings
 from tests.support.cli import CLI, ROOT, cli_environment, start_up_line, wait_until_serving
@@ -242,10 +244,33 @@ def test_a_directory_switch_that_is_not_a_boolean_is_one_line_and_exit_2(tmp_pat
     assert not any(tmp_path.iterdir())
 
 
-def test_an_unreachable_object_store_root_is_one_line_and_exit_2() -> None:
+def test_a_root_that_cannot_be_created_is_one_line_and_exit_2() -> None:
+    # Under /proc nothing can be made, even by root, whom file modes do not stop.
+    result = run_cli("serve", "--prop", "root=/proc/lance-data", "--port", str(free_port()))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "lance-adapter: root '/proc/lance-data' cannot be created or written: "
+        "No such file or directory"
+    ]
+
+
+def test_an_unknown_property_of_a_built_in_backend_is_one_line_and_exit_2(
+    tmp_path: Path,
+) -> None:
+    result = run_cli("serve", "--prop", f"root={tmp_path}", "--prop", "manifest_enable=false",
+                     "--port", str(free_port()))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "lance-adapter: unknown property 'manifest_enable': did you mean 'manifest_enabled'?"
+    ]
+
+
+@pytest.mark.parametrize("manifest", ["true", "false"])
+def test_an_unreachable_object_store_root_is_one_line_and_exit_2(manifest: str) -> None:
     secret = "server-secret-never-printed"
     result = run_cli(
         "serve", "--port", str(free_port()), "--prop", "root=s3://bucket/lance",
+        "--prop", f"manifest_enabled={manifest}",
         "--prop", f"storage.aws_endpoint=http://127.0.0.1:{free_port()}",
         "--prop", "storage.allow_http=true", "--prop", "storage.aws_region=us-east-1",
         "--prop", "storage.aws_access_key_id=AKIDEXAMPLE",
@@ -255,6 +280,57 @@ def test_an_unreachable_object_store_root_is_one_line_and_exit_2() -> None:
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("lance-adapter: cannot open the storage of impl 'dir': ")
+    assert lines[0].startswith((
+        "lance-adapter: cannot open the storage of impl 'dir': ",  # the manifest's first read
+        "lance-adapter: cannot reach the root 's3://bucket/lance': ",
+    ))
     assert ".rs:" not in lines[0] and "Traceback" not in result.stderr
     assert secret not in result.stderr + result.stdout
+
+
+def test_version_names_the_installed_release() -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"lance-adapter {version('lance-namespace-adapter')}"
+
+
+def test_config_prints_the_effective_settings_with_secrets_masked(tmp_path: Path) -> None:
+    secret = "storage-secret-never-printed"
+    root = tmp_path / "not-made"
+    result = run_cli(
+        "config", "--prop", f"root={root}", "--prop", "storage.aws_region=eu-west-1",
+        "--prop", f"storage.aws_secret_access_key={secret}", "--port", "2444",
+        env={**os.environ, "LANCE_ADAPTER_AUTH_TOKENS": "token-never-printed"},
+    )
+
+    assert result.returncode == 0, result.stderr
+    printed = yaml.safe_load(result.stdout)
+    assert (printed["impl"], printed["port"], printed["auth_tokens"]) == ("dir", 2444, "****")
+    assert printed["properties"] == {
+        "root": str(root), "storage.aws_region": "eu-west-1",
+        "storage.aws_secret_access_key": "****",
+    }
+    assert secret not in result.stdout and "never-printed" not in result.stdout
+    assert not root.exists()  # validated, never opened
+
+
+def test_config_refuses_what_serve_would_refuse(tmp_path: Path) -> None:
+    result = run_cli("config", "--prop", f"root={tmp_path}", "--prop", "roots=x")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "lance-adapter: unknown property 'roots': did you mean 'root'?"
+    ]
+
+
+def test_run_serve_runs_in_the_callers_directory(checkout: Path, tmp_path: Path) -> None:
+    (checkout / ".venv" / "bin" / "lance-adapter").write_text('#!/bin/sh\npwd >"$0.cwd"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    result = subprocess.run(["bash", checkout / "run", "serve", "--config", "adapter.yaml"],
+                            cwd=elsewhere, capture_output=True, text=True, timeout=120)
+
+    assert result.returncode == 0, result.stderr
+    # --config adapter.yaml is then the caller's file, not one in the checkout.
+    cwd_file = checkout / ".venv" / "bin" / "lance-adapter.cwd"
+    assert cwd_file.read_text().strip() == str(elsewhere)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import lancedb
 import pytest
 
-from tests.support.lancedb_lifecycle import run_lifecycle
+from tests.support.lancedb_lifecycle import ROWS, run_lifecycle, sample_rows
 
 
 def test_lancedb_remote_client_runs_a_tables_whole_life(dir_server: str) -> None:
@@ -22,3 +22,20 @@ def test_lancedb_namespace_connection_runs_a_tables_whole_life(
     db = lancedb.connect_namespace("rest", {"uri": dir_server}, **options)
     db.create_namespace(["shop"])
     run_lifecycle(db, ["shop"])
+
+
+def test_lancedb_remote_client_lists_the_roots_tables_beside_namespaced_ones(
+    dir_server: str,
+) -> None:
+    db = lancedb.connect("db://lance", api_key="any", host_override=dir_server, region="local")
+    db.create_namespace(["team"])
+    db.create_table("inner", sample_rows(), namespace_path=["team"])
+    db.create_table("outer", sample_rows())
+    db.create_table("other", sample_rows())
+
+    assert list(db.table_names()) == ["other", "outer"]
+    assert list(db.table_names(limit=1)) == ["other"]
+    assert list(db.table_names(page_token="other")) == ["outer"]
+    assert list(db.table_names(namespace_path=["team"])) == ["inner"]
+    # A query without a limit (k = isize::MAX) answers every row, as on LanceDB Cloud.
+    assert len(db.open_table("outer").search().to_list()) == ROWS

@@ -165,3 +165,55 @@ def test_a_removed_launcher_is_made_again() -> None:
 )
 def test_the_launcher_serves_only_executors_inside_the_driver(master: str, in_driver: bool) -> None:
     assert local_python.runs_in_driver(master) is in_driver
+
+
+JOB = """
+import sys
+from pyspark.sql import SparkSession
+import pipeline
+
+spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+spark.sparkContext.setLogLevel("ERROR")
+pipeline.register(spark)
+options = pipeline.source_options("trips", impl="dir", properties={"root": sys.argv[1]})
+spark.range(10).write.format("lance").options(**options).mode("append").save()
+print("rows read:", spark.read.format("lance").options(**options).load().count())
+"""
+
+
+def python_without_lance(folder: Path) -> Path:
+    """A folder whose `python3` is this Python's base interpreter, outside the venv."""
+    folder.mkdir()
+    python3 = folder / "python3"
+    python3.write_text(f'#!/bin/sh\nexec {sys._base_executable} "$@"\n')
+    python3.chmod(0o755)
+    assert local_python.missing_modules(str(python3)), "the base Python imports lance"
+    return python3
+
+
+def test_a_job_run_by_the_venv_python_works_whatever_python3_is_on_path(tmp_path: Path) -> None:
+    bin_folder = python_without_lance(tmp_path / "bin").parent
+    (tmp_path / "job.py").write_text(JOB)
+    hidden = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH", "VIRTUAL_ENV")
+    env = {name: value for name, value in os.environ.items() if name not in hidden}
+    env["PATH"] = f"{bin_folder}{os.pathsep}{env['PATH']}"
+
+    finished = subprocess.run(
+        [sys.executable, "job.py", str(tmp_path / "tables")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert "rows read: 10" in finished.stdout
+
+
+def test_a_named_python_without_lance_is_refused_up_front(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python3 = str(python_without_lance(tmp_path / "bin"))
+    monkeypatch.setenv("PYSPARK_PYTHON", python3)
+
+    with pytest.raises(LanceSourceError, match=r"PYSPARK_PYTHON is .*cannot import pyarrow, lance"):
+        local_python.local_source_python(python3)
+    monkeypatch.delenv("PYSPARK_PYTHON")
+    assert local_python.local_source_python(python3) == local_python.launcher_for(sys.executable)

@@ -84,11 +84,15 @@ def test_bad_properties_are_configuration_errors(properties: dict[str, str], mes
         SampleSettings.from_properties(properties)
 
 
-def test_unknown_keys_are_logged(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="backends.settings"):
+def test_an_unknown_key_is_refused_naming_the_nearest_known_one() -> None:
+    with pytest.raises(ConfigurationError, match=r"^unknown property 'endpiont': did you mean "
+                       r"'endpoint'\?$"):
         SampleSettings.from_properties({"endpoint": "e", "endpiont": "typo", "storage.x": "1"})
-    assert "unknown property 'endpiont'" in caplog.text
-    assert "storage.x" not in caplog.text
+    with pytest.raises(ConfigurationError, match=r"^unknown property 'zzz': the known ones are "
+                       r"client.connect-timeout, client.connect-timeout-ms, "):
+        SampleSettings.from_properties({"endpoint": "e", "zzz": "1"})
+    # Keys under a declared prefix are the prefix's own.
+    assert SampleSettings.from_properties({"endpoint": "e", "storage.x": "1"}).storage == {"x": "1"}
 
 
 def test_table_documents_every_setting() -> None:

@@ -46,13 +46,14 @@ def run_lifecycle(db: Any, namespace: list[str], name: str = "items") -> None:
     assert filtered.num_rows == 3
     assert all(i > 50 for i in filtered["id"].to_pylist())
 
-    table.update(where="id < 3", values={"label": "updated"})
+    assert table.update(where="id < 3", values={"label": "updated"}).rows_updated == 3
     labels = table.search().where("label = 'updated'").limit(50).to_arrow()
     assert sorted(labels["id"].to_pylist()) == [0, 1, 2]
 
-    table.delete("id = 99")
+    assert table.delete("id = 99").num_deleted_rows == 1
     assert table.count_rows() == ROWS + 4
     assert 99 not in _ids(table.search().limit(1000))
+    assert table.delete("id = 99").num_deleted_rows == 0
 
     upsert = sample_rows(103, 4)  # 103 and 104 exist, 105 and 106 are new
     table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
