@@ -96,8 +96,10 @@ class Settings:
     access_default: str = "admin"
     # The metadata cache (Describe/List/Exists answers); writes through the server clear it.
     metadata_cache: bool = True
-    # Seconds an answer the storage cannot confirm (catalog backends, object stores) is kept.
-    metadata_cache_ttl: float = 2.0
+    # Seconds an answer nothing validates (catalog backends, object stores) may be served
+    # without asking its source: changes made by other tools stay hidden that long. 0: such
+    # answers are not cached, so every answer is fresh.
+    metadata_cache_ttl: float = 0.0
     # Seconds an answer re-checked against a local directory root on every hit is kept.
     metadata_cache_validated_ttl: float = 30.0
     metadata_cache_entries: int = 10_000

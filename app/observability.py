@@ -177,8 +177,24 @@ class Metrics:
             "access and source (minted by STS, relayed from the catalog, or cached)",
             ["identity", "access", "source"], registry=self.registry,
         )
+        self.cache_lookups = Counter(
+            "lance_adapter_metadata_cache_lookups", "Metadata cache lookups by operation and "
+            "result (hit: answered without the backend; miss)", ["operation", "result"],
+            registry=self.registry,
+        )
+        self.cache_validations = Counter(
+            "lance_adapter_metadata_cache_validations", "Cached answers checked against their "
+            "source on a hit, by operation and result (fresh, changed)",
+            ["operation", "result"], registry=self.registry,
+        )
+        self.cache_evictions = Counter(
+            "lance_adapter_metadata_cache_evictions", "Cached answers dropped, by reason "
+            "(changed at the source, expired, capacity, write through this server)",
+            ["reason"], registry=self.registry,
+        )
         self._request_children: dict[tuple[str, int, str], tuple[Any, Any]] = {}
         self._backend_children: dict[tuple[str, bool], Any] = {}
+        self._children: dict[tuple[Any, ...], Any] = {}
 
     def observe_request(self, operation: str, status: int, code: str, seconds: float) -> None:
         key = (operation, status, code)
@@ -205,6 +221,23 @@ class Metrics:
         elif not self.name_identities:
             identity = HIDDEN_IDENTITY
         self.vends.labels(identity, access, source).inc()
+
+    # The metadata cache's events (backends.cache.CacheEvents).
+    def cache_lookup(self, operation_id: str, hit: bool) -> None:
+        self._child(self.cache_lookups, operation_id, "hit" if hit else "miss").inc()
+
+    def cache_validation(self, operation_id: str, fresh: bool) -> None:
+        self._child(self.cache_validations, operation_id, "fresh" if fresh else "changed").inc()
+
+    def cache_eviction(self, reason: str, entries: int) -> None:
+        self.cache_evictions.labels(reason).inc(entries)
+
+    def _child(self, family: Any, *labels: str) -> Any:
+        """`family.labels(*labels)`, remembered: a cache hit must stay cheap."""
+        child = self._children.get((family, *labels))
+        if child is None:
+            child = self._children[(family, *labels)] = family.labels(*labels)
+        return child
 
     def render(self) -> bytes:
         if not self.multiprocess:

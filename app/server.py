@@ -201,7 +201,7 @@ def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=trusted)
 
 
-def metadata_cache(settings: Settings) -> MetadataCache | None:
+def metadata_cache(settings: Settings, metrics: Metrics) -> MetadataCache | None:
     """The backend's cache; its generation is shared through the runtime directory if any.
 
     Only the built-in backends are cached: what a plug-in's answers depend on is unknown.
@@ -214,6 +214,7 @@ def metadata_cache(settings: Settings) -> MetadataCache | None:
     return MetadataCache(
         generation, settings.metadata_cache_ttl, settings.metadata_cache_validated_ttl,
         settings.metadata_cache_entries, None if root is None else directory_stamper(root),
+        metrics,
     )
 
 
@@ -267,11 +268,11 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> A
     )
     operations = load_operations()
     aliases = {op.operation_id: op.target_id for op in operations if op.target_id}
+    metrics = Metrics(name_identities=settings.metrics_identities)
     dispatcher = Dispatcher(
         namespace, settings.max_concurrency, settings.backend_timeout, aliases,
-        metadata_cache(settings),
+        metadata_cache(settings, metrics),
     )
-    metrics = Metrics(name_identities=settings.metrics_identities)
     register_secrets(secret_property_values(settings.properties))
     register_server_paths(storage_paths(namespace))
     vendor = credential_vendor(settings.properties, namespace)

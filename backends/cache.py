@@ -1,4 +1,5 @@
-"""A metadata cache in front of a backend, shared in meaning by every worker of one server.
+"""A metadata cache in front of a backend, shared in meaning by every worker of one server, and
+the events it reports (`CacheEvents`: hits, misses, validations, evictions).
 
 What is cached: the answers to DescribeTable, TableExists, ListTables, ListNamespaces and
 DescribeNamespace (and their spec aliases), keyed by operation and every request field that
@@ -11,10 +12,10 @@ Why it is correct:
   on every lookup and drops its entries when the counter moved, so an acknowledged write is
   seen at once by every worker. A read stores its answer only if the generation did not move
   while it ran, so an answer read before a write can never be stored after it.
-- Changes made elsewhere: on a local `dir` root every hit is checked against the storage
+- Changes made elsewhere: on a local `dir` root every hit is validated against the storage
   (the modification times of the root, of the manifest's `_versions` directory and, for
-  DescribeTable, of the table's `_versions` directory); elsewhere an entry lives at most
-  `metadata_cache_ttl` seconds.
+  DescribeTable, of the table's `_versions` directory). Anything else has no validator here
+  and is not stored, unless the operator opts in to `metadata_cache_ttl` seconds of blindness.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from lance_namespace import InvalidInputError
@@ -49,6 +50,28 @@ MISS = object()
 # Modification times (ns) of what an answer depends on; None where a path does not exist.
 Stamp = tuple[int | None, ...]
 Stamper = Callable[[str, Any], Stamp]
+
+
+class CacheEvents(Protocol):
+    """Where a cache reports what it does (the server's metrics)."""
+
+    def cache_lookup(self, operation_id: str, hit: bool) -> None: ...
+
+    def cache_validation(self, operation_id: str, fresh: bool) -> None: ...
+
+    # reason: "changed" (failed validation), "expired", "capacity" or "write" (whole cache).
+    def cache_eviction(self, reason: str, entries: int) -> None: ...
+
+
+class _Unobserved:
+    def cache_lookup(self, operation_id: str, hit: bool) -> None:
+        pass
+
+    def cache_validation(self, operation_id: str, fresh: bool) -> None:
+        pass
+
+    def cache_eviction(self, reason: str, entries: int) -> None:
+        pass
 
 
 class Generation:
@@ -118,8 +141,10 @@ class MetadataCache:
         validated_ttl: float,
         max_entries: int,
         stamper: Stamper | None = None,
+        events: CacheEvents | None = None,
     ) -> None:
         self.generation = generation
+        self.events = events or _Unobserved()
         self.ttl = ttl
         self.validated_ttl = validated_ttl
         self.max_entries = max_entries
@@ -143,18 +168,27 @@ class MetadataCache:
         self._follow_generation()
         entry = self._entries.get(key)
         if entry is None:
+            self.events.cache_lookup(operation_id, hit=False)
             return MISS
+        reason = self._stale_reason(entry, operation_id)
+        if reason is not None:
+            del self._entries[key]
+            self.events.cache_eviction(reason, 1)
+            self.events.cache_lookup(operation_id, hit=False)
+            return MISS
+        self.events.cache_lookup(operation_id, hit=True)
+        return entry.answer
+
+    def _stale_reason(self, entry: _Entry, operation_id: str) -> str | None:
+        """Why `entry` may no longer be served, or None when it may."""
         age = time.monotonic() - entry.stored_at
         if entry.stamp is None:
-            fresh = age <= self.ttl
-        else:
-            fresh = age <= self.validated_ttl and self.stamper(operation_id, entry.answer) == (
-                entry.stamp
-            )
-        if not fresh:
-            del self._entries[key]
-            return MISS
-        return entry.answer
+            return None if age <= self.ttl else "expired"
+        if age > self.validated_ttl:
+            return "expired"
+        fresh = self.stamper(operation_id, entry.answer) == entry.stamp
+        self.events.cache_validation(operation_id, fresh)
+        return None if fresh else "changed"
 
     def begin(self, key: bytes, operation_id: str) -> PendingRead:
         return PendingRead(key, operation_id, self.generation.read(), time.time_ns())
@@ -172,6 +206,7 @@ class MetadataCache:
             return
         if len(self._entries) >= self.max_entries:
             del self._entries[next(iter(self._entries))]
+            self.events.cache_eviction("capacity", 1)
         self._entries[pending.key] = _Entry(answer, time.monotonic(), stamp)
 
     def invalidate(self) -> None:
@@ -182,6 +217,8 @@ class MetadataCache:
     def _follow_generation(self) -> None:
         current = self.generation.read()
         if current != self._seen_generation:
+            if self._entries:
+                self.events.cache_eviction("write", len(self._entries))
             self._entries.clear()
             self._seen_generation = current
 

@@ -1,10 +1,12 @@
 """DescribeTable and ListTables: this adapter vs pylance's own RestAdapter, same load.
 
 Builds one directory root holding 1,000 tables in 10 namespaces, copies it for each server,
-starts both servers on 127.0.0.1 at their default settings, drives each with wrk (Debian
-package `wrk`) at the same concurrency, and prints requests/s, p50, p99 and the ratio
-ours / RestAdapter. With --rounds N the servers take turns N times (one run, same load) and
-the ratio's range is printed; --uncached adds this adapter with its metadata cache off.
+and starts on 127.0.0.1, in turn: this adapter at its defaults ("ours"), this adapter with its
+metadata cache off ("ours-uncached"), the ceiling (`bench/asgi_ceiling.py`: one answer held in
+memory, on uvicorn with as many workers as ours) and pylance's RestAdapter at its defaults.
+Drives each with wrk (Debian package `wrk`) at the same concurrency, and prints requests/s,
+p50, p99 and each server's ratio to RestAdapter. With --rounds N the servers take turns N times
+(one run, same load) and the ratio's range is printed.
 
     .venv/bin/python bench/rest_adapter_bench.py [--tables 1000] [--seconds 10] [--rounds 3]
 """
@@ -124,6 +126,12 @@ def ours(root: Path, port: int, workers: int | None) -> list[str]:
     return [*command, "--log-level", "warning"]
 
 
+def ceiling(port: int, workers: int | None) -> list[str]:
+    count = workers if workers is not None else len(os.sched_getaffinity(0))
+    return [sys.executable, "-m", "uvicorn", "bench.asgi_ceiling:app", "--port", str(port),
+            "--workers", str(count), "--log-level", "warning", "--no-access-log"]
+
+
 def rest_adapter(root: Path, port: int) -> list[str]:
     script = (
         "import time, lance.namespace as n\n"
@@ -181,8 +189,6 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--workers", type=int, help="our worker processes (default: ours)")
-    parser.add_argument("--uncached", action="store_true",
-                        help="also measure this adapter with its metadata cache off")
     return parser.parse_args()
 
 
@@ -245,12 +251,10 @@ def main() -> None:
             shutil.copytree(template, root)
         servers: Servers = {
             "ours": (lambda port: ours(roots["ours"], port, args.workers), CHECKOUT),
+            "ours-uncached": (lambda port: ours(roots["uncached"], port, args.workers), UNCACHED),
+            "ceiling": (lambda port: ceiling(port, args.workers), CHECKOUT),
+            "RestAdapter": (lambda port: rest_adapter(roots["peer"], port), {}),
         }
-        if args.uncached:
-            servers["ours-uncached"] = (
-                lambda port: ours(roots["uncached"], port, args.workers), UNCACHED
-            )
-        servers["RestAdapter"] = (lambda port: rest_adapter(roots["peer"], port), {})
         for _ in range(args.rounds):
             measure_round(servers, identifiers, args, results)
     print_results(results, list(servers), args)

@@ -1,8 +1,12 @@
-"""The metadata cache: writes through the server, outside writes and drops are never hidden."""
+"""The metadata cache: it answers from memory where it can validate (a local root), writes
+through the server, outside writes (pylance, boto3, the metastore client) and drops are seen on
+the next request at default settings, and its metrics count what it does."""
 
 from __future__ import annotations
 
+import os
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,8 +16,9 @@ from lance.namespace import DirectoryNamespace
 from lance_namespace import CreateTableRequest, InsertIntoTableRequest
 
 from backends.cache import CACHED_OPERATIONS, MISS, Generation, MetadataCache
-from tests.support.adapter import running_server
+from tests.support.adapter import metric, running_server
 from tests.support.glue import MotoEndpoint, glue_properties
+from tests.support.hive import HiveMetastoreProcess, metastore_client
 from tests.support.lance_data import arrow_stream, sample_table
 
 TABLE = "ns$t"
@@ -29,6 +34,30 @@ def listed(client: httpx.Client, namespace: str = "ns") -> list[str]:
     return response.json()["tables"]
 
 
+def settle(root: Path) -> None:
+    """Dates everything under `root` a minute back: the storage last changed long before the
+    next read, beyond the file clock's margin, so that read's answer is stored."""
+    past = time.time() - 60
+    for place, directories, files in os.walk(root):
+        for name in [*directories, *files]:
+            os.utime(Path(place) / name, (past, past))
+    os.utime(root, (past, past))
+
+
+def cache_metrics(client: httpx.Client, operation: str = "DescribeTable") -> dict[str, float]:
+    text = client.get("/metrics").text
+    return {
+        "hits": metric(text, "lance_adapter_metadata_cache_lookups_total",
+                       operation=operation, result="hit"),
+        "misses": metric(text, "lance_adapter_metadata_cache_lookups_total",
+                         operation=operation, result="miss"),
+        "fresh": metric(text, "lance_adapter_metadata_cache_validations_total",
+                        operation=operation, result="fresh"),
+        "changed": metric(text, "lance_adapter_metadata_cache_validations_total",
+                          operation=operation, result="changed"),
+    }
+
+
 @pytest.fixture
 def dir_client(tmp_path: Path) -> Iterator[httpx.Client]:
     with running_server("dir", {"root": str(tmp_path / "root")}) as url, httpx.Client(
@@ -38,6 +67,20 @@ def dir_client(tmp_path: Path) -> Iterator[httpx.Client]:
         created = client.post(f"/v1/table/{TABLE}/create", content=arrow_stream(sample_table(3)))
         assert created.status_code == 200, created.text
         yield client
+
+
+def test_a_describe_on_a_local_root_is_answered_from_the_cache(
+    dir_client: httpx.Client, tmp_path: Path
+) -> None:
+    settle(tmp_path / "root")
+    first = describe(dir_client)
+    before = cache_metrics(dir_client)
+    again = describe(dir_client)
+    after = cache_metrics(dir_client)
+    assert again.json() == first.json()
+    assert after["hits"] == before["hits"] + 1
+    assert after["fresh"] == before["fresh"] + 1  # validated against the storage on the hit
+    assert after["misses"] == before["misses"]
 
 
 def test_a_write_through_the_server_is_described_at_once(dir_client: httpx.Client) -> None:
@@ -63,10 +106,11 @@ def test_a_dropped_table_is_never_described(dir_client: httpx.Client) -> None:
 def test_outside_writes_to_a_local_root_are_seen_on_the_next_request(
     dir_client: httpx.Client, tmp_path: Path
 ) -> None:
+    settle(tmp_path / "root")
     version = describe(dir_client).json()["version"]
     assert listed(dir_client) == ["t"]
-    time.sleep(0.1)  # past the file clock's margin, so the answers above are cached
     assert describe(dir_client).json()["version"] == version
+    assert cache_metrics(dir_client)["hits"] == 1  # the answers above are cached
     outside = DirectoryNamespace(root=str(tmp_path / "root"))
     outside.create_table(CreateTableRequest(id=["ns", "u"]), arrow_stream(sample_table(1)))
     outside.insert_into_table(
@@ -74,6 +118,7 @@ def test_outside_writes_to_a_local_root_are_seen_on_the_next_request(
     )
     assert sorted(listed(dir_client)) == ["t", "u"]
     assert describe(dir_client).json()["version"] == version + 1
+    assert cache_metrics(dir_client)["changed"] == 1  # the cached answer failed validation
 
 
 def test_answers_differ_by_identity_and_request_fields() -> None:
@@ -123,7 +168,42 @@ def test_an_unconfirmed_answer_lives_at_most_the_ttl() -> None:
     assert cache.lookup(key, "ListNamespaces") is MISS
 
 
-def test_glue_outside_changes_are_seen_within_the_ttl(
+def test_glue_outside_changes_are_seen_on_the_next_request_at_defaults(
+    clean_moto: MotoEndpoint, tmp_path: Path
+) -> None:
+    properties = glue_properties(clean_moto.url, root=str(tmp_path / "warehouse"))
+    with running_server("glue", properties) as url, httpx.Client(base_url=url, timeout=30) as (
+        client
+    ):
+        assert client.post("/v1/namespace/ns/create", json={}).status_code == 200
+        created = client.post(f"/v1/table/{TABLE}/create", content=arrow_stream(sample_table(2)))
+        assert created.status_code == 200, created.text
+        assert (listed(client), describe(client).status_code) == (["t"], 200)
+        clean_moto.client("glue").delete_table(DatabaseName="ns", Name="t")
+        assert (listed(client), describe(client).status_code) == ([], 404)
+        assert cache_metrics(client)["hits"] == 0
+
+
+def test_hive_outside_changes_are_seen_on_the_next_request_at_defaults(
+    hive_metastore: HiveMetastoreProcess, tmp_path: Path
+) -> None:
+    database = f"cache_{uuid.uuid4().hex[:8]}"
+    table = f"{database}$t"
+    properties = {"uri": hive_metastore.uri, "root": str(tmp_path / "lake")}
+    with running_server("hive2", properties) as url, httpx.Client(base_url=url, timeout=30) as (
+        client
+    ):
+        assert client.post(f"/v1/namespace/{database}/create", json={}).status_code == 200
+        created = client.post(f"/v1/table/{table}/create", content=arrow_stream(sample_table(2)))
+        assert created.status_code == 200, created.text
+        assert (listed(client, database), describe(client, table).status_code) == (["t"], 200)
+        with metastore_client(hive_metastore.port) as metastore:
+            metastore.drop_table(database, "t", False)
+        assert (listed(client, database), describe(client, table).status_code) == ([], 404)
+        assert cache_metrics(client)["hits"] == 0
+
+
+def test_glue_outside_changes_are_seen_within_an_opted_in_ttl(
     clean_moto: MotoEndpoint, tmp_path: Path
 ) -> None:
     properties = glue_properties(clean_moto.url, root=str(tmp_path / "warehouse"))

@@ -82,8 +82,9 @@ def sides(moto_endpoint) -> Iterator[Sides]:
         **prefixed,
     )
     properties = glue_properties(moto_endpoint.url, root=ROOT, **prefixed)
-    # No metadata cache: impls changes the catalog behind the server's back on purpose here.
-    with running_server("glue", properties, metadata_cache=False) as url:
+    # Default settings: impls changes the catalog behind the server's back, which the server
+    # must see at once.
+    with running_server("glue", properties) as url:
         server = lance_namespace.connect("rest", {"uri": url})
         yield Sides(server, url, impls, moto_endpoint.client("glue"), s3, storage)
 

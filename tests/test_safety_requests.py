@@ -290,3 +290,33 @@ def test_limits_that_would_refuse_everything_stop_the_start(name: str, value: in
     with pytest.raises(SettingsError, match=name):
         load_settings(environ={}, overrides={name: value})
     assert getattr(load_settings(environ={}, overrides={name: value + 1}), name) == value + 1
+
+
+def test_connections_of_the_socket_serve_hands_over_send_without_delay(root: Path) -> None:
+    """`lance-adapter serve` hands uvicorn its listening socket as `fd=`, which uvicorn opens
+    as a Unix socket; the event loop then left Nagle's algorithm on for every connection, and
+    each answer on a kept-alive connection waited about 40 ms for the client's delayed ACK."""
+    settings = Settings(properties={"root": str(root)})
+    app = create_app(load_namespace("dir", settings.properties), settings)
+    listener = socket.create_server(("127.0.0.1", 0))
+    config = uvicorn.Config(app, lifespan="off", log_level="warning", fd=listener.fileno(),
+                            **uvicorn_options(settings))
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the adapter did not start"
+        time.sleep(0.01)
+    host, port = listener.getsockname()
+    try:
+        with httpx.Client(base_url=f"http://{host}:{port}", timeout=10) as kept_alive:
+            assert kept_alive.get("/healthz").status_code == 200
+            sockets = [connection.transport.get_extra_info("socket")
+                       for connection in server.server_state.connections]
+            assert sockets, "the kept-alive connection is open"
+            assert all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in sockets)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+        listener.close()

@@ -184,8 +184,8 @@ class RestCatalogSides:
 def rest_catalog(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RestCatalog]:
-    """The server on the stand-in and a storage root; no metadata cache, so what impls changes
-    is seen at once (with it, within `metadata_cache_ttl`)."""
+    """The server on the stand-in and a storage root, at default settings: what impls changes
+    behind its back must be seen at once."""
     kind = request.param
     root = tmp_path_factory.mktemp(f"{kind}-interop-root")
     if kind == "unity":
@@ -196,7 +196,7 @@ def rest_catalog(
         properties = {"endpoint": catalog.url, "root": str(root)}
         if kind == "iceberg":
             properties["warehouses"] = WAREHOUSE
-        with running_server(kind, properties, metadata_cache=False) as url:
+        with running_server(kind, properties) as url:
             yield RestCatalog(kind, catalog, url, root)
 
 
