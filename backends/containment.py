@@ -201,7 +201,7 @@ def _refuse_data_at_home(containment: Containment, table_id: list[str], request:
     if home is None:
         return
     options = containment.namespace.root_storage_options()
-    if open_lance_table(home.uri, options) is None or _exists(
+    if open_lance_table(home.uri, options) is None or not _gone(
         containment.namespace, table_id, request
     ):
         return  # a table already in the catalog: the backend answers that it exists
@@ -211,25 +211,17 @@ def _refuse_data_at_home(containment: Containment, table_id: list[str], request:
     )
 
 
-def _gone(namespace: LanceNamespace, table_id: list[str]) -> bool:
+def _gone(namespace: LanceNamespace, table_id: list[str], request: Any = None) -> bool:
     """Whether the catalog says for sure that `table_id` names no table (a name the catalog
-    cannot hold is not taken as gone)."""
+    cannot hold is not taken as gone), asked as the caller of `request` if given."""
+    caller = {"identity": request.identity, "context": request.context} if request else {}
     try:
-        namespace.table_exists(TableExistsRequest(id=table_id))
+        namespace.table_exists(TableExistsRequest(id=table_id, **caller))
     except TableNotFoundError:
         return True
     except LanceNamespaceError:
         return False
     return False
-
-
-def _exists(namespace: LanceNamespace, table_id: list[str], request: Any = None) -> bool:
-    caller = {"identity": request.identity, "context": request.context} if request else {}
-    try:
-        namespace.table_exists(TableExistsRequest(id=table_id, **caller))
-    except TableNotFoundError:
-        return False
-    return True
 
 
 def _drop(containment: Containment, drop: Callable[..., Any], request: Any) -> Any:

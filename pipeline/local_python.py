@@ -90,18 +90,24 @@ def missing_modules(python: str) -> list[str]:
         "import importlib.util as u, sys\n"
         "print(' '.join(n for n in sys.argv[1:] if u.find_spec(n) is None))"
     )
+    answer = _printed_by(python, probe, *EXECUTOR_MODULES)
+    return list(EXECUTOR_MODULES) if answer is None else answer.split()
+
+
+def _printed_by(python: str, code: str, *arguments: str) -> str | None:
+    """What `python -c code arguments…` prints, run as Spark starts it (this environment,
+    outside the checkout); None when it cannot run or fails."""
     try:
-        answer = subprocess.run(
-            [python, "-c", probe, *EXECUTOR_MODULES],
+        return subprocess.run(
+            [python, "-c", code, *arguments],
             capture_output=True,
             text=True,
             timeout=60,
             check=True,
             cwd=tempfile.gettempdir(),
-        )
+        ).stdout
     except (OSError, subprocess.SubprocessError):
-        return list(EXECUTOR_MODULES)
-    return answer.stdout.split()
+        return None
 
 
 def launcher_for(python: str) -> str | None:
@@ -126,15 +132,7 @@ def imports_this_package(python: str) -> bool:
     """Whether `python`, started as Spark starts it (this environment), imports this
     package from where this process does, worker_daemon included."""
     probe = f"import importlib.util as u; print(u.find_spec({WORKER_DAEMON!r}).origin)"
-    try:
-        answer = subprocess.run(
-            [python, "-c", probe],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-            cwd=tempfile.gettempdir(),
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return Path(answer.stdout.strip()).resolve() == PACKAGE_DIR / "worker_daemon.py"
+    answer = _printed_by(python, probe)
+    return answer is not None and (
+        Path(answer.strip()).resolve() == PACKAGE_DIR / "worker_daemon.py"
+    )

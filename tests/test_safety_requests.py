@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pyarrow as pa
@@ -172,19 +173,32 @@ def _serving_with(protocol: type[asyncio.Protocol], root: Path) -> Iterator[tupl
     """The adapter on `protocol`, as `lance-adapter serve` configures uvicorn."""
     settings = Settings(properties={"root": str(root)}, header_read_timeout=HEAD_TIMEOUT,
                         max_header_bytes=MAX_HEADER_BYTES)
+    with _uvicorn(settings, handed_over=False, http=protocol) as (address, _):
+        yield address
+
+
+@contextlib.contextmanager
+def _uvicorn(
+    settings: Settings, handed_over: bool, **options: Any
+) -> Iterator[tuple[tuple[str, int], uvicorn.Server]]:
+    """The adapter on uvicorn in this process with `lance-adapter serve`'s protocol options;
+    its listening socket given as `fd=` (`handed_over`, as `serve` does) or as a socket."""
     app = create_app(load_namespace("dir", settings.properties), settings)
-    options = {**uvicorn_options(settings), "http": protocol}
-    config = uvicorn.Config(app, lifespan="off", log_level="warning", **options)
-    server = uvicorn.Server(config)
     listener = socket.create_server(("127.0.0.1", 0))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    if handed_over:
+        options["fd"] = listener.fileno()
+    config = uvicorn.Config(app, lifespan="off", log_level="warning",
+                            **{**uvicorn_options(settings), **options})
+    server = uvicorn.Server(config)
+    sockets = None if handed_over else [listener]
+    thread = threading.Thread(target=server.run, kwargs={"sockets": sockets}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not server.started:
         assert thread.is_alive() and time.monotonic() < deadline, "the adapter did not start"
         time.sleep(0.01)
     try:
-        yield listener.getsockname()
+        yield listener.getsockname(), server
     finally:
         server.should_exit = True
         thread.join(timeout=15)
@@ -297,26 +311,12 @@ def test_connections_of_the_socket_serve_hands_over_send_without_delay(root: Pat
     as a Unix socket; the event loop then left Nagle's algorithm on for every connection, and
     each answer on a kept-alive connection waited about 40 ms for the client's delayed ACK."""
     settings = Settings(properties={"root": str(root)})
-    app = create_app(load_namespace("dir", settings.properties), settings)
-    listener = socket.create_server(("127.0.0.1", 0))
-    config = uvicorn.Config(app, lifespan="off", log_level="warning", fd=listener.fileno(),
-                            **uvicorn_options(settings))
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the adapter did not start"
-        time.sleep(0.01)
-    host, port = listener.getsockname()
-    try:
-        with httpx.Client(base_url=f"http://{host}:{port}", timeout=10) as kept_alive:
-            assert kept_alive.get("/healthz").status_code == 200
-            sockets = [connection.transport.get_extra_info("socket")
-                       for connection in server.server_state.connections]
-            assert sockets, "the kept-alive connection is open"
-            assert all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in sockets)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
-        listener.close()
+    with (
+        _uvicorn(settings, handed_over=True) as ((host, port), server),
+        httpx.Client(base_url=f"http://{host}:{port}", timeout=10) as kept_alive,
+    ):
+        assert kept_alive.get("/healthz").status_code == 200
+        sockets = [connection.transport.get_extra_info("socket")
+                   for connection in server.server_state.connections]
+        assert sockets, "the kept-alive connection is open"
+        assert all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in sockets)
