@@ -167,8 +167,7 @@ def register_server_paths(paths: list[str]) -> None:
 def public_message(message: str) -> str:
     """`message` without backtraces, source locations, debug dumps, the server's paths and
     local paths: the one sanitiser every error answer passes through."""
-    cleaned = _BACKTRACE.sub("", readable(message))
-    cleaned = without_source_location(cleaned)
+    cleaned = _BACKTRACE.sub("", readable(without_source_location(message)))
     cleaned = without_paths(cleaned, _SERVER_PATHS)
     return _LOCAL_PATH.sub(HIDDEN_PATH, cleaned).strip()
 

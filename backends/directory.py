@@ -135,7 +135,7 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
     def __init__(self, **properties: str) -> None:
         settings = DirectorySettings.from_properties(properties)
         super().__init__(**settings.native_properties(properties))
-        self._root = settings.root
+        self._root = storage_root(settings.root)
         self._storage_options = dict(settings.storage)
         sweep_orphans(self._root)
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from backends.conventions import storage_root
 from backends.settings import BackendSettings, root_setting, setting, storage_settings
 
 DEFAULT_ROOT = "./lance-data"
@@ -41,7 +42,7 @@ class DirectorySettings(BackendSettings):
     def native_properties(self, properties: Mapping[str, str]) -> dict[str, str]:
         """The properties for `DirectoryNamespace`, with the switches spelled as it parses."""
         native = {key: str(value) for key, value in properties.items()}
-        native["root"] = self.root
+        native["root"] = storage_root(self.root)  # answers locations clients can open
         for declared_field, declared in self.declared():
             value = getattr(self, declared_field.name)
             if isinstance(value, bool):

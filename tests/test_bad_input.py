@@ -1,11 +1,14 @@
-"""Malformed requests get 400 with code 13, never a 500, and nothing is written."""
+"""Malformed requests get 400 with code 13, never a 500, and nothing is written; what Lance
+itself refuses is answered in its own words, without its debug structures."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pyarrow as pa
 import pytest
 
 from tests.support.adapter import running_server
@@ -137,3 +140,50 @@ def test_error_answers_carry_no_server_paths_or_native_source_locations(tmp_path
         text = answer.text
         assert str(data_root) not in text and str(data_root).lstrip("/") not in text
         assert ".rs:" not in text and "backtrace" not in text.lower(), text
+
+
+def _stream_of(schema: pa.Schema, *columns: list[object]) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        writer.write_batch(pa.record_batch([pa.array(column) for column in columns], schema=schema))
+    return sink.getvalue().to_pybytes()
+
+
+# Requests Lance itself refuses, with the status and code each must get: (url, body).
+LANCE_REFUSALS: dict[str, tuple[str, bytes | dict, int, int]] = {
+    "duplicate field names": ("/v1/table/a$dup/create", _stream_of(
+        pa.schema([("a", pa.int64()), ("a", pa.int64())]), [1], [2]), 400, 13),
+    "append of another schema": ("/v1/table/a$t/insert", arrow_stream(
+        pa.table({"zzz": pa.array(["x"])})), 400, 20),
+    "update of a missing column": ("/v1/table/a$t/update", {"updates": [["nope", "1"]]}, 404, 12),
+    "update with a malformed predicate": (
+        "/v1/table/a$t/update", {"predicate": "id >>> 3", "updates": [["id", "1"]]}, 400, 13),
+    "delete of a missing column": ("/v1/table/a$t/delete", {"predicate": "nope = 3"}, 400, 13),
+    "vector of the wrong dimension": (
+        "/v1/table/a$t/query", {"k": 2, "vector": {"single_vector": [0.1, 0.2]}}, 400, 13),
+    "merge on a missing column": ("/v1/table/a$t/merge_insert?on=nope", GOOD_ROWS, 404, 12),
+    "index of a missing column": (
+        "/v1/table/a$t/create_index", {"column": "nope", "index_type": "BTREE"}, 400, 13),
+    "restore of a missing version": ("/v1/table/a$t/restore", {"version": 99}, 404, 11),
+    "alter a missing column": (
+        "/v1/table/a$t/alter_columns", {"alterations": [{"path": "nope", "rename": "x"}]},
+        404, 12),
+}
+_DEBUG_STRUCTURE = re.compile(r"\b[A-Z]\w* ?\{|\.rs\b|backtrace|location:|Location", re.I)
+
+
+@pytest.mark.parametrize("case", sorted(LANCE_REFUSALS))
+def test_lance_refusals_are_one_sentence(populated: str, data_root: Path, case: str) -> None:
+    """What Lance refuses reaches the client as its text alone: no debug structure (`Schema {
+    fields: [...] }`), source location, backtrace or server path; the log keeps them."""
+    path, body, status, code = LANCE_REFUSALS[case]
+    with httpx.Client(base_url=populated, timeout=60) as client:
+        if isinstance(body, dict):
+            answer = client.post(path, json=body)
+        else:
+            answer = client.post(path, content=body, headers=ARROW)
+    assert (answer.status_code, answer.json()["code"]) == (status, code), answer.text
+    message = answer.json()["error"]
+    assert not _DEBUG_STRUCTURE.search(message), message
+    assert "\n" not in message and not message.rstrip().endswith(":"), message
+    assert str(data_root).strip("/") not in message

@@ -116,7 +116,47 @@ def readable(message: str) -> str:
         cleaned = dump.sub(lambda found: f"no column named {_unescaped(found[1])}", cleaned)
     while (unwrapped := _DUMP_QUOTED.sub(lambda found: _unescaped(found[1]), cleaned)) != cleaned:
         cleaned = unwrapped
+    cleaned = _DANGLING_LABEL.sub("", _without_structures(cleaned))
     return " ".join(cleaned.split())
+
+
+# Any other debug structure (`Schema { fields: [Field { ... }] }`) is the library's internals,
+# not what happened: dropped whole, with the label left hanging before it.
+_STRUCTURE_START = re.compile(r"\b[A-Z]\w* ?\{")
+_DANGLING_LABEL = re.compile(r"(?:,?\s*location)?:\s*(?=$|[,.;]\s)")
+
+
+def _without_structures(message: str) -> str:
+    kept: list[str] = []
+    position = 0
+    while found := _STRUCTURE_START.search(message, position):
+        kept.append(message[position:found.start()])
+        position = _after_closing_brace(message, found.end() - 1)
+    kept.append(message[position:])
+    return "".join(kept)
+
+
+def _after_closing_brace(text: str, opening: int) -> int:
+    """The index after the brace closing the one at `opening` (quoted text skipped); the
+    end of `text` when a truncated dump never closes it."""
+    depth, quoted, index = 0, False, opening
+    while index < len(text):
+        character = text[index]
+        if quoted:
+            if character == "\\":
+                index += 1
+            elif character == '"':
+                quoted = False
+        elif character == '"':
+            quoted = True
+        elif character == "{":
+            depth += 1
+        elif character == "}":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        index += 1
+    return len(text)
 
 
 HIDDEN_PATH = "<path>"
