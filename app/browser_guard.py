@@ -25,6 +25,7 @@ preflight, which this server never approves.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
@@ -53,6 +54,7 @@ def _values(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> list[str]:
     return [value.decode("latin-1") for key, value in headers if key == name]
 
 
+@functools.lru_cache(maxsize=256)  # every request asks; a client sends one or two
 def _host_name(host_header: str) -> str | None:
     """The lower-case host of a `Host` header (no brackets, no port); None if malformed."""
     if not host_header.isprintable() or " " in host_header:

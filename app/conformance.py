@@ -1,6 +1,6 @@
 """`lance-adapter check URL`: the conformance kit, the protocol's operations run in turn
 against any Lance REST namespace server over its /v1/ routes, each checked by what it
-answers, printed as a table (README: "The `lance-adapter` command").
+answers, printed as a table (docs/cli.md).
 
 The kit makes one namespace of its own (under `--under` when the root cannot hold one,
 e.g. a Unity catalog), a table in it, and drops both at the end. A step that fails does not
@@ -234,6 +234,18 @@ def declare_table(kit: Kit) -> None:
     kit.ok("POST", f"/v1/table/{declared}/deregister", {})
 
 
+def rename_table(kit: Kit) -> None:
+    """Renamed in its namespace, found only under the new name with its rows, and back."""
+    renamed = f"{kit.ns}{DELIMITER}conformance_renamed"
+    kit.ok("POST", f"/v1/table/{kit.table}/rename", {"new_table_name": "conformance_renamed"})
+    gone = kit.call("POST", f"/v1/table/{kit.table}/exists", {})
+    expect(gone.status_code == 404, f"the old name still exists ({gone.status_code})")
+    counted = kit.ok("POST", f"/v1/table/{renamed}/count_rows", {}).json()
+    expect(int(counted) == 3, f"the renamed table counts {counted} rows, not 3")
+    kit.ok("POST", f"/v1/table/{renamed}/rename", {"new_table_name": "conformance"})
+    expect(kit.count() == 3, "the table renamed back does not count its 3 rows")
+
+
 def error_codes(kit: Kit) -> None:
     missing = kit.call("POST", f"/v1/table/{kit.ns}{DELIMITER}missing/describe", {})
     expect(missing.status_code == 404 and missing.json().get("code") == 4,
@@ -277,6 +289,7 @@ STEPS: tuple[tuple[str, Callable[[Kit], None]], ...] = (
     ("ListAllTables", list_all_tables),
     ("POST /<OperationId> routes", operation_id_routes),
     ("DeclareTable, DeregisterTable", declare_table),
+    ("RenameTable", rename_table),
     ("error codes 4 and 2", error_codes),
     ("DropTable", drop_table),
     ("DropNamespace", drop_namespace),

@@ -37,6 +37,8 @@ logger = logging.getLogger("lance_adapter")
 LINGER_SECONDS = 2.0
 # The most bytes one read of a connection delivers (asyncio's and uvloop's transports).
 MAX_READ_BYTES = 256 * 1024
+# Writes at least this large are sent at once rather than gathered with the next ones.
+COALESCE_BYTES = 64 * 1024
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
@@ -72,14 +74,44 @@ class LingeringTransport:
         self._transport = transport
         self._loop = loop
         self._closing = False
+        self._pending: list[bytes] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
+
+    def write(self, data: bytes) -> None:
+        """What is written in one turn of the event loop (an answer's head and its body) is
+        sent at once, at the end of the turn: with Nagle's algorithm off each write would be
+        a packet of its own and a wake-up of the client."""
+        if len(data) >= COALESCE_BYTES:
+            self._flush()
+            self._transport.write(data)
+            return
+        if not self._pending:
+            self._loop.call_soon(self._flush)
+        self._pending.append(data)
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        data = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
+        self._pending.clear()
+        if not self._transport.is_closing():
+            self._transport.write(data)
+
+    def write_eof(self) -> None:
+        self._flush()
+        self._transport.write_eof()
+
+    def abort(self) -> None:
+        self._pending.clear()
+        self._transport.abort()
 
     def is_closing(self) -> bool:
         return self._closing or self._transport.is_closing()
 
     def close(self) -> None:
+        self._flush()
         if self._closing:
             return
         self._closing = True

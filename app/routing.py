@@ -53,6 +53,8 @@ class RouteTable:
     """Lookups by (method, path) for fixed routes and by (method, kind, length) otherwise."""
 
     fixed: dict[tuple[str, str], RouteMatch] = field(default_factory=dict)
+    # Suffixes without parameters (all but a few), found in one lookup.
+    literal: dict[tuple[str, str, Segments], Operation] = field(default_factory=dict)
     templated: dict[tuple[str, str, int], list[_Template]] = field(default_factory=dict)
 
     @classmethod
@@ -70,6 +72,9 @@ class RouteTable:
             self.fixed[(operation.method, operation.path)] = RouteMatch(operation, False, {})
             return
         kind, suffix = parts[1], parts[3:]
+        if not any(part.startswith("{") for part in suffix):
+            self.literal[(operation.method, kind, suffix)] = operation
+            return
         key = (operation.method, kind, len(suffix))
         self.templated.setdefault(key, []).append(_Template(operation, suffix))
 
@@ -97,8 +102,12 @@ class RouteTable:
     def _match_suffix(
         self, method: str, kind: str, suffix: Segments, identifier: str
     ) -> RouteMatch | None:
+        decoded = tuple(unquote(part) for part in suffix)
+        operation = self.literal.get((method, kind, decoded))
+        if operation is not None:
+            return RouteMatch(operation, False, {"id": identifier})
         for template in self.templated.get((method, kind, len(suffix)), ()):
-            params = template.match(tuple(unquote(part) for part in suffix))
+            params = template.match(decoded)
             if params is not None:
                 return RouteMatch(template.operation, False, {"id": identifier, **params})
         return None

@@ -42,7 +42,7 @@ for _alias, _class_path in CATALOG_IMPLS.items():
 
 # What the server serves as `dir` (lance_namespace's `dir` is pylance's own class).
 DIRECTORY_BACKEND = "backends.directory.DirectoryBackend"
-# Every alias the server serves, in the order the README lists them.
+# Every alias the server serves, in the order the docs list them.
 IMPLS: tuple[str, ...] = ("dir", *CATALOG_IMPLS)
 
 
@@ -55,7 +55,7 @@ def served_class_path(impl: str) -> str:
 
 
 def resolve_impl(impl: str) -> type[LanceNamespace]:
-    """The class the server builds for `impl`, without building it (the README's support
+    """The class the server builds for `impl`, without building it (the docs' support
     table and the image check ask for it)."""
     module_name, _, class_name = served_class_path(impl).rpartition(".")
     try:

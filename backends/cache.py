@@ -21,6 +21,7 @@ Why it is correct:
 from __future__ import annotations
 
 import fcntl
+import functools
 import mmap
 import os
 import struct
@@ -241,6 +242,7 @@ def _modified_ns(path: Path) -> int | None:
         return None
 
 
+@functools.lru_cache(maxsize=4096)  # asked on every validated hit of a DescribeTable entry
 def _local_path(location: str | None) -> Path | None:
     """Where Lance opens `location` on the local file system (`backends.locations`)."""
     if not location:

@@ -360,9 +360,16 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
         """A table the native lookup misses is described from its manifest entry, completed
         (version, schema, declared state) as the request asks by the generic operation."""
-        if self._natively_found(request) or self._from_manifest(request) is None:
+        if not storable_id(list(request.id or [])):
             return self._described(request)
-        return MetadataNamespace.describe_table(self, request)
+        try:
+            described = self._translated("describe_table", request)
+        except TableNotFoundError:
+            if self._from_manifest(request) is None:
+                raise
+            return MetadataNamespace.describe_table(self, request)
+        described.location = self._as_lance_opens(described.location)
+        return described
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         """Natively a root table listed by its `<name>.lance` directory "deregisters" and is

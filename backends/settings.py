@@ -2,8 +2,9 @@
 
 Each backend declares a frozen dataclass subclassing `BackendSettings`; every field is made by
 `setting(...)` with its property key, default, unit and documentation. `from_properties` parses
-and validates all of them in one place, and the README's property tables are generated from the
-same declarations (`scripts/readme_tables.py`), so code and documentation cannot drift apart.
+and validates all of them in one place, and the property tables of docs/configuration.md are
+generated from the same declarations (`scripts/readme_tables.py`), so code and documentation
+cannot drift apart.
 
 The settings every remote backend shares have one spelling and unit: `client.connect-timeout-ms`,
 `client.read-timeout-ms`, `client.max-retries` and `client.pool-size`, made by the field
@@ -293,7 +294,7 @@ def root_setting(default: str | None, doc: str = "Where new tables are stored.")
 
 
 def settings_table(settings_class: type[BackendSettings]) -> str:
-    """The README table of a backend's properties."""
+    """The documentation's table of a backend's properties."""
     lines = ["| property | default | unit | meaning |", "|---|---|---|---|"]
     for declared_field, declared in settings_class.declared():
         key = f"`{declared.key}*`" if declared.is_prefix else f"`{declared.key}`"

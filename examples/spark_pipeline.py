@@ -124,7 +124,7 @@ def run(uri: str, arguments: argparse.Namespace, raw_dir: Path) -> None:
         )
     with progress.step("reading the table back through the namespace"):
         # One DataFrame per query: Spark 4.3 reuses a filtered scan for later unfiltered
-        # queries on the same loaded DataFrame (see the README, "Spark pipelines", "Known limits").
+        # queries on the same loaded DataFrame (see docs/spark.md, "Known limits").
         table = pipeline.read_table(spark, arguments.table, uri=uri)
         rows = table.count()
         overall = summarize(table).collect()

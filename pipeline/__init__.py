@@ -1,4 +1,4 @@
-"""PySpark data pipelines over Lance tables in a Lance namespace (README: "Spark pipelines").
+"""PySpark data pipelines over Lance tables in a Lance namespace (docs/spark.md).
 
 The names below are imported on first use: Spark's Python workers import `pipeline.read`
 to run a read task, and that must not pull in the namespace client or the write side.
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if importlib.util.find_spec("pyspark") is None:
     raise ModuleNotFoundError(
         "No module named 'pyspark': the Spark pipeline needs this project's `spark` extra, "
-        "e.g. .venv/bin/python -m pip install -e '.[spark]' (README: Spark pipelines, Set-up)",
+        "e.g. .venv/bin/python -m pip install -e '.[spark]' (docs/spark.md, Set-up)",
         name="pyspark",
     )
 

@@ -1,7 +1,7 @@
 """What the `lance` source needs from a cluster: its code on the executors, the native
 libraries there, and storage that the driver and every executor see alike.
 
-README: Spark pipelines, "Running on a cluster".
+docs/spark.md, "Running on a cluster".
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ script that starts `pipeline.worker_daemon` (pyspark's daemon, with the installe
 and py4j ahead of their zips) in place of `pyspark.daemon`, and runs anything else
 unchanged. Not where executors run outside the driver's JVM (a cluster, `local-cluster`):
 they may have neither the script nor this package installed.
-README: Spark pipelines, Set-up.
+docs/spark.md, Set-up.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ class LanceOptions:
     batch_size: int = DEFAULT_BATCH_SIZE
     commit_retries: int = 20
     # Off by default: Spark 4.3 reuses a filtered Python reader for a later unfiltered query
-    # on the same loaded DataFrame (see the README, Spark pipelines: Known limits).
+    # on the same loaded DataFrame (see docs/spark.md, Known limits).
     pushdown: bool = False
     # The table's local path is one file system shared by the driver and every executor.
     shared_storage: bool = False

@@ -119,7 +119,7 @@ def time_of_day_type() -> T.DataType:
 
 
 def spark_type_for(column: str, arrow_type: pa.DataType) -> T.DataType:
-    """The Spark type a Lance column is read as (README: Spark pipelines, Types).
+    """The Spark type a Lance column is read as (docs/spark.md, Types).
 
     Fixed-size lists of floats (vectors) become arrays with non-null elements: Spark
     copies those into its rows without a null check per element, which makes reads of

@@ -10,7 +10,7 @@ from pipeline.read import LanceReader, PinnedTable, UnfilteredLanceReader, pin_t
 
 
 class LanceDataSource(DataSource):
-    """`spark.read.format("lance")` / `df.write.format("lance")` (README: "Spark pipelines")."""
+    """`spark.read.format("lance")` / `df.write.format("lance")` (docs/spark.md)."""
 
     @classmethod
     def name(cls) -> str:

@@ -1,7 +1,12 @@
-"""The README's generated tables, written between their markers; a test checks they are current.
+"""The documentation's generated tables, written between their markers; a test checks them.
 
-    .venv/bin/python scripts/readme_tables.py          # rewrite README.md
-    .venv/bin/python scripts/readme_tables.py --check  # exit 1 when README.md is stale
+A table named NAME is written between `<!-- NAME:begin -->` and `<!-- NAME:end -->` in whichever
+file of the documentation holds those markers (README.md, docs/**/*.md, bench/README.md):
+the routes, the support matrix and the error codes in docs/reference.md, every settings class's
+property table in docs/configuration.md.
+
+    .venv/bin/python scripts/readme_tables.py          # rewrite the files
+    .venv/bin/python scripts/readme_tables.py --check  # exit 1 when a file is stale
 """
 
 from __future__ import annotations
@@ -17,6 +22,12 @@ sys.path.insert(0, str(ROOT))
 from app.spec import AnswerKind, BodyKind, Operation, load_operations  # noqa: E402
 
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+
+
+def documentation_files() -> list[Path]:
+    """Every Markdown file of the documentation, README.md first."""
+    return [README, *sorted(DOCS.rglob("*.md")), ROOT / "bench" / "README.md"]
 
 _BODY = {
     BodyKind.JSON: "JSON",
@@ -86,6 +97,19 @@ def support_matrix() -> str:
     return "\n".join(lines)
 
 
+def error_codes() -> str:
+    """Each Lance error code with the HTTP status the server answers it with (app/errors.py)."""
+    from lance_namespace import ErrorCode
+
+    from app.errors import HTTP_STATUS_BY_CODE
+
+    lines = ["| code | name | HTTP |", "|---|---|---|"]
+    for code in sorted(ErrorCode, key=int):
+        name = "".join(word.capitalize() for word in code.name.split("_"))
+        lines.append(f"| {int(code)} | {name} | {HTTP_STATUS_BY_CODE.get(code, 500)} |")
+    return "\n".join(lines)
+
+
 def settings_tables() -> dict[str, Callable[[], str]]:
     """Each backend's property table, under a marker named after its settings class."""
     from backends import IMPLS, resolve_impl
@@ -102,7 +126,12 @@ def settings_tables() -> dict[str, Callable[[], str]]:
 
 
 def all_tables() -> dict[str, Callable[[], str]]:
-    return {"routes": route_table, "support": support_matrix, **settings_tables()}
+    return {
+        "routes": route_table,
+        "support": support_matrix,
+        "errors": error_codes,
+        **settings_tables(),
+    }
 
 
 def rendered(text: str) -> str:
@@ -116,12 +145,19 @@ def rendered(text: str) -> str:
     return text
 
 
+def stale_files() -> list[Path]:
+    return [path for path in documentation_files()
+            if path.exists() and rendered(path.read_text()) != path.read_text()]
+
+
 def main() -> None:
-    current = README.read_text()
-    fresh = rendered(current)
     if "--check" in sys.argv[1:]:
-        sys.exit(0 if fresh == current else 1)
-    README.write_text(fresh)
+        stale = stale_files()
+        for path in stale:
+            print(f"stale: {path.relative_to(ROOT)}", file=sys.stderr)
+        sys.exit(1 if stale else 0)
+    for path in stale_files():
+        path.write_text(rendered(path.read_text()))
 
 
 if __name__ == "__main__":

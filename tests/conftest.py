@@ -12,6 +12,7 @@ pytest_plugins = (
     "tests.support.hive",
     "tests.support.hive_catalog_stand_in",
     "tests.support.iceberg_stand_in",
+    "tests.support.iceberg_rest_server",
     "tests.support.unity_stand_in",
     "tests.support.interop",
     "tests.support.pipeline",

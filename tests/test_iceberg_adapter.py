@@ -1,4 +1,6 @@
-"""The iceberg backend through the real adapter, driven by pylance's official RestNamespace."""
+"""The iceberg backend through the real adapter, driven by pylance's official RestNamespace, on
+Apache Iceberg's REST reference server; a catalog outage, which the real server cannot be made
+to have, on the stand-in."""
 
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import NoSuchTableError
 
 from tests.support.adapter import running_server
+from tests.support.common import unique
+from tests.support.iceberg_rest_server import IcebergRestServer
 from tests.support.iceberg_stand_in import IcebergStandIn
 from tests.support.lance_data import arrow_stream, sample_table
 
@@ -42,9 +46,9 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def adapter(iceberg: IcebergStandIn, root: Path) -> Iterator[str]:
+def adapter(iceberg_rest_server: IcebergRestServer, root: Path) -> Iterator[str]:
     properties = {
-        "endpoint": iceberg.url, "root": str(root), "client.read-timeout-ms": "2000",
+        "endpoint": iceberg_rest_server.url, "root": str(root), "client.read-timeout-ms": "2000",
         "warehouses": "wh",
     }
     with running_server("iceberg", properties) as url:
@@ -52,24 +56,24 @@ def adapter(iceberg: IcebergStandIn, root: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def client(adapter: str, iceberg: IcebergStandIn) -> RestNamespace:
-    iceberg.control.reset()
+def client(adapter: str) -> RestNamespace:
     return RestNamespace(uri=adapter)
 
 
 def test_create_table_with_data_lands_at_its_location_and_in_the_catalog(
-    client: RestNamespace, iceberg: IcebergStandIn, root: Path
+    client: RestNamespace, iceberg_rest_server: IcebergRestServer, root: Path
 ) -> None:
-    client.create_namespace(CreateNamespaceRequest(id=["wh", "sales"]))
-    client.create_namespace(CreateNamespaceRequest(id=["wh", "sales", "eu"]))
-    table_id = ["wh", "sales", "eu", "orders"]
+    sales = unique("sales")  # the server is the session's: fresh names
+    client.create_namespace(CreateNamespaceRequest(id=["wh", sales]))
+    client.create_namespace(CreateNamespaceRequest(id=["wh", sales, "eu"]))
+    table_id = ["wh", sales, "eu", "orders"]
     created = client.create_table(CreateTableRequest(id=table_id), arrow_stream(sample_table(50)))
-    location = f"{root}/wh/sales/eu/orders.lance"
+    location = f"{root}/wh/{sales}/eu/orders.lance"
     assert created.location == location
     assert lance.dataset(location).count_rows() == 50
 
-    official = RestCatalog("official", uri=iceberg.url, warehouse="wh")
-    table = official.load_table(("sales", "eu", "orders"))
+    official = RestCatalog("official", uri=iceberg_rest_server.url, warehouse="wh")
+    table = official.load_table((sales, "eu", "orders"))
     assert table.location() == location
     assert table.properties["table_type"] == "lance"
     assert [field.name for field in table.schema().fields] == ["dummy"]
@@ -79,51 +83,61 @@ def test_create_table_with_data_lands_at_its_location_and_in_the_catalog(
     detailed = client.describe_table(DescribeTableRequest(id=table_id, load_detailed_metadata=True))
     assert detailed.location == location and detailed.version == 2
     assert [field.name for field in detailed.var_schema.fields] == ["id", "name", "vector"]
-    assert client.list_tables(ListTablesRequest(id=["wh", "sales", "eu"])).tables == ["orders"]
-    assert client.list_namespaces(ListNamespacesRequest(id=["wh", "sales"])).namespaces == ["eu"]
+    assert client.list_tables(ListTablesRequest(id=["wh", sales, "eu"])).tables == ["orders"]
+    assert client.list_namespaces(ListNamespacesRequest(id=["wh", sales])).namespaces == ["eu"]
 
     with pytest.raises(TableAlreadyExistsError):
         client.create_table(CreateTableRequest(id=table_id), arrow_stream(sample_table(1)))
     with pytest.raises(NamespaceNotEmptyError):
-        client.drop_namespace(DropNamespaceRequest(id=["wh", "sales", "eu"]))
+        client.drop_namespace(DropNamespaceRequest(id=["wh", sales, "eu"]))
 
     client.drop_table(DropTableRequest(id=table_id))
     with pytest.raises(NoSuchTableError):
-        official.load_table(("sales", "eu", "orders"))
+        official.load_table((sales, "eu", "orders"))
     with pytest.raises(TableNotFoundError):
         client.describe_table(DescribeTableRequest(id=table_id))
-    client.drop_namespace(DropNamespaceRequest(id=["wh", "sales", "eu"]))
+    client.drop_namespace(DropNamespaceRequest(id=["wh", sales, "eu"]))
     with pytest.raises(NamespaceNotFoundError):  # already gone
-        client.drop_namespace(DropNamespaceRequest(id=["wh", "sales", "eu"]))
-    client.drop_namespace(DropNamespaceRequest(id=["wh", "sales", "eu"], mode="Skip"))
+        client.drop_namespace(DropNamespaceRequest(id=["wh", sales, "eu"]))
+    client.drop_namespace(DropNamespaceRequest(id=["wh", sales, "eu"], mode="Skip"))
 
 
 def test_declare_register_deregister_through_the_adapter(
     client: RestNamespace, root: Path
 ) -> None:
-    client.create_namespace(CreateNamespaceRequest(id=["wh", "reg"]))
-    declared = client.declare_table(DeclareTableRequest(id=["wh", "reg", "later"]))
-    assert declared.location == f"{root}/wh/reg/later.lance"
-    existing = str(root / "wh" / "reg" / "existing.lance")  # the table's own path in the root
+    reg = unique("reg")
+    client.create_namespace(CreateNamespaceRequest(id=["wh", reg]))
+    declared = client.declare_table(DeclareTableRequest(id=["wh", reg, "later"]))
+    assert declared.location == f"{root}/wh/{reg}/later.lance"
+    existing = str(root / "wh" / reg / "existing.lance")  # the table's own path in the root
     lance.write_dataset(sample_table(7), existing)
-    client.register_table(RegisterTableRequest(id=["wh", "reg", "existing"], location=existing))
-    assert client.count_table_rows(CountTableRowsRequest(id=["wh", "reg", "existing"])).count == 7
-    assert client.list_tables(ListTablesRequest(id=["wh", "reg"])).tables == ["existing", "later"]
-    client.deregister_table(DeregisterTableRequest(id=["wh", "reg", "existing"]))
+    client.register_table(RegisterTableRequest(id=["wh", reg, "existing"], location=existing))
+    assert client.count_table_rows(CountTableRowsRequest(id=["wh", reg, "existing"])).count == 7
+    assert client.list_tables(ListTablesRequest(id=["wh", reg])).tables == ["existing", "later"]
+    client.deregister_table(DeregisterTableRequest(id=["wh", reg, "existing"]))
     assert lance.dataset(existing).count_rows() == 7
-    assert client.list_tables(ListTablesRequest(id=["wh", "reg"])).tables == ["later"]
+    assert client.list_tables(ListTablesRequest(id=["wh", reg])).tables == ["later"]
 
 
-def test_errors_reach_the_client_with_their_codes(
-    client: RestNamespace, iceberg: IcebergStandIn
-) -> None:
+def test_errors_reach_the_client_with_their_codes(client: RestNamespace) -> None:
     with pytest.raises(NamespaceNotFoundError):
         client.list_tables(ListTablesRequest(id=["wh", "nowhere"]))
     with pytest.raises(TableNotFoundError):
         client.describe_table(DescribeTableRequest(id=["wh", "nowhere", "t"]))
+    with pytest.raises(NamespaceNotFoundError):  # the reference server would make it
+        client.declare_table(DeclareTableRequest(id=["wh", "nowhere", "t"]))
     with pytest.raises(InvalidInputError):
         client.declare_table(DeclareTableRequest(id=["wh", "only_two"]))
-    iceberg.control.fail_next(10, 503, method="GET", path="/namespaces")
-    with pytest.raises(LanceNamespaceError) as raised:
-        client.list_namespaces(ListNamespacesRequest(id=["wh"]))
+
+
+def test_a_catalog_outage_reaches_the_client_as_code_17(
+    iceberg: IcebergStandIn, root: Path
+) -> None:
+    """Fault injection: the stand-in answers 503 for longer than the retries last."""
+    properties = {"endpoint": iceberg.url, "root": str(root), "client.read-timeout-ms": "2000"}
+    with running_server("iceberg", properties) as url:
+        iceberg.control.fail_next(10, 503, method="GET", path="/namespaces")
+        with pytest.raises(LanceNamespaceError) as raised:
+            RestNamespace(uri=url).list_namespaces(ListNamespacesRequest(id=["wh"]))
+    iceberg.control.reset()
     assert raised.value.code == 17

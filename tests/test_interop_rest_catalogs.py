@@ -1,15 +1,19 @@
 """The unity and iceberg backends and lance-namespace-impls' `UnityNamespace` and
-`IcebergNamespace` on one REST catalog (the Unity or the Iceberg stand-in), both ways.
+`IcebergNamespace` on one REST catalog, both ways: the Unity stand-in, and Apache Iceberg's REST
+reference server (the session's, `tests/support/iceberg_rest_server.py`).
 
-The server runs on the stand-in and is driven over HTTP by the official client
-(`lance_namespace.connect("rest", ...)`); impls talks to the same stand-in directly. Tables are
-written by pylance through either side, and rows are compared cell for cell. Each test runs on
-both catalogs (`rest_catalog_sides`) unless its name says which; where impls itself cannot do a
-step, a test says so by asserting the failure.
+The server is driven over HTTP by the official client (`lance_namespace.connect("rest", ...)`);
+impls talks to the same catalog directly. impls always puts a warehouse prefix in its paths,
+which the reference server (one catalog at `/v1/...`, no prefix announced) does not serve, so
+on Iceberg both sides reach the server through `prefix_router`, which announces the prefix and
+forwards everything else unchanged. Tables are written by pylance through either side, and rows
+are compared cell for cell. Each test runs on both catalogs (`rest_catalog_sides`) unless its
+name says which; where impls itself cannot do a step, a test says so by asserting the failure.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +43,15 @@ from lance_namespace_impls.rest_client import (
     NamespaceNotFoundException,
 )
 
-from tests.support.interop import RestCatalogSides, alter_namespace, read_rows
+from tests.support.adapter import running_server
+from tests.support.iceberg_rest_server import IcebergRestServer, prefix_router
+from tests.support.interop import (
+    WAREHOUSE,
+    RestCatalog,
+    RestCatalogSides,
+    alter_namespace,
+    read_rows,
+)
 from tests.support.lance_data import arrow_stream, sample_table
 
 # What the server describes for a table impls wrote: impls' Unity tables say who manages them.
@@ -48,8 +60,38 @@ IMPLS_TABLE_PROPERTIES = {
     "iceberg": {"table_type": "lance"},
 }
 
+# What the reference server adds to what a client sets (pyiceberg sees them too): a namespace's
+# default `location` in its warehouse, and the write defaults of a new table.
+CATALOG_DEFAULTS = {"location", "write.parquet.compression-codec"}
+
+
+def set_by_clients(sides: RestCatalogSides, properties: dict[str, str]) -> dict[str, str]:
+    """`properties` less what the Iceberg catalog added itself."""
+    if sides.kind != "iceberg":
+        return properties
+    return {key: value for key, value in properties.items() if key not in CATALOG_DEFAULTS}
+
+
 # How impls' error names a namespace that still holds tables, when it tries to drop it.
 NOT_EMPTY_IN_IMPLS = {"unity": "FAILED_PRECONDITION", "iceberg": "not empty"}
+
+
+@pytest.fixture(scope="module")
+def rest_catalog(
+    rest_catalog: RestCatalog, request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[RestCatalog]:
+    """The shared fixture's catalog, with Iceberg's on the reference server: the server and
+    impls both on the session's reference server behind the warehouse prefix `p-wh`."""
+    if rest_catalog.kind != "iceberg":
+        yield rest_catalog
+        return
+    server: IcebergRestServer = request.getfixturevalue("iceberg_rest_server")
+    root = tmp_path_factory.mktemp("iceberg-real-interop-root")
+    with prefix_router(server, f"p-{WAREHOUSE}") as router:
+        properties = {"endpoint": router.url, "root": str(root), "warehouses": WAREHOUSE}
+        with running_server("iceberg", properties) as url:
+            yield RestCatalog("iceberg", router, url, root)  # type: ignore[arg-type]
 
 
 def test_namespaces_impls_creates_are_the_servers_and_properties_round_trip(
@@ -69,16 +111,17 @@ def test_namespaces_impls_creates_are_the_servers_and_properties_round_trip(
     else:  # the new catalog holds this schema only
         assert listed == [namespace[-1]]
     described = rest.describe_namespace(DescribeNamespaceRequest(id=namespace))
-    assert described.properties == properties
+    assert set_by_clients(sides, described.properties) == properties
 
     altered = alter_namespace(sides.catalog.url, namespace, set_properties={"owner": "bob"})
     assert altered.status_code == 200, altered.text
     read_back = impls.describe_namespace(DescribeNamespaceRequest(id=namespace))
-    assert read_back.properties == {"owner": "bob", "comment": "nightly loads"}
+    expected = {"owner": "bob", "comment": "nightly loads"}
+    assert set_by_clients(sides, read_back.properties) == expected
     unset = alter_namespace(sides.catalog.url, namespace, unset_properties=["comment"])
     assert unset.status_code == 200, unset.text
     read_back = impls.describe_namespace(DescribeNamespaceRequest(id=namespace))
-    assert read_back.properties == {"owner": "bob"}
+    assert set_by_clients(sides, read_back.properties) == {"owner": "bob"}
 
 
 def test_namespaces_the_server_creates_are_impls(rest_catalog_sides: RestCatalogSides) -> None:
@@ -117,7 +160,7 @@ def test_tables_impls_writes_are_listed_described_read_and_written_by_the_server
     assert rest.list_tables(with_data).tables == ["filled"]
     described = rest.describe_table(DescribeTableRequest(id=written))
     assert described.location == impls.describe_table(DescribeTableRequest(id=written)).location
-    assert described.properties == IMPLS_TABLE_PROPERTIES[sides.kind]
+    assert set_by_clients(sides, described.properties) == IMPLS_TABLE_PROPERTIES[sides.kind]
     assert rest.count_table_rows(CountTableRowsRequest(id=written)).count == 5
     assert read_rows(rest, written) == rows.to_pylist()
     if tables.nested is not None:  # a table in a child namespace is listed there only
@@ -157,7 +200,7 @@ def test_tables_the_server_writes_read_through_impls(
     assert impls.list_tables(with_data).tables == ["filled"]
     theirs = impls.describe_table(DescribeTableRequest(id=created))
     assert theirs.location == rest.describe_table(DescribeTableRequest(id=created)).location
-    assert theirs.properties == {"table_type": "lance"}
+    assert set_by_clients(sides, theirs.properties) == {"table_type": "lance"}
     assert read_rows(impls, created) == rows.to_pylist()
     if tables.nested is not None:  # and the table in the child namespace
         assert read_rows(impls, tables.nested) == rows.to_pylist()

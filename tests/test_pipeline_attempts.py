@@ -57,7 +57,7 @@ def files_on_storage(plan: WritePlan) -> set[str]:
 
     Not counted: Lance's metadata, and the temporary file (data/.tmp*) of the file a
     killed attempt was still writing, which no writer can tell from another job's file
-    in progress (README: Spark pipelines, Known limits).
+    in progress (docs/spark.md: Known limits).
     """
     root = Path(plan.table.location.removeprefix("file://"))
     paths = [path.relative_to(root) for path in root.rglob("*") if path.is_file()]

@@ -63,7 +63,7 @@ def test_round_trip_of_every_supported_type(
 
     back = spark.read.format("lance").options(**lance_options(adapter_url, table_name)).load()
 
-    # Vectors come back as arrays without null elements (README: Types); all else as written.
+    # Vectors come back as arrays without null elements (docs/spark.md: Types); all else as written.
     expected_schema = StructType(
         [
             StructField(f.name, ArrayType(FloatType(), False), f.nullable)
@@ -152,7 +152,7 @@ ARROW_ONLY_TYPES = pa.table(
 
 
 def expected_spark_rows() -> list[tuple]:
-    """What the documented mapping (README: Spark pipelines, Types) makes of each cell;
+    """What the documented mapping (docs/spark.md: Types) makes of each cell;
     Spark returns timestamps as naive datetimes in the session's time zone (UTC here)."""
     epoch = datetime.datetime(1970, 1, 1)
     return [

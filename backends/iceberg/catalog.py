@@ -12,7 +12,7 @@ import threading
 from typing import Any
 from urllib.parse import quote
 
-from lance_namespace import InvalidInputError, NamespaceNotFoundError
+from lance_namespace import InvalidInputError, NamespaceNotEmptyError, NamespaceNotFoundError
 
 from backends.conventions import LANCE_TABLE_TYPE, TABLE_TYPE_KEY, has_lance_table_type
 from backends.iceberg.errors import (
@@ -105,9 +105,17 @@ class IcebergCatalog:
         body = self.client.get_json(self.namespace_url(warehouse, path), errors=NAMESPACE_ERRORS)
         return string_map(body.get("properties"))
 
+    def require_namespace(self, warehouse: str, path: list[str]) -> None:
+        """NamespaceNotFound unless the namespace exists. Catalogs need not check it themselves:
+        Iceberg's JdbcCatalog (the REST reference server's) creates a table, or a child
+        namespace, under a namespace that does not exist, which then seems to exist."""
+        if path:
+            self.namespace_properties(warehouse, path)
+
     def create_namespace(
         self, warehouse: str, path: list[str], properties: dict[str, str]
     ) -> dict[str, str]:
+        self.require_namespace(warehouse, path[:-1])
         body = {"namespace": path, "properties": properties}
         response = self.client.request(
             "POST", self.base(warehouse) + "/namespaces", json=body, errors=NAMESPACE_ERRORS
@@ -115,7 +123,13 @@ class IcebergCatalog:
         return string_map(RestCatalogClient.json_body(response).get("properties", properties))
 
     def drop_namespace(self, warehouse: str, path: list[str], missing_ok: bool) -> None:
+        """RESTRICT: a namespace with child namespaces is NamespaceNotEmpty here, as one with
+        tables is in the catalog (JdbcCatalog drops a parent and leaves its children behind)."""
         try:
+            if self.child_names(warehouse, path):
+                raise NamespaceNotEmptyError(
+                    f"namespace {'.'.join([warehouse, *path])} holds namespaces"
+                )
             self.client.request(
                 "DELETE", self.namespace_url(warehouse, path), errors=DROP_NAMESPACE_ERRORS
             )
@@ -149,6 +163,7 @@ class IcebergCatalog:
         location: str,
         properties: dict[str, str] | None,
     ) -> dict[str, Any]:
+        self.require_namespace(warehouse, path)
         body = {
             "name": name,
             "location": location,
@@ -213,8 +228,9 @@ class IcebergCatalog:
             self.client.get_json("/v1/config", errors=WAREHOUSE_ERRORS)
 
     def base(self, warehouse: str) -> str:
-        """`/v1/{prefix}` for a warehouse, from its cached `/v1/config` lookup; an unknown
-        warehouse fails it."""
+        """`/v1/{prefix}` for a warehouse, from its cached `/v1/config` lookup (`/v1` when the
+        catalog announces no prefix, as the spec and its clients have it); an unknown warehouse
+        fails it."""
         with self._prefix_lock:
             prefix = self._prefixes.get(warehouse)
         if prefix is None:
@@ -223,10 +239,10 @@ class IcebergCatalog:
             )
             overrides = config.get("overrides") or {}
             defaults = config.get("defaults") or {}
-            prefix = str(overrides.get("prefix") or defaults.get("prefix") or warehouse)
+            prefix = str(overrides.get("prefix") or defaults.get("prefix") or "").strip("/")
             with self._prefix_lock:
                 self._prefixes[warehouse] = prefix
-        return f"/v1/{prefix.strip('/')}"
+        return f"/v1/{prefix}" if prefix else "/v1"
 
     def namespace_url(self, warehouse: str, path: list[str]) -> str:
         return f"{self.base(warehouse)}/namespaces/{encoded_namespace(path)}"

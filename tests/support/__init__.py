@@ -1,1 +1,4 @@
-"""Test support: fixtures and helpers shared by the test modules (see the README's "Tests")."""
+"""Test support: fixtures and helpers shared by the test modules.
+
+See docs/contributing.md, "The test suite".
+"""

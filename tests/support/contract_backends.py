@@ -22,7 +22,7 @@ from lance_namespace import CreateNamespaceRequest
 
 from tests.support.adapter import running_server
 from tests.support.glue import glue_properties
-from tests.support.iceberg_stand_in import running_iceberg_stand_in
+from tests.support.iceberg_rest_server import shared_iceberg_rest_server
 from tests.support.official_client import OfficialClient
 from tests.support.table_steps import TableLayout
 from tests.support.tables import STAND_IN
@@ -154,8 +154,10 @@ def _unity_catalog(stack: contextlib.ExitStack, root: Path) -> Catalog:
 
 
 def _iceberg_catalog(stack: contextlib.ExitStack, root: Path) -> Catalog:
-    (root / "catalog").mkdir()
-    iceberg = stack.enter_context(running_iceberg_stand_in(root / "catalog"))
+    """Apache Iceberg's REST reference server, the one the test run shares: a single catalog
+    announcing no prefix, so the warehouse `wh` is that catalog and tests keep apart by fresh
+    namespace names."""
+    iceberg = stack.enter_context(shared_iceberg_rest_server(root / "catalog"))
     properties = {"endpoint": iceberg.url, "root": str(root / "lance"), "warehouses": "wh"}
     return Catalog("iceberg", properties)
 

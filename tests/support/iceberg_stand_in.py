@@ -1,5 +1,14 @@
-"""A stand-in for an Iceberg REST Catalog (none is installable here), backed by real Iceberg
-(pyiceberg) metadata.
+"""A fault injector speaking the Iceberg REST Catalog protocol, backed by real Iceberg (pyiceberg)
+metadata.
+
+Ordinary behaviour runs on Apache Iceberg's REST reference server
+(`tests/support/iceberg_rest_server.py`: the contract suite, LanceDB, the impls interop,
+pyiceberg both ways). This stand-in is kept for what that server cannot be made to do: several
+warehouses behind prefixes announced in `overrides` or `defaults` (the reference server is one
+catalog without a prefix), injected failures, stalls and slow LoadTable answers, server pages of
+2, refused OAuth2 credentials, token expiry and bearer checks (the reference server issues a
+token to any client and accepts any caller), vended credentials from a test's grants, and a log
+of the requests the backend sent.
 
 It serves the subset of `open-api/rest-catalog-open-api.yaml` the iceberg backend uses (config,
 OAuth2 token, namespaces, tables; with `grants`, vended credentials in a LoadTableResult's
@@ -418,6 +427,6 @@ def running_iceberg_stand_in(
 
 @pytest.fixture(scope="module")
 def iceberg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergStandIn]:
-    """An Iceberg stand-in for the test module, its warehouse in a fresh directory."""
+    """An Iceberg fault injector for the test module, its warehouse in a fresh directory."""
     with running_iceberg_stand_in(tmp_path_factory.mktemp("iceberg")) as stand_in:
         yield stand_in

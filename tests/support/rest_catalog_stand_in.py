@@ -1,10 +1,14 @@
-"""Running a catalog stand-in app over loopback HTTP, with auth checks and injected faults.
+"""Running a catalog stand-in app over loopback HTTP, with auth checks and injected faults: the
+fault injectors of the REST catalog tests.
 
 The REST catalog stand-ins (Unity, Iceberg, and the bare one of tests/test_rest_catalog_client.py)
-are FastAPI apps served by uvicorn in a thread on
-127.0.0.1 with a free port. `StandInControl` is the knob tests turn: required bearer tokens,
-OAuth2 tokens it issued (with expiry), failures and stalls for the next matching requests, and a
-log of what the backend actually sent.
+are FastAPI apps served by uvicorn in a thread on 127.0.0.1 with a free port. `StandInControl` is
+the knob tests turn: required bearer tokens, OAuth2 tokens it issued (with expiry), failures and
+stalls for the next matching requests, and a log of what the backend actually sent. They are kept
+for what the real catalog servers cannot be made to do on demand: outages (5xx, 429 with
+`Retry-After`), malformed and slow answers, token expiry and revocation, and a record of the
+requests sent. Ordinary behaviour is tested on the real servers (for Iceberg: Apache Iceberg's
+REST reference server, `tests/support/iceberg_rest_server.py`).
 """
 
 from __future__ import annotations
