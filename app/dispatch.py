@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -31,7 +33,8 @@ class Dispatcher:
     A plain `ThreadPoolExecutor` (its size is the bound) costs the event loop about half
     of what anyio's worker threads do per call; the call runs in a copy of the request's
     context, so context variables (e.g. the request id in log lines) reach the backend.
-    Answers the metadata cache holds are returned at once, without a thread hand-off.
+    Answers the metadata cache holds are returned at once, without a thread hand-off, and
+    are not backend calls: `observe(operation_id, ok, seconds)` sees only real ones.
     """
 
     def __init__(
@@ -41,9 +44,11 @@ class Dispatcher:
         backend_timeout: float = 0,
         aliases: dict[str, str] | None = None,
         cache: MetadataCache | None = None,
+        observe: Callable[[str, bool, float], None] | None = None,
     ) -> None:
         self.namespace = namespace
         self.cache = cache
+        self._observe = observe
         # The spec's other names of operations (GetTable -> DescribeTable), for ListOperations.
         self._aliases = aliases or {}
         self._pool = ThreadPoolExecutor(max_concurrency, thread_name_prefix="backend")
@@ -64,7 +69,7 @@ class Dispatcher:
             self.cache.store(pending_read, answer)
             return answer
         if not is_read_only(operation):
-            return await self._write(method, arguments)
+            return await self._write(operation, method, arguments)
         answer = await self._read(operation, method, arguments)
         return self._with_aliases(answer) if operation.backend_id == "ListOperations" else answer
 
@@ -83,14 +88,23 @@ class Dispatcher:
             )
         return method, (request, data) if operation.takes_data else (request,)
 
-    def _submit(self, method: Any, arguments: tuple[Any, ...]) -> asyncio.Future[Any]:
+    def _submit(
+        self, operation: Operation, method: Any, arguments: tuple[Any, ...]
+    ) -> asyncio.Future[Any]:
         context = contextvars.copy_context()
-        return asyncio.get_running_loop().run_in_executor(
+        pending = asyncio.get_running_loop().run_in_executor(
             self._pool, functools.partial(context.run, method, *arguments)
         )
+        if self._observe is not None:
+            started, observe = time.perf_counter(), self._observe
+            # Timed to the call's end, also when its caller stopped waiting (a timeout).
+            pending.add_done_callback(lambda done: observe(
+                operation.operation_id, not done.cancelled() and done.exception() is None,
+                time.perf_counter() - started))
+        return pending
 
     async def _read(self, operation: Operation, method: Any, arguments: tuple[Any, ...]) -> Any:
-        pending = self._submit(method, arguments)
+        pending = self._submit(operation, method, arguments)
         if self._backend_timeout <= 0:
             return await pending
         try:
@@ -101,8 +115,8 @@ class Dispatcher:
                 f"{self._backend_timeout:g} s"
             ) from None
 
-    async def _write(self, method: Any, arguments: tuple[Any, ...]) -> Any:
-        pending = self._submit(method, arguments)
+    async def _write(self, operation: Operation, method: Any, arguments: tuple[Any, ...]) -> Any:
+        pending = self._submit(operation, method, arguments)
         if self.cache is None:
             return await pending
         # Invalidate when the backend call ends, even if this request was cancelled first;

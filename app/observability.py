@@ -164,7 +164,8 @@ class Metrics:
         )
         self.backend = Histogram(
             "lance_adapter_backend_call_duration_seconds", "Time of backend calls (including "
-            "the wait for a worker thread), by operation and outcome (ok, error)",
+            "the wait for a worker thread; cache hits are not backend calls), by operation and "
+            "outcome (ok, error)",
             ["operation", "outcome"], buckets=LATENCY_BUCKETS, registry=self.registry,
         )
         self.in_flight = Gauge(

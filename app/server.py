@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,7 +92,8 @@ class OperationEndpoint:
             grants = self._check_access(fields, request.scope)
             if self.service.auth_on:
                 fields["identity"] = request.scope.get(IDENTITY_KEY)
-            response = without_credentials(await self._call_backend(fields, data))
+            response = without_credentials(
+                await self.service.dispatcher.call(self.operation, fields, data))
             response = await self._with_vended(fields, request.scope, response, grants)
             return self.answer(self.operation, response, request.headers)
         except BaseException as error:
@@ -132,16 +132,6 @@ class OperationEndpoint:
             vendor.vend, location, scope.get(PRINCIPAL_KEY), table_id, caller_token, may_write
         )
         return with_vended(response, vended)
-
-    async def _call_backend(self, fields: dict[str, Any], data: bytes | None) -> Any:
-        start, succeeded = time.perf_counter(), False
-        try:
-            response = await self.service.dispatcher.call(self.operation, fields, data)
-            succeeded = True
-            return response
-        finally:
-            seconds = time.perf_counter() - start
-            self.service.metrics.observe_backend(self.operation.operation_id, succeeded, seconds)
 
 
 def _route(path: str, endpoint: Any, methods: list[str], name: str) -> Route:
@@ -271,7 +261,7 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> A
     metrics = Metrics(name_identities=settings.metrics_identities)
     dispatcher = Dispatcher(
         namespace, settings.max_concurrency, settings.backend_timeout, aliases,
-        metadata_cache(settings, metrics),
+        metadata_cache(settings, metrics), metrics.observe_backend,
     )
     register_secrets(secret_property_values(settings.properties))
     register_server_paths(storage_paths(namespace))

@@ -55,6 +55,8 @@ def cache_metrics(client: httpx.Client, operation: str = "DescribeTable") -> dic
                         operation=operation, result="fresh"),
         "changed": metric(text, "lance_adapter_metadata_cache_validations_total",
                           operation=operation, result="changed"),
+        "backend calls": metric(text, "lance_adapter_backend_call_duration_seconds_count",
+                                operation=operation, outcome="ok"),
     }
 
 
@@ -81,6 +83,7 @@ def test_a_describe_on_a_local_root_is_answered_from_the_cache(
     assert after["hits"] == before["hits"] + 1
     assert after["fresh"] == before["fresh"] + 1  # validated against the storage on the hit
     assert after["misses"] == before["misses"]
+    assert after["backend calls"] == before["backend calls"] >= 1  # a hit calls no backend
 
 
 def test_a_write_through_the_server_is_described_at_once(dir_client: httpx.Client) -> None:
