@@ -64,12 +64,12 @@ class Dispatcher:
                 return answer
         method, arguments = self._bind(operation, fields, data)
         if key is not None:
-            pending_read = self.cache.begin(key, operation.backend_id)
+            pending_read = self.cache.begin(key, operation.backend_id, fields)
             answer = await self._read(operation, method, arguments)
             self.cache.store(pending_read, answer)
             return answer
         if not is_read_only(operation):
-            return await self._write(operation, method, arguments)
+            return await self._write(operation, fields, method, arguments)
         answer = await self._read(operation, method, arguments)
         return self._with_aliases(answer) if operation.backend_id == "ListOperations" else answer
 
@@ -115,13 +115,17 @@ class Dispatcher:
                 f"{self._backend_timeout:g} s"
             ) from None
 
-    async def _write(self, operation: Operation, method: Any, arguments: tuple[Any, ...]) -> Any:
+    async def _write(
+        self, operation: Operation, fields: dict[str, Any], method: Any,
+        arguments: tuple[Any, ...],
+    ) -> Any:
         pending = self._submit(operation, method, arguments)
         if self.cache is None:
             return await pending
         # Invalidate when the backend call ends, even if this request was cancelled first;
         # the callback runs before the awaiting request resumes and answers.
-        pending.add_done_callback(lambda _: self.cache.invalidate())
+        cache, operation_id = self.cache, operation.backend_id
+        pending.add_done_callback(lambda _: cache.invalidate(operation_id, fields))
         return await pending
 
     def _with_aliases(self, response: Any) -> Any:

@@ -44,7 +44,7 @@ from app.spec import Operation, load_operations
 from app.workers import RUNTIME_DIR_ENV
 from backends import IMPLS
 from backends.access import AccessPolicy, Grants, Level, check_access
-from backends.cache import GENERATION_FILE, Generation, MetadataCache, directory_stamper
+from backends.cache import GENERATION_FILE, Generations, MetadataCache, directory_stamper
 from backends.properties import without_credentials
 from backends.vending import CredentialVendor, credential_vendor, with_vended
 
@@ -192,17 +192,17 @@ def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
 
 
 def metadata_cache(settings: Settings, metrics: Metrics) -> MetadataCache | None:
-    """The backend's cache; its generation is shared through the runtime directory if any.
+    """The backend's cache; its write counters are shared through the runtime directory if any.
 
     Only the built-in backends are cached: what a plug-in's answers depend on is unknown.
     """
     if not settings.metadata_cache or settings.impl not in IMPLS:
         return None
     runtime_dir = os.environ.get(RUNTIME_DIR_ENV)
-    generation = Generation(Path(runtime_dir) / GENERATION_FILE if runtime_dir else None)
+    generations = Generations(Path(runtime_dir) / GENERATION_FILE if runtime_dir else None)
     root = local_root(settings)
     return MetadataCache(
-        generation, settings.metadata_cache_ttl, settings.metadata_cache_validated_ttl,
+        generations, settings.metadata_cache_ttl, settings.metadata_cache_validated_ttl,
         settings.metadata_cache_entries, None if root is None else directory_stamper(root),
         metrics,
     )

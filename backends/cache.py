@@ -6,12 +6,15 @@ DescribeNamespace (and their spec aliases), keyed by operation and every request
 can change the answer (id, version, load_detailed_metadata, paging, identity, context...).
 
 Why it is correct:
-- Writes through this server: every operation that is not read-only bumps one generation
-  counter in a memory-mapped file all workers share, once the write has finished (and also
-  when it failed: a failed write may have changed something). Each worker reads the counter
-  on every lookup and drops its entries when the counter moved, so an acknowledged write is
-  seen at once by every worker. A read stores its answer only if the generation did not move
-  while it ran, so an answer read before a write can never be stored after it.
+- Writes through this server: every operation that is not read-only bumps the write counters
+  of what it may change (`write_scopes`: its table, its namespace's listing; a namespace; or,
+  for what names no single id, everything), in a memory-mapped file all workers share, once
+  the write has finished (and also when it failed: a failed write may have changed
+  something). Every entry remembers the counters of what its answer depends on
+  (`read_scopes`: the id, its listing, every enclosing namespace) and is dropped on the
+  lookup that finds one of them moved, so an acknowledged write is seen at once by every
+  worker, while answers about other tables stay. A read stores its answer only if none of
+  its counters moved while it ran, so an answer read before a write is never stored after it.
 - Changes made elsewhere: on a local `dir` root every hit is validated against the storage
   (the modification times of the root, of the manifest's `_versions` directory and, for
   DescribeTable, of the table's `_versions` directory). Anything else has no validator here
@@ -26,6 +29,7 @@ import mmap
 import os
 import struct
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +45,11 @@ CACHED_OPERATIONS = frozenset(
 )
 # Context headers that differ on every request and never change an answer.
 PER_REQUEST_CONTEXT = frozenset({"header.x-request-id", "header.traceparent", "header.tracestate"})
-GENERATION_FILE = "metadata-generation"
+GENERATION_FILE = "metadata-generations"
+# Write counters shared by the workers: slot 0 for writes that may change anything, the others
+# for scopes, by hash (two scopes sharing a slot only invalidate each other more often).
+SLOTS = 4096
+EVERYTHING = ""
 # File times come from a coarse kernel clock (one tick, at most 10 ms on Linux): a stamp is
 # trusted only when the storage last changed this long before the read began.
 CLOCK_MARGIN_NS = 50_000_000
@@ -60,7 +68,8 @@ class CacheEvents(Protocol):
 
     def cache_validation(self, operation_id: str, fresh: bool) -> None: ...
 
-    # reason: "changed" (failed validation), "expired", "capacity" or "write" (whole cache).
+    # reason: "changed" (failed validation), "expired", "capacity" or "write" (a write through
+    # this server may have changed what the entry depends on).
     def cache_eviction(self, reason: str, entries: int) -> None: ...
 
 
@@ -75,33 +84,103 @@ class _Unobserved:
         pass
 
 
-class Generation:
-    """A counter every worker of one server shares: 8 bytes of a memory-mapped file.
-
-    Without a file (one process) the counter lives in anonymous memory.
-    """
+class Generations:
+    """Write counters every worker of one server shares: SLOTS of 8 bytes in a memory-mapped
+    file. Without a file (one process) they live in anonymous memory."""
 
     def __init__(self, path: Path | None = None) -> None:
         self._file = None
+        size = SLOTS * _COUNTER.size
         if path is None:
-            self._map = mmap.mmap(-1, _COUNTER.size)
+            self._map = mmap.mmap(-1, size)
             return
         descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         with _locked(descriptor):
-            if os.fstat(descriptor).st_size < _COUNTER.size:
-                os.ftruncate(descriptor, _COUNTER.size)
+            if os.fstat(descriptor).st_size < size:
+                os.ftruncate(descriptor, size)
         self._file = descriptor
-        self._map = mmap.mmap(descriptor, _COUNTER.size)
+        self._map = mmap.mmap(descriptor, size)
 
-    def read(self) -> int:
-        return _COUNTER.unpack_from(self._map)[0]
+    def read(self, slot: int) -> int:
+        return _COUNTER.unpack_from(self._map, slot * _COUNTER.size)[0]
 
-    def bump(self) -> None:
+    def snapshot(self, slots: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(self.read(slot) for slot in slots)
+
+    def bump(self, slots: tuple[int, ...]) -> None:
         if self._file is None:
-            _COUNTER.pack_into(self._map, 0, self.read() + 1)
+            self._bump(slots)
             return
         with _locked(self._file):
-            _COUNTER.pack_into(self._map, 0, self.read() + 1)
+            self._bump(slots)
+
+    def _bump(self, slots: tuple[int, ...]) -> None:
+        for slot in set(slots):
+            _COUNTER.pack_into(self._map, slot * _COUNTER.size, self.read(slot) + 1)
+
+
+# The table writes that add a name to a namespace's listing or take one from it.
+LISTED_TABLE_WRITES = frozenset({
+    "CreateTable", "DeclareTable", "RegisterTable", "DeregisterTable",
+    "DropTable", "RenameTable",
+})
+
+
+def slot_of(scope: str) -> int:
+    return 0 if scope == EVERYTHING else 1 + zlib.crc32(scope.encode()) % (SLOTS - 1)
+
+
+def _joined(parts: list[str]) -> str:
+    return "\x1f".join(parts)
+
+
+def _request_id(fields: Mapping[str, Any]) -> list[str] | None:
+    identifier = fields.get("id")
+    if not isinstance(identifier, list) or not all(isinstance(p, str) for p in identifier):
+        return None
+    return identifier
+
+
+def _enclosing(namespace: list[str]) -> list[str]:
+    """The namespace and every namespace around it, up to the root."""
+    return [f"namespace:{_joined(namespace[:depth])}" for depth in range(len(namespace) + 1)]
+
+
+def read_scopes(operation_id: str, fields: Mapping[str, Any]) -> tuple[str, ...]:
+    """What the answer to a cached read depends on."""
+    identifier = _request_id(fields)
+    if identifier is None:
+        return (EVERYTHING,)
+    if operation_id in ("DescribeTable", "TableExists") and identifier:
+        return (EVERYTHING, *_enclosing(identifier[:-1]), f"table:{_joined(identifier)}")
+    if operation_id == "ListTables":
+        return (EVERYTHING, *_enclosing(identifier), f"tables:{_joined(identifier)}")
+    if operation_id == "ListNamespaces":
+        return (EVERYTHING, *_enclosing(identifier), f"namespaces:{_joined(identifier)}")
+    if operation_id == "DescribeNamespace":
+        return (EVERYTHING, *_enclosing(identifier))
+    return (EVERYTHING,)
+
+
+def write_scopes(operation_id: str, fields: Mapping[str, Any]) -> tuple[str, ...]:
+    """What a write may have changed."""
+    identifier = _request_id(fields)
+    if not identifier or operation_id.startswith("Batch"):
+        return (EVERYTHING,)
+    if "Namespace" in operation_id:  # a drop takes the tables inside with it
+        return (f"namespace:{_joined(identifier)}", f"namespaces:{_joined(identifier[:-1])}")
+    if "Table" not in operation_id:
+        return (EVERYTHING,)
+    scopes = [f"table:{_joined(identifier)}"]
+    if operation_id in LISTED_TABLE_WRITES:
+        scopes.append(f"tables:{_joined(identifier[:-1])}")
+    if operation_id == "RenameTable":
+        name, target = fields.get("new_table_name"), fields.get("new_namespace_id")
+        target = identifier[:-1] if target is None else target
+        if not isinstance(name, str) or not isinstance(target, list):
+            return (EVERYTHING,)
+        scopes += [f"table:{_joined([*target, name])}", f"tables:{_joined(target)}"]
+    return tuple(scopes)
 
 
 class _locked:
@@ -120,6 +199,8 @@ class _Entry:
     answer: Any
     stored_at: float
     stamp: Stamp | None
+    slots: tuple[int, ...]
+    counters: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -128,7 +209,8 @@ class PendingRead:
 
     key: bytes
     operation_id: str
-    generation: int
+    slots: tuple[int, ...]
+    counters: tuple[int, ...]  # the slots' write counters when the read began
     started_ns: int
 
 
@@ -137,21 +219,20 @@ class MetadataCache:
 
     def __init__(
         self,
-        generation: Generation,
+        generations: Generations,
         ttl: float,
         validated_ttl: float,
         max_entries: int,
         stamper: Stamper | None = None,
         events: CacheEvents | None = None,
     ) -> None:
-        self.generation = generation
+        self.generations = generations
         self.events = events or _Unobserved()
         self.ttl = ttl
         self.validated_ttl = validated_ttl
         self.max_entries = max_entries
         self.stamper = stamper
         self._entries: dict[bytes, _Entry] = {}
-        self._seen_generation = generation.read()
 
     def key(self, operation_id: str, fields: Mapping[str, Any]) -> bytes | None:
         """The entry key of a request, or None when its answer is not cached."""
@@ -166,7 +247,6 @@ class MetadataCache:
 
     def lookup(self, key: bytes, operation_id: str) -> Any:
         """The cached answer, or MISS."""
-        self._follow_generation()
         entry = self._entries.get(key)
         if entry is None:
             self.events.cache_lookup(operation_id, hit=False)
@@ -182,6 +262,8 @@ class MetadataCache:
 
     def _stale_reason(self, entry: _Entry, operation_id: str) -> str | None:
         """Why `entry` may no longer be served, or None when it may."""
+        if self.generations.snapshot(entry.slots) != entry.counters:
+            return "write"
         age = time.monotonic() - entry.stored_at
         if entry.stamp is None:
             return None if age <= self.ttl else "expired"
@@ -191,13 +273,14 @@ class MetadataCache:
         self.events.cache_validation(operation_id, fresh)
         return None if fresh else "changed"
 
-    def begin(self, key: bytes, operation_id: str) -> PendingRead:
-        return PendingRead(key, operation_id, self.generation.read(), time.time_ns())
+    def begin(self, key: bytes, operation_id: str, fields: Mapping[str, Any]) -> PendingRead:
+        slots = tuple(slot_of(scope) for scope in read_scopes(operation_id, fields))
+        counters = self.generations.snapshot(slots)
+        return PendingRead(key, operation_id, slots, counters, time.time_ns())
 
     def store(self, pending: PendingRead, answer: Any) -> None:
-        if self.generation.read() != pending.generation:
+        if self.generations.snapshot(pending.slots) != pending.counters:
             return  # a write finished while this read ran: its answer may be older
-        self._follow_generation()
         stamp = None
         if self.stamper is not None:
             stamp = self._trusted_stamp(pending, answer)
@@ -208,20 +291,14 @@ class MetadataCache:
         if len(self._entries) >= self.max_entries:
             del self._entries[next(iter(self._entries))]
             self.events.cache_eviction("capacity", 1)
-        self._entries[pending.key] = _Entry(answer, time.monotonic(), stamp)
+        self._entries[pending.key] = _Entry(
+            answer, time.monotonic(), stamp, pending.slots, pending.counters
+        )
 
-    def invalidate(self) -> None:
-        """A write finished (or failed): every worker drops every entry."""
-        self.generation.bump()
-        self._follow_generation()
-
-    def _follow_generation(self) -> None:
-        current = self.generation.read()
-        if current != self._seen_generation:
-            if self._entries:
-                self.events.cache_eviction("write", len(self._entries))
-            self._entries.clear()
-            self._seen_generation = current
+    def invalidate(self, operation_id: str, fields: Mapping[str, Any]) -> None:
+        """A write finished (or failed): every worker drops what it may have changed."""
+        scopes = write_scopes(operation_id, fields)
+        self.generations.bump(tuple(slot_of(scope) for scope in scopes))
 
     def _trusted_stamp(self, pending: PendingRead, answer: Any) -> Stamp | None:
         """The storage stamp, if the storage last changed well before the read began."""

@@ -15,7 +15,7 @@ import pytest
 from lance.namespace import DirectoryNamespace
 from lance_namespace import CreateTableRequest, InsertIntoTableRequest
 
-from backends.cache import CACHED_OPERATIONS, MISS, Generation, MetadataCache
+from backends.cache import CACHED_OPERATIONS, MISS, Generations, MetadataCache
 from tests.support.adapter import metric, running_server
 from tests.support.glue import MotoEndpoint, glue_properties
 from tests.support.hive import HiveMetastoreProcess, metastore_client
@@ -125,7 +125,7 @@ def test_outside_writes_to_a_local_root_are_seen_on_the_next_request(
 
 
 def test_answers_differ_by_identity_and_request_fields() -> None:
-    cache = MetadataCache(Generation(), ttl=60, validated_ttl=60, max_entries=10)
+    cache = MetadataCache(Generations(), ttl=60, validated_ttl=60, max_entries=10)
     plain = {"id": ["ns", "t"], "identity": None}
     keys = {
         cache.key("DescribeTable", plain),
@@ -149,23 +149,68 @@ def test_answers_differ_by_identity_and_request_fields() -> None:
 
 def test_a_read_that_overlaps_a_write_is_not_kept(tmp_path: Path) -> None:
     shared = tmp_path / "generation"
-    worker_a = MetadataCache(Generation(shared), ttl=60, validated_ttl=60, max_entries=10)
-    worker_b = MetadataCache(Generation(shared), ttl=60, validated_ttl=60, max_entries=10)
-    key = worker_b.key("DescribeTable", {"id": ["t"]})
-    read = worker_b.begin(key, "DescribeTable")
-    worker_a.invalidate()  # a write on the other worker ends while the read runs
+    worker_a = MetadataCache(Generations(shared), ttl=60, validated_ttl=60, max_entries=10)
+    worker_b = MetadataCache(Generations(shared), ttl=60, validated_ttl=60, max_entries=10)
+    fields = {"id": ["t"]}
+    key = worker_b.key("DescribeTable", fields)
+    read = worker_b.begin(key, "DescribeTable", fields)
+    worker_a.invalidate("InsertIntoTable", fields)  # a write on the other worker ends first
     worker_b.store(read, "answer read before the write")
     assert worker_b.lookup(key, "DescribeTable") is MISS
-    worker_b.store(worker_b.begin(key, "DescribeTable"), "fresh")
+    worker_b.store(worker_b.begin(key, "DescribeTable", fields), "fresh")
     assert worker_b.lookup(key, "DescribeTable") == "fresh"
-    worker_a.invalidate()
+    worker_a.invalidate("InsertIntoTable", fields)
     assert worker_b.lookup(key, "DescribeTable") is MISS
+
+
+def cached(cache: MetadataCache, operation_id: str, identifier: list[str]) -> bytes:
+    fields = {"id": identifier}
+    key = cache.key(operation_id, fields)
+    cache.store(cache.begin(key, operation_id, fields), f"{operation_id} {identifier}")
+    assert cache.lookup(key, operation_id) != MISS
+    return key
+
+
+@pytest.mark.parametrize(("write", "fields", "dropped"), [
+    ("InsertIntoTable", {"id": ["a", "t"]}, {"describe a$t"}),
+    ("CreateTable", {"id": ["a", "u"]}, {"list a"}),
+    ("DropTable", {"id": ["a", "t"]}, {"describe a$t", "list a"}),
+    ("RenameTable", {"id": ["a", "t"], "new_table_name": "t2", "new_namespace_id": ["b"]},
+     {"describe a$t", "list a", "list b"}),
+    ("RenameTable", {"id": ["a", "u"], "new_table_name": "t"}, {"describe a$t", "list a"}),
+    ("CreateNamespace", {"id": ["c"]}, {"namespaces of the root"}),
+    ("DropNamespace", {"id": ["a"]},
+     {"describe a$t", "list a", "namespace a", "namespaces of the root"}),
+    # A namespace write drops what is inside it too (a drop takes the tables with it).
+    ("AlterNamespace", {"id": ["b"]},
+     {"describe b$t", "list b", "namespace b", "namespaces of the root"}),
+    ("BatchCreateTableVersions", {"entries": []},
+     {"describe a$t", "describe b$t", "list a", "list b", "namespace a", "namespace b",
+      "namespaces of the root"}),
+])
+def test_a_write_drops_only_the_answers_it_may_change(
+    write: str, fields: dict, dropped: set[str]
+) -> None:
+    cache = MetadataCache(Generations(), ttl=60, validated_ttl=60, max_entries=100)
+    keys = {
+        "describe a$t": ("DescribeTable", cached(cache, "DescribeTable", ["a", "t"])),
+        "describe b$t": ("DescribeTable", cached(cache, "DescribeTable", ["b", "t"])),
+        "list a": ("ListTables", cached(cache, "ListTables", ["a"])),
+        "list b": ("ListTables", cached(cache, "ListTables", ["b"])),
+        "namespace a": ("DescribeNamespace", cached(cache, "DescribeNamespace", ["a"])),
+        "namespace b": ("DescribeNamespace", cached(cache, "DescribeNamespace", ["b"])),
+        "namespaces of the root": ("ListNamespaces", cached(cache, "ListNamespaces", [])),
+    }
+    cache.invalidate(write, fields)
+    gone = {name for name, (operation, key) in keys.items()
+            if cache.lookup(key, operation) is MISS}
+    assert gone == dropped
 
 
 def test_an_unconfirmed_answer_lives_at_most_the_ttl() -> None:
-    cache = MetadataCache(Generation(), ttl=0.2, validated_ttl=60, max_entries=2)
+    cache = MetadataCache(Generations(), ttl=0.2, validated_ttl=60, max_entries=2)
     key = cache.key("ListNamespaces", {"id": []})
-    cache.store(cache.begin(key, "ListNamespaces"), "old")
+    cache.store(cache.begin(key, "ListNamespaces", {"id": []}), "old")
     assert cache.lookup(key, "ListNamespaces") == "old"
     time.sleep(0.25)
     assert cache.lookup(key, "ListNamespaces") is MISS
