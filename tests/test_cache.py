@@ -1,6 +1,7 @@
 """The metadata cache: it answers from memory where it can validate (a local root), writes
-through the server, outside writes (pylance, boto3, the metastore client) and drops are seen on
-the next request at default settings, and its metrics count what it does."""
+through the server, outside writes (pylance, boto3, the metastore client, the Iceberg and Unity
+REST APIs) and drops are seen on the next request at default settings, and its metrics count
+what it does."""
 
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ from backends.cache import CACHED_OPERATIONS, MISS, Generations, MetadataCache
 from tests.support.adapter import metric, running_server
 from tests.support.glue import MotoEndpoint, glue_properties
 from tests.support.hive import HiveMetastoreProcess, metastore_client
+from tests.support.iceberg_rest_server import IcebergRestServer
 from tests.support.lance_data import arrow_stream, sample_table
+from tests.support.unity_stand_in import API as UNITY_API
+from tests.support.unity_stand_in import running_unity_stand_in
 
 TABLE = "ns$t"
 
@@ -271,3 +275,52 @@ def test_glue_outside_changes_are_seen_within_an_opted_in_ttl(
             assert asked - started < 1.0 + 0.5, "stale beyond the TTL"
             time.sleep(0.05)
         assert describe(client).status_code == 404
+
+
+def test_iceberg_outside_changes_are_seen_on_the_next_request_at_defaults(
+    iceberg_rest_server: IcebergRestServer, tmp_path: Path
+) -> None:
+    """Another client of the same Iceberg REST catalog (its own REST API, as pyiceberg or
+    Spark would call it) drops the table and makes a namespace."""
+    namespace = f"cache_{uuid.uuid4().hex[:8]}"
+    properties = {"endpoint": iceberg_rest_server.url, "root": str(tmp_path / "lance"),
+                  "warehouses": "wh"}
+    catalog = httpx.Client(base_url=f"{iceberg_rest_server.url}/v1", timeout=30)
+    with running_server("iceberg", properties) as url, catalog, httpx.Client(
+        base_url=url, timeout=30
+    ) as client:
+        assert client.post(f"/v1/namespace/wh${namespace}/create", json={}).status_code == 200
+        table = f"wh${namespace}$t"
+        created = client.post(f"/v1/table/{table}/create", content=arrow_stream(sample_table(2)))
+        assert created.status_code == 200, created.text
+        assert (listed(client, f"wh${namespace}"), describe(client, table).status_code) == (
+            ["t"], 200)
+        assert catalog.delete(f"/namespaces/{namespace}/tables/t").is_success
+        assert catalog.post("/namespaces", json={"namespace": [f"{namespace}_other"]}).is_success
+        assert (listed(client, f"wh${namespace}"), describe(client, table).status_code) == (
+            [], 404)
+        namespaces = client.get("/v1/namespace/wh/list", params={"limit": 1000}).json()
+        assert f"{namespace}_other" in namespaces["namespaces"]
+
+
+def test_unity_outside_changes_are_seen_on_the_next_request_at_defaults(tmp_path: Path) -> None:
+    """Another Unity client drops the table. Unity's own server cannot be fetched from the
+    registries this project reaches (docs: backends/unity), so this runs on the stand-in."""
+    with running_unity_stand_in() as unity, httpx.Client(
+        base_url=f"{unity.url}{UNITY_API}", timeout=30
+    ) as catalog:
+        catalog.post("/catalogs", json={"name": "cat"}).raise_for_status()
+        properties = {"endpoint": unity.url, "root": str(tmp_path / "lake")}
+        with running_server("unity", properties) as url, httpx.Client(
+            base_url=url, timeout=30
+        ) as client:
+            assert client.post("/v1/namespace/cat$ns/create", json={}).status_code == 200
+            created = client.post("/v1/table/cat$ns$t/create",
+                                  content=arrow_stream(sample_table(2)))
+            assert created.status_code == 200, created.text
+            assert (listed(client, "cat$ns"), describe(client, "cat$ns$t").status_code) == (
+                ["t"], 200)
+            assert catalog.delete("/tables/cat.ns.t").is_success
+            assert (listed(client, "cat$ns"), describe(client, "cat$ns$t").status_code) == (
+                [], 404)
+            assert cache_metrics(client)["hits"] == 0
