@@ -11,6 +11,7 @@ pytest_plugins = (
     "tests.support.glue",
     "tests.support.hive",
     "tests.support.hive_catalog_stand_in",
+    "tests.support.hive_metastore_real",
     "tests.support.iceberg_stand_in",
     "tests.support.iceberg_rest_server",
     "tests.support.unity_stand_in",

@@ -1,5 +1,6 @@
 """hive2 and hive3 served by the real adapter, used through the official Lance REST client,
-against the real Hive Metastore 2.3.10; registrations are checked in the metastore itself."""
+against the real Hive Metastore 2.3.10 (and hive3 with catalogs on 3.1.3); registrations are
+checked in the metastore itself."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ from lance.namespace import RestNamespace
 
 from tests.support.adapter import running_server
 from tests.support.common import unique
-from tests.support.hive import HiveMetastoreProcess, create_raw_table, metastore_client
+from tests.support.hive import (
+    HiveMetastoreProcess,
+    create_raw_table,
+    metastore_client,
+    stored_table,
+)
 
 CLIENTS = 8
 TABLES_PER_CLIENT = 50
@@ -218,3 +224,42 @@ def test_hive3_through_the_adapter_on_a_metastore_without_catalogs(
     with metastore_client(hive_metastore.port) as raw, pytest.raises(NoSuchObjectException):
         raw.get_database(name)
     assert lance.dataset(f"{lake}/hive3/{name}.db/t").count_rows() == 2
+
+
+def test_hive3_catalogs_through_the_adapter_on_hms3(
+    hive3_metastore: HiveMetastoreProcess, lake: Path
+) -> None:
+    """hive3 on the real HMS 3.1.3: a catalog, a database in it and 4 clients declaring 10
+    tables each at once through the adapter; every table is registered in that catalog."""
+    catalog = unique("cat")
+    properties = {"uri": hive3_metastore.uri, "root": str(lake / "hive3-hms3")}
+    with running_server("hive3", properties) as url:
+        rest = RestNamespace(uri=url)
+        rest.create_namespace(ln.CreateNamespaceRequest(id=[catalog]))
+        rest.create_namespace(ln.CreateNamespaceRequest(id=[catalog, "db"]))
+        names = [f"w{worker}_t{index}" for worker in range(4) for index in range(10)]
+        failures: list[BaseException] = []
+
+        def declare(worker: int) -> None:
+            client = RestNamespace(uri=url)
+            try:
+                for name in names[worker * 10:(worker + 1) * 10]:
+                    client.declare_table(ln.DeclareTableRequest(id=[catalog, "db", name]))
+            except BaseException as error:
+                failures.append(error)
+
+        threads = [threading.Thread(target=declare, args=(worker,)) for worker in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+        listed = rest.list_tables(ln.ListTablesRequest(id=[catalog, "db"])).tables
+
+    assert failures == []
+    assert listed == sorted(names)
+    with metastore_client(hive3_metastore.port) as raw:
+        assert sorted(raw.get_all_tables(f"@{catalog}#db")) == sorted(names)
+        assert not set(names) & set(raw.get_all_tables("default"))  # not in catalog `hive`
+        stored = stored_table(raw, "db", names[0], catalog)
+    assert (stored.catName, stored.dbName) == (catalog, "db")
+    assert stored.sd.location == f"file:{lake}/hive3-hms3/{catalog}/db.db/{names[0]}"

@@ -1,9 +1,9 @@
-"""The hive3 catalog level, against the in-process Thrift catalog protocol fixture.
+"""The hive3 catalog level against the real Hive Metastores 3.1.3 and 4.0.1: catalogs
+(get_catalogs, get_catalog, create_catalog, drop_catalog), `Database.catalogName` and
+"@catalog#database" addressing, every registration checked with a raw Thrift client.
 
-HMS 2.3 has no catalogs, so the catalog calls (get_catalogs, get_catalog, create_catalog,
-drop_catalog and "@catalog#database" addressing) are served by `CatalogMetastoreServer`, which
-runs the generated HMS Thrift processor over an in-memory catalog. Everything below the
-catalog level is covered against the real metastore in test_hive_backend.py.
+Only what the real metastore cannot be made to do runs against the in-process stand-in of
+`tests/support/hive_catalog_stand_in.py`: a metastore without parameter filters.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from hive_metastore.ttypes import (
 
 from backends.hive import LANCE_PARAMETER_FILTER, Hive3Namespace
 from tests.support.common import unique
-from tests.support.hive import metastore_client
+from tests.support.hive import HiveMetastoreProcess, metastore_client, stored_table
 from tests.support.hive_catalog_stand_in import CatalogMetastoreServer
 
 
@@ -34,10 +34,17 @@ def root(tmp_path: Path) -> Path:
     return tmp_path / "lake"
 
 
+@pytest.fixture(scope="module", params=["hive3_metastore", "hive4_metastore"],
+                ids=["hms3.1.3", "hms4.0.1"])
+def metastore(request: pytest.FixtureRequest) -> HiveMetastoreProcess:
+    """Each test runs on the real Hive Metastore 3.1.3 and on 4.0.1."""
+    return request.getfixturevalue(request.param)
+
+
 @pytest.fixture
-def hive3(catalog_metastore: CatalogMetastoreServer, root: Path) -> Iterator[Hive3Namespace]:
+def hive3(metastore: HiveMetastoreProcess, root: Path) -> Iterator[Hive3Namespace]:
     namespace = Hive3Namespace(
-        uri=catalog_metastore.uri, root=str(root), **{"storage.endpoint": "http://minio"}
+        uri=metastore.uri, root=str(root), **{"storage.endpoint": "http://minio"}
     )
     yield namespace
     namespace.close()
@@ -59,13 +66,13 @@ def test_root_lists_the_catalogs(hive3: Hive3Namespace, catalog: str) -> None:
 
 
 def test_catalog_properties_live_in_the_catalog_object(
-    hive3: Hive3Namespace, catalog_metastore: CatalogMetastoreServer, tmp_path: Path
+    hive3: Hive3Namespace, metastore: HiveMetastoreProcess, tmp_path: Path
 ) -> None:
     name = unique("Props")
     properties = {"description": "research", "catalog.location.uri": str(tmp_path / "research")}
     hive3.create_namespace(ln.CreateNamespaceRequest(id=[name], properties=properties))
 
-    with metastore_client(catalog_metastore.port) as client:
+    with metastore_client(metastore.port) as client:
         stored = client.get_catalog(GetCatalogRequest(name=name.lower())).catalog
     assert (stored.name, stored.description) == (name.lower(), "research")
     assert stored.locationUri == str(tmp_path / "research")
@@ -80,7 +87,7 @@ def test_catalog_default_location_is_under_root(hive3: Hive3Namespace, catalog: 
 
 
 def test_catalog_create_modes(hive3: Hive3Namespace, catalog: str,
-                              catalog_metastore: CatalogMetastoreServer) -> None:
+                              metastore: HiveMetastoreProcess) -> None:
     with pytest.raises(ln.NamespaceAlreadyExistsError):
         hive3.create_namespace(ln.CreateNamespaceRequest(id=[catalog]))
     hive3.create_namespace(ln.CreateNamespaceRequest(
@@ -89,22 +96,23 @@ def test_catalog_create_modes(hive3: Hive3Namespace, catalog: str,
     hive3.create_namespace(ln.CreateNamespaceRequest(
         id=[catalog], mode="overwrite", properties={"description": "replaced"}
     ))
-    with metastore_client(catalog_metastore.port) as client:
+    with metastore_client(metastore.port) as client:
         stored = client.get_catalog(GetCatalogRequest(name=catalog)).catalog
     assert stored.description == "replaced"
 
 
 def test_databases_live_in_their_catalog(
-    hive3: Hive3Namespace, catalog: str, catalog_metastore: CatalogMetastoreServer
+    hive3: Hive3Namespace, catalog: str, metastore: HiveMetastoreProcess
 ) -> None:
     hive3.create_namespace(ln.CreateNamespaceRequest(
         id=[catalog, "sales"], properties={"database.description": "in a catalog", "k": "v"}
     ))
     hive3.create_namespace(ln.CreateNamespaceRequest(id=[catalog, "marketing"]))
+    # HMS 3 gives every new catalog a `default` database of its own.
     assert hive3.list_namespaces(ln.ListNamespacesRequest(id=[catalog])).namespaces == [
-        "marketing", "sales"
+        "default", "marketing", "sales"
     ]
-    with metastore_client(catalog_metastore.port) as client:
+    with metastore_client(metastore.port) as client:
         stored = client.get_database(f"@{catalog}#sales")
         default_catalog_databases = client.get_all_databases()
     assert (stored.catalogName, stored.description, stored.parameters) == (
@@ -131,7 +139,7 @@ def test_missing_catalog(hive3: Hive3Namespace) -> None:
 
 
 def test_tables_in_a_catalog_database(
-    hive3: Hive3Namespace, catalog: str, root: Path, catalog_metastore: CatalogMetastoreServer
+    hive3: Hive3Namespace, catalog: str, root: Path, metastore: HiveMetastoreProcess
 ) -> None:
     hive3.create_namespace(ln.CreateNamespaceRequest(id=[catalog, "db"]))
     declared = hive3.declare_table(
@@ -140,11 +148,11 @@ def test_tables_in_a_catalog_database(
     assert declared.location == f"{root}/{catalog}/db.db/events"
     assert declared.storage_options == {"endpoint": "http://minio"}
 
-    with metastore_client(catalog_metastore.port) as client:
-        stored = client.get_table(f"@{catalog}#db", "events")
+    with metastore_client(metastore.port) as client:
+        stored = stored_table(client, "db", "events", catalog)
     assert (stored.catName, stored.dbName, stored.tableType) == (catalog, "db", "EXTERNAL_TABLE")
     assert stored.parameters["table_type"] == "lance" and stored.parameters["p"] == "1"
-    assert stored.sd.location == declared.location
+    assert stored.sd.location == f"file:{declared.location}"  # HMS 3 qualifies local paths
 
     assert hive3.list_tables(ln.ListTablesRequest(id=[catalog, "db"])).tables == ["events"]
     described = hive3.describe_table(ln.DescribeTableRequest(id=[catalog, "db", "events"]))
@@ -154,12 +162,12 @@ def test_tables_in_a_catalog_database(
         hive3.table_exists(ln.TableExistsRequest(id=["hive", "default", "events"]))
 
     hive3.deregister_table(ln.DeregisterTableRequest(id=[catalog, "db", "events"]))
-    with metastore_client(catalog_metastore.port) as client:
+    with metastore_client(metastore.port) as client:
         assert client.get_all_tables(f"@{catalog}#db") == []
 
 
 def test_drop_catalog_restrict_and_cascade(
-    hive3: Hive3Namespace, catalog: str, tmp_path: Path, catalog_metastore: CatalogMetastoreServer
+    hive3: Hive3Namespace, catalog: str, tmp_path: Path, metastore: HiveMetastoreProcess
 ) -> None:
     data = tmp_path / "kept.lance"
     lance.write_dataset(pa.table({"x": [1, 2]}), str(data))
@@ -172,11 +180,31 @@ def test_drop_catalog_restrict_and_cascade(
         hive3.drop_namespace(ln.DropNamespaceRequest(id=[catalog, "db"]))
 
     hive3.drop_namespace(ln.DropNamespaceRequest(id=[catalog], behavior="CASCADE"))
-    with metastore_client(catalog_metastore.port) as client:
+    with metastore_client(metastore.port) as client:
         with pytest.raises(NoSuchObjectException):
             client.get_catalog(GetCatalogRequest(name=catalog))
         assert catalog not in client.get_catalogs().names
     assert lance.dataset(str(data)).count_rows() == 2
+
+
+def test_a_catalog_holding_only_its_own_empty_default_database_is_empty(
+    hive3: Hive3Namespace, catalog: str, tmp_path: Path, metastore: HiveMetastoreProcess
+) -> None:
+    """HMS 3 makes a `default` database in each new catalog: RESTRICT drops such a catalog
+    (HMS drops that database with it) until its `default` holds a table."""
+    data = tmp_path / "in-default.lance"
+    lance.write_dataset(pa.table({"x": [1]}), str(data))
+    hive3.register_table(ln.RegisterTableRequest(id=[catalog, "default", "t"], location=str(data)))
+    with pytest.raises(ln.NamespaceNotEmptyError):
+        hive3.drop_namespace(ln.DropNamespaceRequest(id=[catalog]))
+    hive3.deregister_table(ln.DeregisterTableRequest(id=[catalog, "default", "t"]))
+
+    hive3.drop_namespace(ln.DropNamespaceRequest(id=[catalog]))
+
+    with metastore_client(metastore.port) as client:
+        assert catalog not in client.get_catalogs().names
+        assert client.get_databases(f"@{catalog}#") == []
+    assert lance.dataset(str(data)).count_rows() == 1
 
 
 def test_default_catalog_is_never_dropped(hive3: Hive3Namespace) -> None:
@@ -198,7 +226,7 @@ def test_default_catalog_is_never_dropped(hive3: Hive3Namespace) -> None:
     ],
 )
 def test_hive3_identifier_depth_and_names(
-    hive3: Hive3Namespace, catalog_metastore: CatalogMetastoreServer,
+    hive3: Hive3Namespace, metastore: HiveMetastoreProcess,
     operation: str, identifier: list[str]
 ) -> None:
     request_types = {
@@ -208,11 +236,11 @@ def test_hive3_identifier_depth_and_names(
         "describe_table": ln.DescribeTableRequest,
         "declare_table": ln.DeclareTableRequest,
     }
-    with metastore_client(catalog_metastore.port) as client:
+    with metastore_client(metastore.port) as client:
         before = client.get_catalogs().names
     with pytest.raises(ln.InvalidInputError):
         getattr(hive3, operation)(request_types[operation](id=identifier))
-    with metastore_client(catalog_metastore.port) as client:
+    with metastore_client(metastore.port) as client:
         assert client.get_catalogs().names == before
 
 

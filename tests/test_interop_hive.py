@@ -1,5 +1,6 @@
 """The server and lance-namespace-impls (the official client-side Hive plugins) on the same real
-Hive Metastore 2.3.10 and the same storage root, both ways, for hive2 and hive3.
+metastore and the same storage root, both ways: hive2 on Hive Metastore 2.3.10, hive3 on Hive
+Metastore 3.1.3.
 
 The server is driven over HTTP with the official client (`lance.namespace.RestNamespace`);
 impls' `Hive2Namespace` / `Hive3Namespace` are called directly in Python, and what each side
@@ -63,13 +64,18 @@ IMPLS_CLASSES = {
 }
 
 
+# hive2 on the real HMS 2.3.10, hive3 on the real HMS 3.1.3 (catalog `hive`).
+METASTORES = {"hive2": "hive_metastore", "hive3": "hive3_metastore"}
+
+
 @pytest.fixture(scope="module", params=["hive2", "hive3"])
 def sides(
-    request: pytest.FixtureRequest, hive_metastore: Any, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Sides]:
     impl = request.param
+    metastore = request.getfixturevalue(METASTORES[impl])
     root = tmp_path_factory.mktemp(f"interop-{impl}")
-    properties = {"uri": hive_metastore.uri, "root": str(root)}
+    properties = {"uri": metastore.uri, "root": str(root)}
     impls = IMPLS_CLASSES[impl](**properties)
     with running_server(impl, properties) as url:
         yield Sides(RestNamespace(uri=url), url, impls, ["hive"] if impl == "hive3" else [], root)

@@ -71,8 +71,15 @@ def translate_hms_error(error: Exception, subject: str) -> LanceNamespaceError:
             return UnsupportedOperationError(f"the metastore does not support this: {message}")
         return InternalError(f"Hive Metastore protocol error: {message}")
     if isinstance(error, MetaException):
+        if any(refusal in message for refusal in LOCATION_REFUSALS):
+            return InvalidInputError(f"the metastore cannot use this location: {message}")
         return InternalError(f"Hive Metastore error: {message}")
     return InternalError(f"unexpected Hive Metastore failure: {message}")
+
+
+# What HMS 3 answers (a MetaException naming the Java exception of its file system) when the
+# location of a database, table or catalog is in a bucket that does not exist or is not allowed.
+LOCATION_REFUSALS = ("java.io.FileNotFoundException", "java.nio.file.AccessDeniedException")
 
 
 # Exceptions the metastore answers with; after them the connection is still usable.

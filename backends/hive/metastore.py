@@ -14,6 +14,8 @@ from hive_metastore.ttypes import (
     Database,
     DropCatalogRequest,
     GetCatalogRequest,
+    GetTableRequest,
+    GetTablesRequest,
     Table,
 )
 from lance_namespace import (
@@ -204,19 +206,24 @@ class Metastore:
             return None
 
     def table_objects(self, ref: DatabaseRef, names: list[str]) -> Iterator[Table]:
-        """The metastore's table objects of `names`, fetched a batch at a time."""
+        """The metastore's table objects of `names`, fetched a batch at a time.
+
+        The request forms (`*_req`) are used: HMS 2.3 and 3 have them, HMS 4 has only them
+        (it dropped `get_table` and `get_table_objects_by_name`).
+        """
         for start in range(0, len(names), TABLE_BATCH_SIZE):
             batch = names[start : start + TABLE_BATCH_SIZE]
-            yield from self.call(
-                lambda client, batch=batch: client.get_table_objects_by_name(
-                    ref.thrift_name, batch
-                ),
+            request = GetTablesRequest(dbName=ref.name, tblNames=batch, catName=ref.catalog)
+            result = self.call(
+                lambda client, request=request: client.get_table_objects_by_name_req(request),
                 "namespace",
             )
+            yield from result.tables or []
 
     def table_or_none(self, ref: DatabaseRef, name: str) -> Table | None:
+        request = GetTableRequest(dbName=ref.name, tblName=name, catName=ref.catalog)
         try:
-            return self.call(lambda client: client.get_table(ref.thrift_name, name), "table")
+            return self.call(lambda client: client.get_table_req(request), "table").table
         except TableNotFoundError:
             return None
 
@@ -312,6 +319,11 @@ class Metastore:
             lambda client: client.drop_database(ref.thrift_name, False, cascade), "namespace"
         )
 
+    def _is_own_default(self, catalog: str, database: str) -> bool:
+        """HMS 3+ makes a `default` database in every new catalog and drops it with the
+        catalog; while it holds no table it does not make the catalog non-empty."""
+        return database == DEFAULT_DATABASE and not self.table_names(DatabaseRef(catalog, database))
+
     def create_catalog(self, name: str, mode: str, properties: dict[str, str]) -> None:
         if not self.has_catalogs():
             self._create_catalog_without_catalogs(name, mode)
@@ -371,8 +383,9 @@ class Metastore:
                 f"the catalog {DEFAULT_CATALOG!r} of a metastore without catalogs cannot be dropped"
             )
         databases = self.child_namespaces([name])
-        if databases and not cascade:
-            raise NamespaceNotEmptyError(f"catalog {name!r} still has databases: {databases}")
+        holding = [database for database in databases if not self._is_own_default(name, database)]
+        if holding and not cascade:
+            raise NamespaceNotEmptyError(f"catalog {name!r} still has databases: {holding}")
         for database in databases:
             self.drop_database(DatabaseRef(name, database), cascade=True)
         request = DropCatalogRequest(name=name)

@@ -133,7 +133,10 @@ def _directory_catalog(name: str, root: Path) -> Catalog:
 
 
 def _hive_catalog(name: str, request: pytest.FixtureRequest, root: Path) -> Catalog:
-    metastore = request.getfixturevalue("hive_metastore")
+    """hive2 on the real HMS 2.3.10, hive3 on the real HMS 3.1.3 with catalogs
+    (tests/support/hive_metastore_real.py)."""
+    fixture = "hive_metastore" if name == "hive2" else "hive3_metastore"
+    metastore = request.getfixturevalue(fixture)
     return Catalog(name, {"uri": metastore.uri, "root": str(root)})
 
 

@@ -5,8 +5,8 @@
   fixture starts one for the whole run.
 - `metastore_client`: a raw Thrift client to check what the backends registered.
 
-HMS 2.3 has no catalogs: the hive3 catalog level runs against the stand-in of
-`tests/support/hive_catalog_stand_in.py`.
+HMS 2.3 has no catalogs: the hive3 catalog level runs against the real HMS 3.1.3 and 4.0.1 of
+`tests/support/hive_metastore_real.py` (which reuses `HiveMetastoreProcess` with their jars).
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hive_metastore import ThriftHiveMetastore
-from hive_metastore.ttypes import SerDeInfo, StorageDescriptor, Table
+from hive_metastore.ttypes import GetTableRequest, SerDeInfo, StorageDescriptor, Table
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
@@ -72,6 +73,13 @@ def metastore_client(port: int, timeout_seconds: float = 30.0) -> Iterator:
         yield client
     finally:
         transport.close()
+
+
+def stored_table(client: Any, database: str, name: str, catalog: str | None = None) -> Table:
+    """The metastore's table object, asked as every HMS from 2.3 to 4 answers (HMS 4 has no
+    `get_table`)."""
+    request = GetTableRequest(dbName=database, tblName=name, catName=catalog)
+    return client.get_table_req(request).table
 
 
 def create_raw_table(port: int, database: str, name: str, table_type: str,
@@ -139,24 +147,28 @@ def _hive_site(derby_dir: Path, warehouse: Path, extra: dict[str, str]) -> str:
 
 
 class HiveMetastoreProcess:
-    """A Hive Metastore 2.3 Java process with an embedded Derby database under `workdir`.
+    """A Hive Metastore Java process (2.3.10 unless given other `jars`) with an embedded Derby
+    database under `workdir`.
 
     `stop()` then `start()` restarts it on the same port with the same Derby database.
     `s3_buckets`: buckets whose `s3://` locations it takes (see `_s3_as_local`).
     """
 
     def __init__(self, workdir: Path, port: int | None = None,
-                 s3_buckets: tuple[str, ...] = ()):
+                 s3_buckets: tuple[str, ...] = (), jars: str | None = None,
+                 site: dict[str, str] | None = None):
+        """`jars`: the metastore's class path (default: the pyspark wheel's HMS 2.3.10);
+        `site`: further hive-site.xml properties."""
         self.workdir = workdir
         self.port = port or free_port()
         self._process: subprocess.Popen | None = None
         conf_dir = workdir / "conf"
         conf_dir.mkdir(parents=True, exist_ok=True)
+        extra = {**_s3_as_local(s3_buckets, workdir / "s3"), **(site or {})}
         (conf_dir / "hive-site.xml").write_text(
-            _hive_site(workdir / "derby", workdir / "warehouse",
-                       _s3_as_local(s3_buckets, workdir / "s3"))
+            _hive_site(workdir / "derby", workdir / "warehouse", extra)
         )
-        self._classpath = f"{conf_dir}{os.pathsep}{pyspark_jars()}/*"
+        self._classpath = f"{conf_dir}{os.pathsep}{jars or f'{pyspark_jars()}/*'}"
 
     @property
     def uri(self) -> str:

@@ -1,9 +1,12 @@
-"""A stand-in for the catalog level of a Hive Metastore 3, which the tests cannot install.
+"""A fault injector for the hive3 tests: an in-process Thrift server speaking the HMS protocol
+(the generated `ThriftHiveMetastore.Processor`) over in-memory catalogs, databases and tables.
 
-HMS 2.3 (the real metastore of `tests/support/hive.py`) has no catalogs, so the hive3 catalog
-level is tested against `CatalogMetastoreServer`: an in-process Thrift server that speaks the HMS
-Thrift protocol (the generated `ThriftHiveMetastore.Processor`) and implements the catalog,
-database and table calls in memory.
+The hive3 catalog level itself is tested against the real Hive Metastore 3.1.3
+(`tests/support/hive_metastore_real.py`). This stand-in is kept only for what the real server
+cannot be made to do: answer without parameter filters (`parameter_filters=False`, as some
+metastores behind other databases do), which `tests/test_hive_catalogs.py` uses. It is a
+simplification, not a model of HMS 3: for example it gives a new catalog no `default` database.
+The `catalog_metastore` fixture serves it for the whole session.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ from hive_metastore.ttypes import (
     Database,
     GetCatalogResponse,
     GetCatalogsResponse,
+    GetTableRequest,
+    GetTableResult,
+    GetTablesRequest,
+    GetTablesResult,
     InvalidObjectException,
     InvalidOperationException,
     MetaException,
@@ -159,24 +166,28 @@ class InMemoryCatalogHandler:
                 raise AlreadyExistsException(message=f"Table {table.tableName} already exists")
             self._tables[key] = table
 
-    def get_table(self, dbname: str, tbl_name: str) -> Table:
-        catalog, database = _split_database_name(dbname, self.DEFAULT_CATALOG)
+    def get_table_req(self, req: GetTableRequest) -> GetTableResult:
+        """The request form HMS 2.3 to 4 all answer (HMS 4 has no `get_table`)."""
+        key = ((req.catName or self.DEFAULT_CATALOG).lower(), req.dbName.lower(),
+               req.tblName.lower())
         with self._lock:
-            table = self._tables.get((catalog, database or "", tbl_name.lower()))
+            table = self._tables.get(key)
             if table is None:
-                raise NoSuchObjectException(message=f"{dbname}.{tbl_name} table not found")
-            return deepcopy(table)
+                raise NoSuchObjectException(message=f"{req.dbName}.{req.tblName} table not found")
+            return GetTableResult(table=deepcopy(table))
 
     def get_all_tables(self, db_name: str) -> list[str]:
         key = _split_database_name(db_name, self.DEFAULT_CATALOG)
         with self._lock:
             return sorted(table[2] for table in self._tables if table[:2] == key)
 
-    def get_table_objects_by_name(self, dbname: str, tbl_names: list[str]) -> list[Table]:
-        catalog, database = _split_database_name(dbname, self.DEFAULT_CATALOG)
+    def get_table_objects_by_name_req(self, req: GetTablesRequest) -> GetTablesResult:
+        catalog = (req.catName or self.DEFAULT_CATALOG).lower()
         with self._lock:
-            keys = [(catalog, database, name.lower()) for name in tbl_names]
-            return [deepcopy(self._tables[key]) for key in keys if key in self._tables]
+            keys = [(catalog, req.dbName.lower(), name.lower()) for name in req.tblNames]
+            return GetTablesResult(
+                tables=[deepcopy(self._tables[key]) for key in keys if key in self._tables]
+            )
 
     def get_tables_by_type(self, db_name: str, pattern: str, tableType: str) -> list[str]:
         """Enough for the table pattern "*"."""
