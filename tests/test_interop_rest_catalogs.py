@@ -13,7 +13,6 @@ name says which; where impls itself cannot do a step, a test says so by assertin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +42,7 @@ from lance_namespace_impls.rest_client import (
     NamespaceNotFoundException,
 )
 
-from tests.support.adapter import running_server
-from tests.support.iceberg_rest_server import IcebergRestServer, prefix_router
 from tests.support.interop import (
-    WAREHOUSE,
-    RestCatalog,
     RestCatalogSides,
     alter_namespace,
     read_rows,
@@ -74,24 +69,6 @@ def set_by_clients(sides: RestCatalogSides, properties: dict[str, str]) -> dict[
 
 # How impls' error names a namespace that still holds tables, when it tries to drop it.
 NOT_EMPTY_IN_IMPLS = {"unity": "FAILED_PRECONDITION", "iceberg": "not empty"}
-
-
-@pytest.fixture(scope="module")
-def rest_catalog(
-    rest_catalog: RestCatalog, request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[RestCatalog]:
-    """The shared fixture's catalog, with Iceberg's on the reference server: the server and
-    impls both on the session's reference server behind the warehouse prefix `p-wh`."""
-    if rest_catalog.kind != "iceberg":
-        yield rest_catalog
-        return
-    server: IcebergRestServer = request.getfixturevalue("iceberg_rest_server")
-    root = tmp_path_factory.mktemp("iceberg-real-interop-root")
-    with prefix_router(server, f"p-{WAREHOUSE}") as router:
-        properties = {"endpoint": router.url, "root": str(root), "warehouses": WAREHOUSE}
-        with running_server("iceberg", properties) as url:
-            yield RestCatalog("iceberg", router, url, root)  # type: ignore[arg-type]
 
 
 def test_namespaces_impls_creates_are_the_servers_and_properties_round_trip(

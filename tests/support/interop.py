@@ -1,6 +1,7 @@
 """What the interoperation tests (`tests/test_interop_*.py`) share: reading a table's rows
 through either side, AlterNamespace through the server, and the fixture `rest_catalog_sides`,
-the server and lance-namespace-impls on one REST catalog (the Unity or the Iceberg stand-in).
+the server and lance-namespace-impls on one REST catalog (the Unity stand-in, or the Iceberg REST
+reference server).
 
 Every interop test has the same two sides: the server, driven over HTTP with the official
 client, and impls' own namespace class called directly in Python on the same catalog and root.
@@ -9,6 +10,7 @@ client, and impls' own namespace class called directly in Python on the same cat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,7 +36,7 @@ from unitycatalog.client import ApiClient, CatalogsApi, Configuration
 from unitycatalog.client.models import CreateCatalog
 
 from tests.support.adapter import running_server
-from tests.support.iceberg_stand_in import IcebergStandIn, running_iceberg_stand_in
+from tests.support.iceberg_rest_server import PrefixRouter, prefix_router
 from tests.support.lance_data import arrow_stream, read_arrow_file
 from tests.support.unity_stand_in import API, UnityStandIn, running_unity_stand_in
 
@@ -88,10 +90,10 @@ def alter_namespace(url: str, namespace_id: list[str], **changes: Any) -> httpx.
 
 @dataclass(frozen=True)
 class RestCatalog:
-    """A REST catalog stand-in with the server on it, shared by a module's tests."""
+    """A REST catalog with the server on it, shared by a module's tests."""
 
     kind: str  # "unity" or "iceberg"
-    stand_in: UnityStandIn | IcebergStandIn
+    stand_in: UnityStandIn | PrefixRouter  # the catalog as clients reach it
     url: str  # the server's
     root: Path  # the storage root of the server and of impls
 
@@ -184,20 +186,24 @@ class RestCatalogSides:
 def rest_catalog(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RestCatalog]:
-    """The server on the stand-in and a storage root, at default settings: what impls changes
-    behind its back must be seen at once."""
+    """The server on the catalog and a storage root, at default settings: what impls changes
+    behind its back must be seen at once. Unity's is the stand-in (its server is not published
+    where this project fetches from); Iceberg's is the session's reference server, which both
+    sides reach through `prefix_router`: impls always puts a warehouse prefix in its paths,
+    and the reference server (one catalog at `/v1/...`) announces none."""
     kind = request.param
     root = tmp_path_factory.mktemp(f"{kind}-interop-root")
-    if kind == "unity":
-        stand_in = running_unity_stand_in()
-    else:
-        stand_in = running_iceberg_stand_in(tmp_path_factory.mktemp("iceberg-interop"))
-    with stand_in as catalog:
+    with contextlib.ExitStack() as stack:
+        if kind == "unity":
+            catalog: Any = stack.enter_context(running_unity_stand_in())
+        else:
+            server = request.getfixturevalue("iceberg_rest_server")
+            catalog = stack.enter_context(prefix_router(server, f"p-{WAREHOUSE}"))
         properties = {"endpoint": catalog.url, "root": str(root)}
         if kind == "iceberg":
             properties["warehouses"] = WAREHOUSE
-        with running_server(kind, properties) as url:
-            yield RestCatalog(kind, catalog, url, root)
+        url = stack.enter_context(running_server(kind, properties))
+        yield RestCatalog(kind, catalog, url, root)
 
 
 @pytest.fixture
