@@ -19,8 +19,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
-import lance
-import pyarrow as pa
 import pytest
 from lance_namespace import (
     CountTableRowsRequest,
@@ -52,6 +50,7 @@ from backends.iceberg import IcebergNamespace
 from backends.properties import ConfigurationError
 from tests.support.common import unique
 from tests.support.iceberg_stand_in import IcebergStandIn
+from tests.support.lance_data import write_ids
 
 Factory = Callable[..., IcebergNamespace]
 
@@ -96,10 +95,6 @@ def db(ns: IcebergNamespace) -> list[str]:
     identifier = ["wh", unique("db")]
     ns.create_namespace(CreateNamespaceRequest(id=identifier))
     return identifier
-
-
-def write_lance(location: str, rows: int = 3) -> None:
-    lance.write_dataset(pa.table({"id": list(range(rows))}), location)
 
 
 # Configuration
@@ -250,8 +245,8 @@ def test_failed_overwrite_keeps_the_previous_registration(
     iceberg: IcebergStandIn, ns: IcebergNamespace, db: list[str], tmp_path: Path
 ) -> None:
     old, new = str(tmp_path / "old"), str(tmp_path / "new")
-    write_lance(old)
-    write_lance(new)
+    write_ids(old)
+    write_ids(new)
     ns.register_table(RegisterTableRequest(id=[*db, "t"], location=old, properties={"v": "1"}))
     iceberg.control.fail_next(1, 500, method="POST", path="/tables")
     with pytest.raises(InternalError):
@@ -361,7 +356,7 @@ def test_forwarding_covers_the_inherited_table_operations(
     tmp_path: Path,
 ) -> None:
     location = str(tmp_path / "forwarded")
-    write_lance(location)
+    write_ids(location)
     ns.register_table(RegisterTableRequest(id=[*db, "t"], location=location))
     iceberg.control.required_token = "caller-token"
     forwarding = make_namespace(auth_token="static-token", forward_caller_token="true")

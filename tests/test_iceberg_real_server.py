@@ -16,7 +16,6 @@ from pathlib import Path
 
 import httpx
 import lance
-import pyarrow as pa
 import pytest
 from lance_namespace import (
     CreateNamespaceRequest,
@@ -46,6 +45,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from backends.iceberg import IcebergNamespace
 from tests.support.common import unique
 from tests.support.iceberg_rest_server import IcebergRestServer
+from tests.support.lance_data import write_ids
 
 # What the reference server's JdbcCatalog adds to what a client sets.
 CATALOG_DEFAULTS = {"location", "write.parquet.compression-codec"}
@@ -77,10 +77,6 @@ def db(ns: IcebergNamespace) -> list[str]:
     identifier = ["wh", unique("db")]
     ns.create_namespace(CreateNamespaceRequest(id=identifier))
     return identifier
-
-
-def write_lance(location: str, rows: int = 3) -> None:
-    lance.write_dataset(pa.table({"id": list(range(rows))}), location)
 
 
 # The server itself
@@ -125,7 +121,7 @@ def test_pyiceberg_sees_lance_tables_as_iceberg_tables(
 ) -> None:
     declared = ns.declare_table(DeclareTableRequest(id=[*db, "declared"], properties={"k": "v"}))
     existing = str(tmp_path / "existing")
-    write_lance(existing)
+    write_ids(existing)
     ns.register_table(RegisterTableRequest(id=[*db, "registered"], location=existing))
 
     assert sorted(catalog.list_tables(db[1])) == [(db[1], "declared"), (db[1], "registered")]
@@ -151,7 +147,7 @@ def test_backend_sees_what_pyiceberg_created(
     schema = Schema(NestedField(1, "n", LongType(), required=True))
     catalog.create_table((name, "plain_iceberg"), schema)
     lance_location = str(tmp_path / "lance_by_pyiceberg")
-    write_lance(lance_location, rows=4)
+    write_ids(lance_location, rows=4)
     dummy = Schema(NestedField(1, "dummy", StringType(), required=False))
     catalog.create_table((name, "marked"), dummy, location=lance_location,
                          properties={"table_type": "LANCE"})
@@ -185,7 +181,7 @@ def test_deregister_keeps_the_data_and_the_iceberg_metadata(
     assert described.version is None and described.var_schema is None
     ns.table_exists(TableExistsRequest(id=[*db, "t1"]))
 
-    write_lance(expected_location)
+    write_ids(expected_location)
     deregistered = ns.deregister_table(DeregisterTableRequest(id=[*db, "t1"]))
     assert deregistered.location == expected_location
     with pytest.raises(NoSuchTableError):
@@ -259,7 +255,7 @@ def test_a_table_in_a_missing_namespace_is_not_created(
     then seems to exist); the backend declared and registered it instead of NamespaceNotFound."""
     missing = unique("missing")
     existing = str(tmp_path / "existing")
-    write_lance(existing)
+    write_ids(existing)
     with pytest.raises(NamespaceNotFoundError):
         ns.declare_table(DeclareTableRequest(id=["wh", missing, "t"]))
     with pytest.raises(NamespaceNotFoundError):
@@ -356,7 +352,7 @@ def test_register_existing_lance_table(
     ns: IcebergNamespace, catalog: RestCatalog, db: list[str], tmp_path: Path
 ) -> None:
     location = str(tmp_path / "data" / "existing")
-    write_lance(location, rows=5)
+    write_ids(location, rows=5)
     registered = ns.register_table(
         RegisterTableRequest(id=[*db, "r"], location=location, properties={"p": "q"})
     )
@@ -366,7 +362,7 @@ def test_register_existing_lance_table(
     with pytest.raises(TableAlreadyExistsError):
         ns.register_table(RegisterTableRequest(id=[*db, "r"], location=location))
     moved = str(tmp_path / "data" / "moved")
-    write_lance(moved)
+    write_ids(moved)
     ns.register_table(RegisterTableRequest(id=[*db, "r"], location=moved, mode="overwrite"))
     assert ns.describe_table(DescribeTableRequest(id=[*db, "r"])).location == moved
     assert catalog.load_table((db[1], "r")).location() == moved

@@ -29,6 +29,13 @@ def sample_table(rows: int, start: int = 0, seed: int = 7) -> pa.Table:
     )
 
 
+def write_ids(location: str, rows: int = 3) -> None:
+    """A Lance table of `rows` ids at `location`, written by pylance directly."""
+    import lance
+
+    lance.write_dataset(pa.table({"id": list(range(rows))}), location)
+
+
 def arrow_stream(table: pa.Table) -> bytes:
     sink = io.BytesIO()
     with pa.ipc.new_stream(sink, table.schema) as writer:
