@@ -12,9 +12,9 @@ from typing import Any
 
 from lance_namespace import LanceNamespace, ServiceUnavailableError, UnsupportedOperationError
 
+from app.cache import MISS, MetadataCache
 from app.lancedb_remote import lancedb_backend_call
 from app.spec import Operation
-from backends.cache import MISS, MetadataCache
 
 # Operations that change nothing: when one outlasts the backend timeout the caller gets 17 at
 # once and may retry safely. A write is always awaited, so its answer is never a guess.

@@ -223,7 +223,7 @@ class Metrics:
             identity = HIDDEN_IDENTITY
         self.vends.labels(identity, access, source).inc()
 
-    # The metadata cache's events (backends.cache.CacheEvents).
+    # The metadata cache's events (app.cache.CacheEvents).
     def cache_lookup(self, operation_id: str, hit: bool) -> None:
         self._child(self.cache_lookups, operation_id, "hit" if hit else "miss").inc()
 

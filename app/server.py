@@ -20,6 +20,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.auth import IDENTITY_KEY, PRINCIPAL_KEY, AuthMiddleware, load_identities
 from app.browser_guard import BrowserGuard
+from app.cache import GENERATION_FILE, Generations, MetadataCache, directory_stamper
 from app.config import Settings, access_policy
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
@@ -44,7 +45,6 @@ from app.spec import Operation, load_operations
 from app.workers import RUNTIME_DIR_ENV
 from backends import IMPLS
 from backends.access import AccessPolicy, Grants, Level, check_access
-from backends.cache import GENERATION_FILE, Generations, MetadataCache, directory_stamper
 from backends.properties import without_credentials
 from backends.vending import CredentialVendor, credential_vendor, with_vended
 

@@ -16,7 +16,7 @@ import pytest
 from lance.namespace import DirectoryNamespace
 from lance_namespace import CreateTableRequest, InsertIntoTableRequest
 
-from backends.cache import CACHED_OPERATIONS, MISS, Generations, MetadataCache
+from app.cache import CACHED_OPERATIONS, MISS, Generations, MetadataCache
 from tests.support.adapter import metric, running_server
 from tests.support.glue import MotoEndpoint, glue_properties
 from tests.support.hive import HiveMetastoreProcess, metastore_client
