@@ -1,5 +1,6 @@
-"""Conventions the catalog backends share: how a catalog marks a Lance table, how request
-modes are spelled, and where table data goes by default."""
+"""Conventions the catalog backends share: how a catalog marks a Lance table, where the
+storage root is (made absolute), how locations are joined below it, and how a Lance table at
+a location is opened or required. (Request modes are parsed in `backends.modes`.)"""
 
 from __future__ import annotations
 
