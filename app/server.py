@@ -45,7 +45,7 @@ from app.spec import Operation, load_operations
 from app.workers import RUNTIME_DIR_ENV
 from backends import IMPLS
 from backends.access import AccessPolicy, Grants, Level, check_access
-from backends.properties import without_credentials
+from backends.properties import credential_values, without_credentials
 from backends.vending import CredentialVendor, credential_vendor, with_vended
 
 RequestReader = Callable[
@@ -263,7 +263,7 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> A
         namespace, settings.max_concurrency, settings.backend_timeout, aliases,
         metadata_cache(settings, metrics), metrics.observe_backend,
     )
-    register_secrets(secret_property_values(settings.properties))
+    register_secrets(credential_values(settings.properties))
     register_server_paths(storage_paths(namespace))
     vendor = credential_vendor(settings.properties, namespace)
     if vendor is not None:
@@ -286,9 +286,3 @@ def storage_paths(namespace: LanceNamespace) -> list[str]:
     root = getattr(namespace, "storage_root", None)
     found = root() if callable(root) else None
     return [found] if isinstance(found, str) else []
-
-
-def secret_property_values(properties: dict[str, str]) -> list[str]:
-    """Backend property values that are credentials (kept out of every log line)."""
-    words = ("token", "secret", "password", "credential", "key_id", "api_key")
-    return [value for key, value in properties.items() if any(w in key.lower() for w in words)]

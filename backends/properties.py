@@ -36,6 +36,18 @@ def is_credential(key: str) -> bool:
     return any(word in lowered for word in _CREDENTIAL_WORDS)
 
 
+def credential_values(properties: Mapping[str, str]) -> list[str]:
+    """The values of the properties that are credentials, by the same rule that keeps them
+    out of answers: the server keeps them out of every log line too. A switch or a number
+    (`true`, `30`) is no secret, and hiding it would blank that word in every log line."""
+    return [str(value) for key, value in properties.items()
+            if is_credential(key) and not _plain(str(value))]
+
+
+def _plain(value: str) -> bool:
+    return value.lower() in ("true", "false", "yes", "no", "on", "off") or value.isdigit()
+
+
 def without_credentials(answer: object) -> object:
     """`answer` with no credential left in its storage_options (the server's own)."""
     options = getattr(answer, "storage_options", None)

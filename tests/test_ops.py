@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 
 from app.observability import redact, register_secrets
+from backends.properties import credential_values
 from tests.support.adapter import metric, running_server
 from tests.support.plugin_stand_ins import LEAKY_SECRET, SLOW_SECONDS, RecordingNamespace
 
@@ -162,3 +163,18 @@ def test_a_registered_secret_that_is_also_part_of_a_key_name_hides_nothing_less(
     register_secrets(["secret"])  # e.g. a backend configured with secret_access_key=secret
     cleaned = redact("secret_access_key=s4-value token=t6")
     assert "s4-value" not in cleaned and "t6" not in cleaned
+
+
+def test_every_credential_property_is_kept_out_of_the_logs() -> None:
+    """The rule that keeps a credential out of answers keeps it out of logs: a service
+    account key (which the log rule once missed) as much as a secret key."""
+    properties = {"storage.google_service_account_key": "gsa-value-1",
+                  "storage.aws_secret_access_key": "aws-value-2",
+                  "storage.azure_storage_sas_key": "sas-value-3",
+                  "storage.allow_http": "true", "root": "/data", "client.max-retries": "3"}
+    values = credential_values(properties)
+    assert sorted(values) == ["aws-value-2", "gsa-value-1", "sas-value-3"]
+    register_secrets(values)
+    cleaned = redact("opened with gsa-value-1 and sas-value-3 at /data, allow_http true")
+    assert "gsa-value-1" not in cleaned and "sas-value-3" not in cleaned
+    assert "/data" in cleaned and "true" in cleaned
