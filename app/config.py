@@ -14,6 +14,7 @@ import yaml
 from lance_namespace import LanceNamespaceError
 
 from backends.access import AccessPolicy
+from backends.settings import parse_bool
 
 ENV_PREFIX = "LANCE_ADAPTER_"
 ENV_PROPERTY_PREFIX = "LANCE_ADAPTER_PROP_"
@@ -119,17 +120,15 @@ LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 _FIELD_TYPES = {f.name: str(f.type) for f in fields(Settings)}
 _MAPPING_FIELDS = frozenset({"properties", "access"})
 _SCALAR_FIELDS = set(_FIELD_TYPES) - _MAPPING_FIELDS
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
 
 
 def _boolean(name: str, value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    text = str(value).strip().lower()
-    if text in _TRUE | _FALSE:
-        return text in _TRUE
-    raise SettingsError(f"setting '{name}' must be true or false, got {value!r}")
+    try:
+        return parse_bool(str(value))
+    except ValueError:
+        raise SettingsError(f"setting '{name}' must be true or false, got {value!r}") from None
 
 
 def _typed(name: str, value: Any) -> Any:

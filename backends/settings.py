@@ -209,7 +209,7 @@ def _read(hint: Any, declared: Setting, raw: str, alias: Alias | None) -> Any:
 def _parser(hint: Any) -> Callable[[str], Any]:
     base = _without_none(hint)
     if base is bool:
-        return _parse_bool
+        return parse_bool
     if base in (int, float):
         return base
     if typing.get_origin(base) is tuple:
@@ -229,8 +229,10 @@ def _describe(hint: Any) -> str:
     return {bool: "true or false", int: "an integer", float: "a number"}.get(base, "text")
 
 
-def _parse_bool(raw: str) -> bool:
-    lowered = raw.lower()
+def parse_bool(raw: str) -> bool:
+    """`true`/`1`/`yes`/`on` or `false`/`0`/`no`/`off`, in any case; ValueError otherwise.
+    The one spelling of a switch in every setting (the server's and the backends')."""
+    lowered = raw.strip().lower()
     if lowered in _TRUE:
         return True
     if lowered in _FALSE:
