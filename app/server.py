@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +41,6 @@ from app.requests import BodyLimits, read_operation_request, read_route_request,
 from app.responses import render, render_model
 from app.routing import LanceRoutes, RouteTable
 from app.spec import Operation, load_operations
-from app.workers import RUNTIME_DIR_ENV
 from backends import IMPLS
 from backends.access import AccessPolicy, Grants, Level, check_access
 from backends.properties import credential_values, without_credentials
@@ -191,15 +189,17 @@ def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=trusted)
 
 
-def metadata_cache(settings: Settings, metrics: Metrics) -> MetadataCache | None:
-    """The backend's cache; its write counters are shared through the runtime directory if any.
+def metadata_cache(
+    settings: Settings, metrics: Metrics, runtime_dir: Path | None = None
+) -> MetadataCache | None:
+    """The backend's cache; its write counters are shared with the other workers through
+    `runtime_dir` when there is one (several workers), else they live in this process.
 
     Only the built-in backends are cached: what a plug-in's answers depend on is unknown.
     """
     if not settings.metadata_cache or settings.impl not in IMPLS:
         return None
-    runtime_dir = os.environ.get(RUNTIME_DIR_ENV)
-    generations = Generations(Path(runtime_dir) / GENERATION_FILE if runtime_dir else None)
+    generations = Generations(runtime_dir / GENERATION_FILE if runtime_dir else None)
     root = local_root(settings)
     return MetadataCache(
         generations, settings.metadata_cache_ttl, settings.metadata_cache_validated_ttl,
@@ -247,7 +247,11 @@ class LanceFirst:
             await self.fallback(scope, receive, send)
 
 
-def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> AdapterApp:
+def create_app(
+    namespace: LanceNamespace, settings: Settings | None = None, runtime_dir: Path | None = None
+) -> AdapterApp:
+    """The application serving `namespace`; `runtime_dir` is the directory the workers of one
+    server share (`app.workers`), when there are several."""
     settings = settings or Settings()
     app = AdapterApp(
         title="lance-namespace-adapter",
@@ -261,7 +265,7 @@ def create_app(namespace: LanceNamespace, settings: Settings | None = None) -> A
     metrics = Metrics(name_identities=settings.metrics_identities)
     dispatcher = Dispatcher(
         namespace, settings.max_concurrency, settings.backend_timeout, aliases,
-        metadata_cache(settings, metrics), metrics.observe_backend,
+        metadata_cache(settings, metrics, runtime_dir), metrics.observe_backend,
     )
     register_secrets(credential_values(settings.properties))
     register_server_paths(storage_paths(namespace))

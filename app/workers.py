@@ -85,4 +85,5 @@ def create_app_from_environment() -> AdapterApp:
         from prometheus_client.multiprocess import mark_process_dead
 
         atexit.register(mark_process_dead, os.getpid())
-    return create_app(load_namespace(settings.impl, settings.properties), settings)
+    namespace = load_namespace(settings.impl, settings.properties)
+    return create_app(namespace, settings, Path(os.environ[RUNTIME_DIR_ENV]))
