@@ -8,7 +8,6 @@ relative, so it also works behind a gateway's path prefix (root_path).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from starlette.requests import Request
@@ -16,7 +15,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Route
 from swagger_ui_bundle import swagger_ui_path
 
-from app.observability import OPERATION_ATTRIBUTE
+from app.observability import named_route
 from app.openapi import openapi_document, openapi_yaml
 
 UI_ASSETS = ("swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png")
@@ -59,15 +58,10 @@ async def _asset(request: Request) -> Response:
     return FileResponse(Path(swagger_ui_path) / name)
 
 
-def _route(path: str, endpoint: Callable[[Request], Awaitable[Response]], name: str) -> Route:
-    setattr(endpoint, OPERATION_ATTRIBUTE, name)
-    return Route(path, endpoint, methods=["GET"], name=name)
-
-
 def docs_routes() -> list[Route]:
     return [
-        _route("/openapi.json", _openapi, "openapi.json"),
-        _route("/rest.yaml", _openapi_yaml, "rest.yaml"),
-        _route("/docs", _page, "docs"),
-        _route("/docs/{name}", _asset, "docs-asset"),
+        named_route("/openapi.json", _openapi, "openapi.json"),
+        named_route("/rest.yaml", _openapi_yaml, "rest.yaml"),
+        named_route("/docs", _page, "docs"),
+        named_route("/docs/{name}", _asset, "docs-asset"),
     ]

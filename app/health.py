@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from app.config import Settings
-from app.observability import METRICS_CONTENT_TYPE, OPERATION_ATTRIBUTE, Metrics
+from app.observability import METRICS_CONTENT_TYPE, Metrics, named_route
 from backends.directory_settings import DEFAULT_ROOT
 
 logger = logging.getLogger("lance_adapter")
@@ -92,11 +92,6 @@ class Readiness:
         return None
 
 
-def _named(name: str, endpoint: Callable[[Request], Awaitable[Response]]) -> Route:
-    setattr(endpoint, OPERATION_ATTRIBUTE, name)
-    return Route(f"/{name}", endpoint, methods=["GET"], name=name)
-
-
 def health_routes(readiness: Readiness, metrics: Metrics) -> list[Route]:
     async def healthz(_: Request) -> Response:
         return JSONResponse({"status": "ok"}, headers=_NO_STORE)
@@ -111,7 +106,7 @@ def health_routes(readiness: Readiness, metrics: Metrics) -> list[Route]:
         return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE, headers=_NO_STORE)
 
     return [
-        _named("healthz", healthz),
-        _named("readyz", readyz),
-        _named("metrics", metrics_endpoint),
+        named_route("/healthz", healthz, "healthz"),
+        named_route("/readyz", readyz, "readyz"),
+        named_route("/metrics", metrics_endpoint, "metrics"),
     ]

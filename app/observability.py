@@ -10,7 +10,7 @@ import random
 import re
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +26,7 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.multiprocess import MultiProcessCollector
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 ACCESS_LOGGER = logging.getLogger("lance_adapter.access")
@@ -262,6 +263,12 @@ def _request_id(headers: Iterable[tuple[bytes, bytes]]) -> str:
 
 def operation_of(scope: Scope) -> str:
     return getattr(scope.get("endpoint"), OPERATION_ATTRIBUTE, None) or UNMATCHED
+
+
+def named_route(path: str, endpoint: Callable[..., Any], name: str) -> Route:
+    """A GET route whose requests the metrics and the access log name `name`."""
+    setattr(endpoint, OPERATION_ATTRIBUTE, name)
+    return Route(path, endpoint, methods=["GET"], name=name)
 
 
 class ObservabilityMiddleware:

@@ -13,7 +13,7 @@ from lance_namespace import LanceNamespace, UnsupportedOperationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Match, Route
+from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
@@ -130,11 +130,6 @@ class OperationEndpoint:
             vendor.vend, location, scope.get(PRINCIPAL_KEY), table_id, caller_token, may_write
         )
         return with_vended(response, vended)
-
-
-def _route(path: str, endpoint: Any, methods: list[str], name: str) -> Route:
-    setattr(endpoint, OPERATION_ATTRIBUTE, name)
-    return Route(path, endpoint, methods=methods, name=name)
 
 
 def operation_routes(
