@@ -1,4 +1,5 @@
-"""Reading backend configuration properties (string key/value pairs)."""
+"""Properties, the string key/value pairs of backends' configuration and of catalog entries:
+reading them, and telling which are credentials."""
 
 from __future__ import annotations
 
@@ -9,6 +10,13 @@ STORAGE_PREFIX = "storage."
 
 class ConfigurationError(ValueError):
     """A backend was configured with a missing or malformed property."""
+
+
+def string_map(values: object) -> dict[str, str]:
+    """A map from a catalog or a request as strings; anything that is not a map is empty."""
+    if not isinstance(values, Mapping):
+        return {}
+    return {str(key): str(value) for key, value in values.items()}
 
 
 def storage_options(properties: Mapping[str, str]) -> dict[str, str]:

@@ -25,7 +25,8 @@ from backends.iceberg.errors import (
     WAREHOUSE_ERRORS,
 )
 from backends.iceberg.names import encoded_namespace, is_namespace, parent_params
-from backends.rest_catalog import ErrorRules, RestCatalogClient, string_map
+from backends.properties import string_map
+from backends.rest_catalog import ErrorRules, RestCatalogClient
 from backends.vending import S3Credentials
 
 DELEGATION_HEADER = {"X-Iceberg-Access-Delegation": "vended-credentials"}

@@ -14,7 +14,7 @@ from backends.rest_catalog.errors import ErrorRules, error_for, parse_error_repl
 from backends.rest_catalog.namespace import RestCatalogNamespace
 from backends.rest_catalog.oauth import OAuth2ClientCredentials
 from backends.rest_catalog.settings import RestCatalogSettings
-from backends.rest_catalog.values import property_changes, string_map, validate_location
+from backends.rest_catalog.values import property_changes, validate_location
 
 __all__ = [
     "ErrorRules",
@@ -26,6 +26,5 @@ __all__ = [
     "error_for",
     "parse_error_reply",
     "property_changes",
-    "string_map",
     "validate_location",
 ]

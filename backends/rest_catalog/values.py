@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
 
 from lance_namespace import InvalidInputError
 
@@ -15,13 +14,6 @@ def validate_location(location: str | None) -> str:
     if any(ord(character) < 32 or ord(character) == 127 for character in location):
         raise InvalidInputError("location must not contain control characters")
     return location.rstrip("/") or "/"
-
-
-def string_map(values: Any) -> dict[str, str]:
-    """A catalog's properties map as strings; anything that is not a map is empty."""
-    if not isinstance(values, dict):
-        return {}
-    return {str(key): str(value) for key, value in values.items()}
 
 
 def property_changes(

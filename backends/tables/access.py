@@ -4,9 +4,7 @@ branch, and the Arrow IPC formats of request and response bodies."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import lance
 import pyarrow as pa
@@ -108,7 +106,3 @@ def arrow_file(table: pa.Table) -> bytes:
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
-
-
-def string_map(values: Mapping[str, Any] | None) -> dict[str, str]:
-    return {str(key): str(value) for key, value in (values or {}).items()}

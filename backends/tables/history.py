@@ -29,7 +29,7 @@ from lance_namespace import (
 from lance_namespace_urllib3_client.models import BranchContents, TagContents
 
 from backends.paging import paginate
-from backends.tables.access import string_map
+from backends.properties import string_map
 from backends.tables.errors import lance_errors
 from backends.tables.refs import MAIN_BRANCH
 

@@ -60,12 +60,12 @@ from backends.layouts import FixedDepthLayout, TableLayout
 from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.names import joined_id
 from backends.paging import paginate
+from backends.properties import string_map
 from backends.rest_catalog import (
     RestCatalogClient,
     RestCatalogNamespace,
     acts_for_the_caller,
     property_changes,
-    string_map,
     validate_location,
 )
 from backends.settings import BackendSettings
