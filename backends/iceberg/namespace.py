@@ -38,6 +38,7 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
+from backends.catalog_operations import PropertyChanges
 from backends.conventions import (
     TABLE_TYPE_KEY,
     has_lance_table_type,
@@ -67,7 +68,6 @@ from backends.rest_catalog import (
     RestCatalogClient,
     RestCatalogNamespace,
     acts_for_the_caller,
-    property_changes,
     validate_location,
 )
 from backends.settings import BackendSettings
@@ -161,7 +161,8 @@ class IcebergNamespace(RestCatalogNamespace):
 
     def alter_namespace(self, request: AlterNamespaceRequest) -> AlterNamespaceResponse:
         warehouse, path = namespace_identifier(request.id)
-        updates, removals = property_changes(request.set_properties, request.unset_properties)
+        changes = PropertyChanges.of(request.set_properties, request.unset_properties)
+        updates, removals = changes.updates, sorted(changes.removals)
         if not path:
             raise UnsupportedOperationError(
                 "alter_namespace on the iceberg backend: a warehouse has no namespace properties"
@@ -322,9 +323,10 @@ class IcebergNamespace(RestCatalogNamespace):
         """One CommitTable of set-properties / remove-properties, asserting it is still the
         table that was checked to be a Lance table."""
         warehouse, path, name = table_identifier(request.id)
-        updates, removals = property_changes(
+        changes = PropertyChanges.of(
             request.set_properties, request.unset_properties, protected=(TABLE_TYPE_KEY,)
         )
+        updates, removals = changes.updates, sorted(changes.removals)
         table = self.catalog.require_lance_table(warehouse, path, name)
         if not (updates or removals):
             return AlterTableResponse(properties=table_properties(table))

@@ -14,7 +14,7 @@ from backends.rest_catalog.errors import ErrorRules, error_for, parse_error_repl
 from backends.rest_catalog.namespace import RestCatalogNamespace
 from backends.rest_catalog.oauth import OAuth2ClientCredentials
 from backends.rest_catalog.settings import RestCatalogSettings
-from backends.rest_catalog.values import property_changes, validate_location
+from backends.rest_catalog.values import validate_location
 
 __all__ = [
     "ErrorRules",
@@ -25,6 +25,5 @@ __all__ = [
     "acts_for_the_caller",
     "error_for",
     "parse_error_reply",
-    "property_changes",
     "validate_location",
 ]

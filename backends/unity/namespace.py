@@ -54,6 +54,7 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
+from backends.catalog_operations import PropertyChanges
 from backends.conventions import open_lance_table, require_lance_table, storage_root
 from backends.extensions import AlterNamespaceRequest, AlterNamespaceResponse
 from backends.layouts import FixedDepthLayout, TableLayout
@@ -65,7 +66,6 @@ from backends.rest_catalog import (
     RestCatalogClient,
     RestCatalogNamespace,
     acts_for_the_caller,
-    property_changes,
     validate_location,
 )
 from backends.settings import BackendSettings
@@ -165,9 +165,9 @@ class UnityNamespace(RestCatalogNamespace):
         """UpdateCatalog / UpdateSchema with the whole new properties map: Unity replaces the
         map it is sent, and ignores an empty one."""
         parts = securable_identifier(request.id)
-        updates, removals = property_changes(request.set_properties, request.unset_properties)
+        changes = PropertyChanges.of(request.set_properties, request.unset_properties)
         current = string_map(self.catalog.securable(parts).get("properties"))
-        wanted = {key: value for key, value in current.items() if key not in removals} | updates
+        wanted = changes.applied_to(current)
         if wanted == current:
             return AlterNamespaceResponse(properties=current)
         if not wanted:
