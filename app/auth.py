@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lance_namespace import UnauthenticatedError
-from starlette._utils import get_route_path
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -127,6 +126,14 @@ def presented_credential(headers: list[tuple[bytes, bytes]]) -> tuple[str, bytes
     return None if api_key is None else ("api_key", api_key)
 
 
+def _route_path(scope: Scope) -> str:
+    """The request's path below the server's `root_path`, where routes are matched."""
+    path, root = scope["path"], scope.get("root_path", "")
+    if root and (path == root or path.startswith(root + "/")):
+        return path[len(root):]
+    return path
+
+
 def name_operation(scope: Scope, routes: Sequence[BaseRoute]) -> None:
     """Give a request refused by a middleware its route's endpoint, so metrics and logs
     name its operation."""
@@ -158,7 +165,7 @@ class AuthMiddleware:
         return matched
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or get_route_path(scope) in HEALTH_PATHS:
+        if scope["type"] != "http" or _route_path(scope) in HEALTH_PATHS:
             await self.app(scope, receive, send)
             return
         credential = presented_credential(scope["headers"])
