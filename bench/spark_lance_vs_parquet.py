@@ -255,16 +255,23 @@ def main() -> int:
     if arguments.read_only:
         read_in_this_process(arguments)
         return 0
+    in_workdir(arguments, run, "bench-lance-")
+    return 0
+
+
+def in_workdir(
+    arguments: argparse.Namespace, run: Callable[[argparse.Namespace, Path], None], prefix: str
+) -> None:
+    """`run` in `--workdir` (kept), or in a scratch directory removed afterwards."""
     if arguments.workdir:
         arguments.workdir.mkdir(parents=True, exist_ok=True)
         run(arguments, arguments.workdir)
-        return 0
-    workdir = Path(tempfile.mkdtemp(prefix="bench-lance-"))
+        return
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         run(arguments, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +35,7 @@ from lance.namespace import RestNamespace  # noqa: E402
 from lance_namespace import CreateNamespaceRequest  # noqa: E402
 
 import pipeline  # noqa: E402
+from bench.spark_lance_vs_parquet import in_workdir  # noqa: E402
 from examples.spark_runtime import embedded_adapter  # noqa: E402
 from tests.support.lance_spark import (  # noqa: E402
     SparkDriver,
@@ -274,16 +273,7 @@ def _relabel(bench: Bench, master: str, label: str) -> None:
 
 
 def main() -> int:
-    arguments = parse_arguments()
-    if arguments.workdir:
-        arguments.workdir.mkdir(parents=True, exist_ok=True)
-        run(arguments, arguments.workdir)
-        return 0
-    workdir = Path(tempfile.mkdtemp(prefix="bench-three-way-"))
-    try:
-        run(arguments, workdir)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    in_workdir(parse_arguments(), run, "bench-three-way-")
     return 0
 
 
