@@ -397,14 +397,3 @@ def test_bad_namespace_identifier_is_invalid_input(ns: IcebergNamespace) -> None
     with pytest.raises(InvalidInputError):
         ns.list_namespaces(ListNamespacesRequest(id=["wh", "x" * 300]))
 
-
-@pytest.mark.parametrize("location", ["", "   ", "/tmp/a\nb", "/tmp/\x00"])
-def test_bad_locations_are_invalid_input(
-    ns: IcebergNamespace, db: list[str], location: str
-) -> None:
-    with pytest.raises(InvalidInputError):
-        ns.declare_table(DeclareTableRequest(id=[*db, "t"], location=location))
-    with pytest.raises(InvalidInputError):
-        ns.register_table(RegisterTableRequest(id=[*db, "t"], location=location))
-    with pytest.raises(TableNotFoundError):
-        ns.describe_table(DescribeTableRequest(id=[*db, "t"]))

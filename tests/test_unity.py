@@ -607,17 +607,6 @@ def test_list_tables_paging(unity: UnityStandIn, ns: UnityNamespace, schema: lis
     assert rest.tables == ["t4", "t5", "t6"] and rest.page_token is None
 
 
-@pytest.mark.parametrize("location", ["", "   ", "/tmp/a\nb", "/tmp/\x00"])
-def test_bad_locations_are_invalid_input(
-    ns: UnityNamespace, schema: list[str], location: str
-) -> None:
-    with pytest.raises(InvalidInputError):
-        ns.declare_table(DeclareTableRequest(id=[*schema, "t"], location=location))
-    with pytest.raises(InvalidInputError):
-        ns.register_table(RegisterTableRequest(id=[*schema, "t"], location=location))
-    with pytest.raises(TableNotFoundError):
-        ns.describe_table(DescribeTableRequest(id=[*schema, "t"]))
-
 
 # Arrow schema -> Unity columns
 

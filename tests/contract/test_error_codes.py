@@ -172,3 +172,17 @@ def test_a_declared_table_without_data_counts_as_an_invalid_state(
     client.declare_table(DeclareTableRequest(id=layout.table))
     assert code_of(client.count_table_rows, CountTableRowsRequest(id=layout.table)) == 19
     client.describe_table(DescribeTableRequest(id=layout.table))
+
+
+@pytest.mark.parametrize("location", ["", "   ", "/tmp/a\nb", "/tmp/\x00"])
+def test_bad_locations_are_invalid_input_and_change_nothing(
+    backend: ContractBackend, location: str
+) -> None:
+    """DeclareTable and RegisterTable of an empty, blank or control-character location: 13,
+    and no table appears (the per-backend copies of this test, now one, on dir too)."""
+    client, layout = backend.client(), backend.new_layout()
+    assert code_of(client.declare_table,
+                   DeclareTableRequest(id=layout.table, location=location)) == 13
+    assert code_of(client.register_table,
+                   RegisterTableRequest(id=layout.table, location=location)) == 13
+    assert code_of(client.table_exists, TableExistsRequest(id=layout.table)) == 4
