@@ -11,7 +11,7 @@ naming the operation and the backend (`@unsupported`); `list_operations` tells t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from lance import LanceDataset
 from lance_namespace import (
@@ -135,6 +135,8 @@ from backends.tables.access import (
     remove_data,
 )
 from backends.tables.lifecycle import caller
+
+_Response = TypeVar("_Response")
 
 
 class MetadataNamespace(AdapterLimits, LanceNamespace):
@@ -276,7 +278,8 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
         mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
         rows = read_arrow_stream(request_data)
         existing = self.locate(request) if self._exists(request) else None
-        return lifecycle.create_table(self, request, rows, mode, existing)
+        created = lifecycle.create_table(self, request, rows, mode, existing)
+        return self._rows_written(request, created)
 
     def drop_table(self, request: DropTableRequest) -> DropTableResponse:
         table = self.locate(request)
@@ -313,19 +316,28 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
         table = self.locate(request)
         latest = latest_dataset(table)
         dataset = None if latest is None else checkout(table, latest, branch=request.branch)
-        return writes.insert_rows(table, dataset, rows, mode)
+        return self._rows_written(request, writes.insert_rows(table, dataset, rows, mode))
 
     def merge_insert_into_table(
         self, request: MergeInsertIntoTableRequest, request_data: bytes
     ) -> MergeInsertIntoTableResponse:
         rows = read_arrow_stream(request_data)
-        return writes.merge_insert(self.open(request), request, rows)
+        return self._rows_written(request, writes.merge_insert(self.open(request), request, rows))
 
     def update_table(self, request: UpdateTableRequest) -> UpdateTableResponse:
-        return writes.update_rows(self.open(request), request)
+        return self._rows_written(request, writes.update_rows(self.open(request), request))
 
     def delete_from_table(self, request: DeleteFromTableRequest) -> DeleteFromTableResponse:
-        return writes.delete_rows(self.open(request), request)
+        return self._rows_written(request, writes.delete_rows(self.open(request), request))
+
+    def rows_written(self, table_id: list[str]) -> None:
+        """Called after every write of rows through the server (create, insert, merge,
+        update, delete): a catalog that records whether a table has data (impls' `empty_table`
+        marker) updates it here. Nothing by default."""
+
+    def _rows_written(self, request: Any, response: _Response) -> _Response:
+        self.rows_written(list(request.id or []))
+        return response
 
     def count_table_rows(self, request: CountTableRowsRequest) -> CountTableRowsResponse:
         return reads.count_rows(self.open(request, request.version), request)

@@ -7,18 +7,14 @@ the location that `declare_table` / `describe_table` return.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import boto3
 from lance_namespace import (
     CreateNamespaceRequest,
     CreateNamespaceResponse,
-    CreateTableRequest,
-    CreateTableResponse,
     DeclareTableRequest,
     DeclareTableResponse,
-    DeleteFromTableRequest,
-    DeleteFromTableResponse,
     DeregisterTableRequest,
     DeregisterTableResponse,
     DescribeNamespaceRequest,
@@ -27,15 +23,11 @@ from lance_namespace import (
     DescribeTableResponse,
     DropNamespaceRequest,
     DropNamespaceResponse,
-    InsertIntoTableRequest,
-    InsertIntoTableResponse,
     InvalidInputError,
     ListNamespacesRequest,
     ListNamespacesResponse,
     ListTablesRequest,
     ListTablesResponse,
-    MergeInsertIntoTableRequest,
-    MergeInsertIntoTableResponse,
     NamespaceAlreadyExistsError,
     NamespaceExistsRequest,
     NamespaceExistsResponse,
@@ -48,8 +40,6 @@ from lance_namespace import (
     TableExistsResponse,
     TableNotFoundError,
     UnsupportedOperationError,
-    UpdateTableRequest,
-    UpdateTableResponse,
 )
 
 from backends.base import MetadataNamespace
@@ -93,7 +83,6 @@ from backends.names import joined_id
 from backends.paging import paginate
 from backends.settings import BackendSettings
 
-_Written = TypeVar("_Written")
 # Reserved CreateNamespace property choosing what to create in `catalogs` mode; not stored.
 NAMESPACE_TYPE_PROPERTY = "glue.namespace_type"
 
@@ -349,29 +338,9 @@ class GlueNamespace(MetadataNamespace):
 
     # -- row writes: the table has Lance data afterwards, which its `empty_table` flag says ----
 
-    def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
-        return self._recorded(request, super().create_table(request, request_data))
-
-    def insert_into_table(
-        self, request: InsertIntoTableRequest, request_data: bytes
-    ) -> InsertIntoTableResponse:
-        return self._recorded(request, super().insert_into_table(request, request_data))
-
-    def merge_insert_into_table(
-        self, request: MergeInsertIntoTableRequest, request_data: bytes
-    ) -> MergeInsertIntoTableResponse:
-        return self._recorded(request, super().merge_insert_into_table(request, request_data))
-
-    def update_table(self, request: UpdateTableRequest) -> UpdateTableResponse:
-        return self._recorded(request, super().update_table(request))
-
-    def delete_from_table(self, request: DeleteFromTableRequest) -> DeleteFromTableResponse:
-        return self._recorded(request, super().delete_from_table(request))
-
-    def _recorded(self, request: Any, response: _Written) -> _Written:
-        namespace, table, ref = self._table_ref(request.id)
+    def rows_written(self, table_id: list[str]) -> None:
+        namespace, table, ref = self._table_ref(table_id)
         self._catalog.record_data(ref, [*namespace, table])
-        return response
 
     def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
         namespace, table, ref = self._table_ref(request.id)

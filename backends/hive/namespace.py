@@ -3,7 +3,7 @@
 
 A Lance table is an HMS table (external, or managed as lance-namespace-impls' are on HMS 2.x)
 whose parameters hold `table_type=lance`; its storage descriptor location is the Lance table
-root. Every write of rows keeps impls' `empty_table` marker true to the table (`mark_written`).
+root. Every write of rows keeps impls' `empty_table` marker true to the table (`rows_written`).
 How namespace properties map to the Database and Catalog objects is in `objects.py`, the name
 rules in `names.py`, the metastore calls in `metastore.py` and the pooled Thrift client in
 `client.py`.
@@ -11,10 +11,9 @@ rules in `names.py`, the metastore calls in `metastore.py` and the pooled Thrift
 
 from __future__ import annotations
 
-import functools
 import getpass
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from lance_namespace import (
     CreateNamespaceRequest,
@@ -81,20 +80,6 @@ from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, par
 from backends.paging import paginate
 from backends.settings import BackendSettings
 
-T = TypeVar("T")
-
-
-def _writes_rows(operation: Callable[..., T]) -> Callable[..., T]:
-    """`operation` followed by `mark_written`: a table that says it is empty no longer is."""
-
-    @functools.wraps(operation)
-    def written(self: _HiveNamespace, request: Any, *arguments: Any) -> T:
-        response = operation(self, request, *arguments)
-        self._hms.mark_written(*self._table_ref(request.id))
-        return response
-
-    return written
-
 
 class _HiveNamespace(MetadataNamespace):
     """Shared behaviour; subclasses say whether a catalog level sits above the databases."""
@@ -138,11 +123,9 @@ class _HiveNamespace(MetadataNamespace):
 
     # -- writes (the rows themselves are written by MetadataNamespace) -----------------------
 
-    create_table = _writes_rows(MetadataNamespace.create_table)
-    insert_into_table = _writes_rows(MetadataNamespace.insert_into_table)
-    merge_insert_into_table = _writes_rows(MetadataNamespace.merge_insert_into_table)
-    update_table = _writes_rows(MetadataNamespace.update_table)
-    delete_from_table = _writes_rows(MetadataNamespace.delete_from_table)
+    def rows_written(self, table_id: list[str]) -> None:
+        """A table that says it is empty (impls' `empty_table=true`) no longer is."""
+        self._hms.mark_written(*self._table_ref(table_id))
 
     # -- namespaces --------------------------------------------------------------------------
 
