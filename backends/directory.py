@@ -322,19 +322,24 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
             storage_options=dict(self._storage_options) or None,
         )
 
-    def _described(self, request: Any) -> DescribeTableResponse:
+    def _natively_described(self, request: Any) -> DescribeTableResponse:
         if not storable_id(list(request.id or [])):
             # No such table can be stored; the native lookup would fail walking for it.
             raise TableNotFoundError(f"table {joined_id(request.id)[:40]}... not found")
+        described = self._translated("describe_table", request)
+        described.location = self._as_lance_opens(described.location)
+        return described
+
+    def _described(self, request: Any) -> DescribeTableResponse:
+        """The native entry, else the manifest's bare entry (location only)."""
         try:
-            described = self._translated("describe_table", request)
+            return self._natively_described(request)
         except TableNotFoundError:
             found = self._from_manifest(request)
             if found is None:
                 raise
-            described = found
-        described.location = self._as_lance_opens(described.location)
-        return described
+        found.location = self._as_lance_opens(found.location)
+        return found
 
     def _as_lance_opens(self, location: str | None) -> str | None:
         """The native lookup answers a table on object storage with its directory name as
@@ -360,16 +365,12 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
         """A table the native lookup misses is described from its manifest entry, completed
         (version, schema, declared state) as the request asks by the generic operation."""
-        if not storable_id(list(request.id or [])):
-            return self._described(request)
         try:
-            described = self._translated("describe_table", request)
+            return self._natively_described(request)
         except TableNotFoundError:
             if self._from_manifest(request) is None:
                 raise
-            return MetadataNamespace.describe_table(self, request)
-        described.location = self._as_lance_opens(described.location)
-        return described
+        return MetadataNamespace.describe_table(self, request)
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         """Natively a root table listed by its `<name>.lance` directory "deregisters" and is

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -66,11 +66,18 @@ def parse_arguments(arguments: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--read-only", choices=("lance", "parquet"), help=argparse.SUPPRESS)
     parser.add_argument("--parquet-path", help=argparse.SUPPRESS)
     parser.add_argument("--query", default="aggregate", help=argparse.SUPPRESS)
-    parsed = parser.parse_args(arguments)
+    return with_query_list(parser, parser.parse_args(arguments), QUERIES)
+
+
+def with_query_list(
+    parser: argparse.ArgumentParser, parsed: argparse.Namespace, known: Iterable[str]
+) -> argparse.Namespace:
+    """`parsed` with `query_list`, its `--queries` split and checked against `known`."""
+    known = list(known)
     parsed.query_list = [q.strip() for q in parsed.queries.split(",") if q.strip()]
-    unknown = set(parsed.query_list) - set(QUERIES)
+    unknown = set(parsed.query_list) - set(known)
     if unknown:
-        parser.error(f"unknown queries {sorted(unknown)}; known: {', '.join(QUERIES)}")
+        parser.error(f"unknown queries {sorted(unknown)}; known: {', '.join(known)}")
     return parsed
 
 

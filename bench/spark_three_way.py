@@ -35,7 +35,7 @@ from lance.namespace import RestNamespace  # noqa: E402
 from lance_namespace import CreateNamespaceRequest  # noqa: E402
 
 import pipeline  # noqa: E402
-from bench.spark_lance_vs_parquet import in_workdir  # noqa: E402
+from bench.spark_lance_vs_parquet import in_workdir, with_query_list  # noqa: E402
 from examples.spark_runtime import embedded_adapter  # noqa: E402
 from tests.support.lance_spark import (  # noqa: E402
     SparkDriver,
@@ -85,12 +85,7 @@ def parse_arguments(arguments: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--queries", default=",".join(QUERIES),
                         help=f"comma-separated, of {', '.join(QUERIES)}")
     parser.add_argument("--workdir", type=Path, help="where data goes (default: a temp dir)")
-    parsed = parser.parse_args(arguments)
-    parsed.query_list = [q.strip() for q in parsed.queries.split(",") if q.strip()]
-    unknown = set(parsed.query_list) - set(QUERIES)
-    if unknown:
-        parser.error(f"unknown queries {sorted(unknown)}; known: {', '.join(QUERIES)}")
-    return parsed
+    return with_query_list(parser, parser.parse_args(arguments), QUERIES)
 
 
 class Bench:
