@@ -42,8 +42,6 @@ import pipeline
 from examples.spark_runtime import embedded_adapter, local_spark
 
 VECTOR_SIZE = 128
-AGGREGATED = "category,price,embedding"  # the columns `aggregate` uses
-NARROW = "category,price"  # the columns `narrow` uses
 QUERIES = ("aggregate", "scan", "narrow", "count")
 TABLE = "bench_vectors"
 
@@ -133,12 +131,6 @@ def run_query(query: str, df: DataFrame) -> object:
     return df.write.format("noop").mode("overwrite").save()  # scan: every column, every row
 
 
-def lance_columns(query: str) -> str | None:
-    """The `columns` option a Lance read of `query` gets: Spark prunes Parquet's columns
-    itself, Python sources are told (count and scan take none: what a user pays)."""
-    return {"aggregate": AGGREGATED, "narrow": NARROW}.get(query)
-
-
 def timed(label: str, action: Callable[[], object]) -> float:
     taken = seconds(action)
     print(f"  {label:<28}{taken:8.1f}s", flush=True)
@@ -218,10 +210,7 @@ def read_in_this_process(arguments: argparse.Namespace) -> None:
     def read() -> object:
         if arguments.read_only == "parquet":
             return run_query(query, spark.read.parquet(arguments.parquet_path))
-        options = lance_options(arguments.uri, arguments)
-        columns = lance_columns(query)
-        if columns:
-            options["columns"] = columns
+        options = lance_options(arguments.uri, arguments)  # no `columns`: pruned as Parquet is
         return run_query(query, spark.read.format("lance").options(**options).load())
 
     fresh = seconds(read)

@@ -48,12 +48,11 @@ DIMENSION = 128
 NAMESPACE = "bench"
 PIPELINE_TABLE = "pipeline_vectors"
 SPARK_TABLE = "spark_vectors"
-QUERIES = {  # name: (SQL over {t}, action, the columns the Python source is told to read)
-    "scan": ("SELECT * FROM {t}", "noop", None),
-    "narrow": ("SELECT category, avg(price) FROM {t} GROUP BY category", "collect",
-               "category,price"),
-    "count": ("SELECT count(*) FROM {t}", "collect", None),
-}  # fmt: skip
+QUERIES = {  # name: (SQL over {t}, action); every source prunes columns itself
+    "scan": ("SELECT * FROM {t}", "noop"),
+    "narrow": ("SELECT category, avg(price) FROM {t} GROUP BY category", "collect"),
+    "count": ("SELECT count(*) FROM {t}", "collect"),
+}
 FORMATS = ("parquet4", "pipeline", "parquet35", "lance-spark")
 HEADINGS = {"parquet4": "Parquet (Spark 4)", "pipeline": "pipeline (Spark 4)",
             "parquet35": "Parquet (Spark 3.5)", "lance-spark": "lance-spark (3.5)"}
@@ -116,11 +115,11 @@ class Bench:
         return lance_spark_driver(master, {"lance": self.url}, self.logs / f"{name}.log",
                                   self.base_conf(master))
 
-    def pipeline_options(self, master: str, columns: str | None = None) -> dict[str, str]:
+    def pipeline_options(self, master: str) -> dict[str, str]:
         shared = "true" if master.startswith("spark://") else None
         return pipeline.source_options(f"{NAMESPACE}.{PIPELINE_TABLE}", uri=self.url,
                                        vector_columns=f"embedding:{DIMENSION}",
-                                       shared_storage=shared, columns=columns)
+                                       shared_storage=shared)
 
     def record(self, master: str, operation: str, format_name: str, seconds: float) -> None:
         self.figures[(master, operation, format_name)] = seconds
@@ -186,11 +185,11 @@ class Bench:
                     self.record(master, f"{query} warm", format_name, warm)
 
     def read_once(self, spark: SparkDriver, master: str, format_name: str, query: str) -> float:
-        sql, action, columns = QUERIES[query]
+        sql, action = QUERIES[query]
         if format_name == "lance-spark":  # the catalog resolves the table in the timed query
             return spark.time_sql(sql.format(t=f"lance.{NAMESPACE}.{SPARK_TABLE}"), action)
         if format_name == "pipeline":
-            options = self.pipeline_options(master, columns)
+            options = self.pipeline_options(master)
             return spark.time_read("t", "lance", options, sql.format(t="t"), action)
         version = "4" if format_name == "parquet4" else "35"
         path = str(self.workdir / f"out-{_slug(master)}-{version}.parquet")

@@ -22,6 +22,7 @@ from pipeline.cluster import (
 )
 from pipeline.local_python import register_source
 from pipeline.options import LanceSourceError, parse_options
+from pipeline.pruning import install_column_pruning
 from pipeline.read import pin_table, pinned_options, read_schema
 from pipeline.schema import check_append_schema, lance_schema_for
 from pipeline.source import LanceDataSource
@@ -65,6 +66,7 @@ def register(spark: SparkSession, *, check_executors: bool = True) -> None:
     context.environment[MASTER_ENV] = context.master  # type: ignore[attr-defined]
     os.environ[MASTER_ENV] = context.master
     register_source(spark, LanceDataSource)
+    install_column_pruning(spark, LanceDataSource.name())
 
 
 def ensure_registered(spark: SparkSession) -> None:

@@ -17,7 +17,13 @@ from pyspark.sql.types import StructType
 
 from pipeline.filters import combine, to_lance_sql
 from pipeline.options import LanceOptions, LanceSourceError
-from pipeline.schema import conform_read_batch, spark_schema_for
+from pipeline.schema import conform_read_batch, spark_field_for, spark_schema_for
+
+# Spark counts a batch's rows in an int; a read of no columns stays far below that.
+MAX_ROWS_PER_EMPTY_BATCH = 1 << 24
+# The one column of a read that counts rows (pipeline/jvm/PruneLanceColumns.java's
+# ROWS_COLUMN): one row per fragment, its row count. Never a table's own column.
+ROW_COUNT_COLUMN = "__lance_fragment_rows"
 
 
 @dataclass(frozen=True)
@@ -149,11 +155,21 @@ def group_fragments(row_counts: list[tuple[int, int]], rows_per_partition: int) 
     return groups
 
 
+def counts_rows(pinned: PinnedTable, schema: StructType) -> bool:
+    """Whether a read of `schema` is the row count that column pruning asks for."""
+    return schema.fieldNames() == [ROW_COUNT_COLUMN] and ROW_COUNT_COLUMN not in pinned.schema.names
+
+
 class UnfilteredLanceReader(DataSourceReader):
-    """Scans the pinned table version for the requested columns; Spark does all filtering."""
+    """Scans the pinned table version for the requested columns; Spark does all filtering.
+
+    With column pruning (`pipeline.pruning`) the columns are those the query uses: none,
+    or the row-count column, for a count, which then reads no column data."""
 
     def __init__(self, pinned: PinnedTable, schema: StructType, options: LanceOptions) -> None:
-        check_columns(pinned, schema.fieldNames())
+        self.counting = counts_rows(pinned, schema)
+        if not self.counting:
+            check_columns(pinned, schema.fieldNames())
         self.pinned = pinned
         self.schema = schema
         self.options = options
@@ -161,6 +177,8 @@ class UnfilteredLanceReader(DataSourceReader):
 
     def partitions(self) -> list[FragmentGroup]:
         fragments = self.pinned.open().get_fragments()
+        if self.counting and not self.pushed:  # metadata alone: one task does it at once
+            return [FragmentGroup([fragment.fragment_id for fragment in fragments])]
         counts = [(fragment.fragment_id, fragment.count_rows()) for fragment in fragments]
         groups = group_fragments(counts, self.options.rows_per_partition)
         return [FragmentGroup(ids) for ids in groups] or [FragmentGroup([])]
@@ -169,6 +187,12 @@ class UnfilteredLanceReader(DataSourceReader):
         if not partition.fragment_ids:
             return
         dataset = self.pinned.open()
+        if self.counting:
+            yield self._fragment_row_counts(dataset, partition.fragment_ids)
+            return
+        if not self.schema.fields:
+            yield from self._row_counts(dataset, partition.fragment_ids)
+            return
         spark_arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
         scanner = dataset.scanner(
             columns=self.schema.fieldNames(),
@@ -180,14 +204,52 @@ class UnfilteredLanceReader(DataSourceReader):
             if batch.num_rows:
                 yield conform_read_batch(batch, spark_arrow_schema)
 
+    def _fragment_row_counts(
+        self, dataset: lance.LanceDataset, fragment_ids: list[int]
+    ) -> pa.RecordBatch:
+        """One row per fragment: its rows, from its metadata (row count less deletions), or
+        counted on the pushed filters' columns alone when filters were pushed."""
+        condition = combine(self.pushed)
+        counts = [dataset.get_fragment(i).count_rows(condition) for i in fragment_ids]
+        schema = to_arrow_schema(self.schema, timezone="UTC")
+        return pa.RecordBatch.from_arrays([pa.array(counts, pa.int64())], schema=schema)
+
+    def _row_counts(
+        self, dataset: lance.LanceDataset, fragment_ids: list[int]
+    ) -> Iterator[pa.RecordBatch]:
+        """A read of no columns (what a query that uses none, such as `SELECT 1 FROM t`,
+        reads once pruned): batches of no columns and as many rows as the fragments hold,
+        counted as `_fragment_row_counts` counts them."""
+        condition = combine(self.pushed)
+        for fragment_id in fragment_ids:
+            rows = dataset.get_fragment(fragment_id).count_rows(condition)
+            while rows > 0:
+                taken = min(rows, MAX_ROWS_PER_EMPTY_BATCH)
+                yield pa.RecordBatch.from_struct_array(pa.nulls(taken, pa.struct([])))
+                rows -= taken
+
 
 class LanceReader(UnfilteredLanceReader):
     """Also evaluates in Lance the filters Spark offers that Lance evaluates exactly alike."""
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        # The table's columns, not the read's: a pruned read may push filters on columns it
+        # does not return.
+        columns = filterable_schema(self.pinned)
         for spark_filter in filters:
-            sql = to_lance_sql(spark_filter, self.schema)
+            sql = to_lance_sql(spark_filter, columns)
             if sql is None:
                 yield spark_filter
             else:
                 self.pushed.append(sql)
+
+
+def filterable_schema(pinned: PinnedTable) -> StructType:
+    """The Spark schema of every table column Spark has a type for."""
+    fields = []
+    for field in pinned.schema:
+        try:
+            fields.append(spark_field_for(field))
+        except LanceSourceError:
+            continue  # no Spark type, so no Spark filter names it
+    return StructType(fields)

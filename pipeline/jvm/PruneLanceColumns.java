@@ -1,0 +1,262 @@
+// Column pruning for the `lance` Python data source, compiled and installed by
+// pipeline/pruning.py into a session's extra optimizer rules.
+//
+// Spark 4 does not tell a Python data source which columns a query uses: its scan always
+// has the table's whole schema. After Spark's own optimizer has run, every scan of the
+// source sits under a Project (and maybe a Filter) naming what the query uses; this rule
+// rebuilds such a scan with only those columns, so the source's reader is made for them
+// (none at all for count(): the rows are then counted from Lance's fragment metadata).
+// A count of all rows, count() or COUNT(*) with no grouping, over such a scan of no
+// columns becomes a sum over the reserved column ROWS_COLUMN, which the reader answers
+// with one row per fragment holding that fragment's row count (less deleted rows, and
+// only rows matching the filters pushed to the scan): no row data reaches Spark.
+// The rebuilt scan reuses the source instance made when the DataFrame was loaded (the
+// table version it pinned) and the filters already pushed to it. Where anything is not
+// as expected (another Spark, another source), the plan is left as it was.
+package lance.adapter.spark;
+
+import java.lang.reflect.Field;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.AttributeSet;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Coalesce;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Count;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Sum;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.types.DataTypeUtils;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2ScanRelation;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonScan;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonScanBuilder;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import scala.Function1;
+import scala.Option;
+import scala.jdk.javaapi.CollectionConverters;
+
+public final class PruneLanceColumns extends Rule<LogicalPlan> {
+  /** pipeline/read.py's ROW_COUNT_COLUMN: the schema of a read that counts rows. */
+  public static final String ROWS_COLUMN = "__lance_fragment_rows";
+
+  private final String sourceName;
+
+  public PruneLanceColumns(String sourceName) {
+    this.sourceName = sourceName;
+  }
+
+  /** Adds the rule to `session`'s extra optimizations unless a rule of this name is there. */
+  public static void install(SparkSession session, String sourceName) {
+    List<Rule<LogicalPlan>> rules =
+        new ArrayList<>(CollectionConverters.asJava(session.experimental().extraOptimizations()));
+    for (Rule<LogicalPlan> rule : rules) {
+      if (rule.getClass().getName().equals(PruneLanceColumns.class.getName())) {
+        return;
+      }
+    }
+    rules.add(new PruneLanceColumns(sourceName));
+    session.experimental().extraOptimizations_$eq(CollectionConverters.asScala(rules).toList());
+  }
+
+  @Override
+  public LogicalPlan apply(LogicalPlan plan) {
+    Function1<LogicalPlan, LogicalPlan> rewriteChild = this::apply;
+    LogicalPlan rewritten = (LogicalPlan) plan.mapChildren(rewriteChild);
+    if (rewritten instanceof Aggregate aggregate) {
+      return countedFromMetadata(aggregate);
+    }
+    if (!(rewritten instanceof Project project)) {
+      return rewritten;
+    }
+    LogicalPlan child = project.child();
+    if (child instanceof DataSourceV2ScanRelation scan) {
+      LogicalPlan pruned = pruned(scan, project.references(), null);
+      return pruned == scan ? rewritten : withChild(project, pruned);
+    }
+    if (child instanceof Filter filter && filter.child() instanceof DataSourceV2ScanRelation scan) {
+      LogicalPlan pruned = pruned(scan, project.references(), filter.references());
+      return pruned == scan ? rewritten : withChild(project, withChild(filter, pruned));
+    }
+    return rewritten;
+  }
+
+  private static LogicalPlan withChild(LogicalPlan parent, LogicalPlan child) {
+    return (LogicalPlan) parent.withNewChildren(seq(List.of(child)));
+  }
+
+  /** `scan` reading only the attributes in `used` or `alsoUsed`; `scan` itself when it is
+   * not this source's, reads nothing it could drop, or cannot be rebuilt. */
+  private LogicalPlan pruned(DataSourceV2ScanRelation scan, AttributeSet used, AttributeSet alsoUsed) {
+    if (!(scan.scan() instanceof PythonScan pythonScan)) {
+      return scan;
+    }
+    List<AttributeReference> output = CollectionConverters.asJava(scan.output());
+    try {
+      if (!sourceName.equals(field(pythonScan, "shortName"))) {
+        return scan;
+      }
+      // Spark pushes the filters again to the new scan, and resolves their columns in it.
+      List<String> filtered = new ArrayList<>();
+      for (org.apache.spark.sql.sources.Filter pushed : pushedFilters(pythonScan)) {
+        filtered.addAll(List.of(pushed.references()));
+      }
+      List<AttributeReference> kept = new ArrayList<>();
+      for (AttributeReference attribute : output) {
+        if (used.contains(attribute)
+            || (alsoUsed != null && alsoUsed.contains(attribute))
+            || filtered.contains(attribute.name())) {
+          kept.add(attribute);
+        }
+      }
+      if (kept.size() == output.size()) {
+        return scan;
+      }
+      StructType schema = pythonScan.readSchema();
+      List<StructField> fields = new ArrayList<>();
+      for (AttributeReference attribute : kept) {
+        fields.add(schema.apply(attribute.name()));
+      }
+      Scan rebuilt = rebuiltScan(pythonScan, new StructType(fields.toArray(new StructField[0])));
+      return rebuilt == null ? scan : withScan(scan, rebuilt, kept);
+    } catch (Exception error) { // Scala's exceptions are not declared: any of them
+      logWarning(() -> "lance: column pruning skipped for this scan: " + error);
+      return scan;
+    }
+  }
+
+  /** `aggregate` with its counts taken from fragment metadata when it counts all the rows
+   * of a scan of no columns of this source; `aggregate` itself otherwise. */
+  private LogicalPlan countedFromMetadata(Aggregate aggregate) {
+    LogicalPlan child = aggregate.child();
+    if (child instanceof Project project && project.projectList().isEmpty()) {
+      child = project.child();
+    }
+    if (!aggregate.groupingExpressions().isEmpty()
+        || !(child instanceof DataSourceV2ScanRelation scan)
+        || !scan.output().isEmpty()
+        || !(scan.scan() instanceof PythonScan pythonScan)
+        || scan.relation().output().exists(column -> column.name().equals(ROWS_COLUMN))) {
+      return aggregate;
+    }
+    List<NamedExpression> counts = CollectionConverters.asJava(aggregate.aggregateExpressions());
+    if (counts.isEmpty() || !counts.stream().allMatch(PruneLanceColumns::countsAllRows)) {
+      return aggregate;
+    }
+    try {
+      if (!sourceName.equals(field(pythonScan, "shortName"))) {
+        return aggregate;
+      }
+      StructType schema = new StructType(new StructField[] {
+          new StructField(ROWS_COLUMN, DataTypes.LongType, false, Metadata.empty())});
+      Scan rowCounts = rebuiltScan(pythonScan, schema);
+      if (rowCounts == null) {
+        return aggregate;
+      }
+      List<AttributeReference> rows = CollectionConverters.asJava(DataTypeUtils.toAttributes(schema));
+      List<NamedExpression> sums = new ArrayList<>();
+      for (NamedExpression count : counts) {
+        sums.add(summed((Alias) count, rows.get(0)));
+      }
+      List<Object> arguments = arguments(aggregate);
+      arguments.set(1, CollectionConverters.asScala(sums).toList());
+      arguments.set(2, withScan(scan, rowCounts, rows));
+      return (LogicalPlan) aggregate.makeCopy(arguments.toArray());
+    } catch (Exception error) {
+      logWarning(() -> "lance: count from metadata skipped for this scan: " + error);
+      return aggregate;
+    }
+  }
+
+  /** Whether `expression` is `count(1)` or `count(*)` (a count of every row), named. */
+  private static boolean countsAllRows(NamedExpression expression) {
+    return expression instanceof Alias alias
+        && alias.child() instanceof AggregateExpression aggregate
+        && !aggregate.isDistinct()
+        && aggregate.filter().isEmpty()
+        && aggregate.aggregateFunction() instanceof Count count
+        && count.children().forall(
+            argument -> argument instanceof Literal literal && literal.value() != null);
+  }
+
+  /** `count` (same name, same id) as the sum of the fragments' row counts, 0 for none. */
+  private static NamedExpression summed(Alias count, AttributeReference rows) {
+    AggregateExpression aggregate = (AggregateExpression) count.child();
+    Expression sum = (Expression) aggregate.withNewChildren(seq(List.of(new Sum(rows))));
+    Expression zeroIfNone = new Coalesce(seq(List.of(sum, Literal.create(Long.valueOf(0L), DataTypes.LongType))));
+    return (NamedExpression) count.withNewChildren(seq(List.of(zeroIfNone)));
+  }
+
+  private static LogicalPlan withScan(
+      DataSourceV2ScanRelation relation, Scan scan, List<AttributeReference> output) {
+    List<Object> arguments = arguments(relation);
+    arguments.set(1, scan);
+    arguments.set(2, CollectionConverters.asScala(output).toList());
+    return (LogicalPlan) relation.makeCopy(arguments.toArray());
+  }
+
+  private static List<Object> arguments(scala.Product node) {
+    List<Object> arguments = new ArrayList<>();
+    node.productIterator().foreach(argument -> arguments.add(argument));
+    return arguments;
+  }
+
+  private static <T> scala.collection.immutable.Seq<T> seq(List<T> items) {
+    return CollectionConverters.asScala(items).toList();
+  }
+
+  /** A scan of the same source instance (its pinned table version) and the same pushed
+   * filters, of `schema`; null when the filters would not all push again. */
+  private static Scan rebuiltScan(PythonScan pythonScan, StructType schema)
+      throws ReflectiveOperationException {
+    PythonDataSourceV2 source = (PythonDataSourceV2) field(pythonScan, "ds");
+    String shortName = (String) field(pythonScan, "shortName");
+    CaseInsensitiveStringMap options = (CaseInsensitiveStringMap) field(pythonScan, "options");
+    PythonDataSourceV2 fresh = new PythonDataSourceV2();
+    fresh.setShortName(shortName);
+    setField(fresh, "dataSourceInPython",
+        source.getOrCreateDataSourceInPython(shortName, options, Option.apply(pythonScan.readSchema())));
+    PythonScanBuilder builder = new PythonScanBuilder(fresh, shortName, schema, options);
+    org.apache.spark.sql.sources.Filter[] pushed = pushedFilters(pythonScan);
+    if (pushed.length > 0 && builder.pushFilters(pushed).length > 0) {
+      return null;
+    }
+    return builder.build();
+  }
+
+  private static org.apache.spark.sql.sources.Filter[] pushedFilters(PythonScan pythonScan)
+      throws IllegalAccessException {
+    try {
+      return (org.apache.spark.sql.sources.Filter[]) field(pythonScan, "supportedFilters");
+    } catch (NoSuchFieldException before41) {
+      return new org.apache.spark.sql.sources.Filter[0];
+    }
+  }
+
+  private static void setField(Object owner, String name, Object value)
+      throws NoSuchFieldException, IllegalAccessException {
+    Field found = owner.getClass().getDeclaredField(name);
+    found.setAccessible(true);
+    found.set(owner, value);
+  }
+
+  private static Object field(Object owner, String name)
+      throws NoSuchFieldException, IllegalAccessException {
+    Field found = owner.getClass().getDeclaredField(name);
+    found.setAccessible(true);
+    return found.get(owner);
+  }
+}

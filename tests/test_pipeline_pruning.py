@@ -1,0 +1,159 @@
+"""Column pruning and count() from fragment metadata (pipeline/pruning.py and the rule
+pipeline/jvm/PruneLanceColumns.java), on a real local Spark session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lance
+import pytest
+from lance.namespace import RestNamespace
+from pyspark.sql import DataFrame, SparkSession
+
+from pipeline import pruning
+from pipeline.read import ROW_COUNT_COLUMN
+from tests.support.pipeline import lance_options
+from tests.test_pipeline_read import plan_of
+
+ROWS = 3000
+
+
+def write_table(spark: SparkSession, url: str, table: str) -> lance.LanceDataset:
+    frame = spark.range(ROWS, numPartitions=3).selectExpr(
+        "id", "CAST(id % 10 AS INT) AS bucket", "CONCAT('name-', id) AS name"
+    )
+    frame.write.format("lance").options(**lance_options(url, table)).mode("append").save()
+    return dataset(url, table)
+
+
+def dataset(url: str, table: str) -> lance.LanceDataset:
+    return lance.dataset(namespace_client=RestNamespace(uri=url), table_id=[table])
+
+
+def load(spark: SparkSession, url: str, table: str, **options: object) -> DataFrame:
+    return spark.read.format("lance").options(**lance_options(url, table, **options)).load()
+
+
+def scanned_columns(df: DataFrame) -> str:
+    """The columns of the scan in `df`'s plan, e.g. `lance[id#1L]`."""
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    lines = plan.splitlines()
+    scans = {line.strip(" +-*()0123456789") for line in lines if "BatchScan lance" in line}
+    assert len(scans) == 1, plan  # the same scan in AQE's initial and final plans
+    scan = scans.pop()
+    return scan[scan.index("lance") : scan.index("]") + 1]
+
+
+def remove_data_files(table: lance.LanceDataset) -> int:
+    """Delete every column data file of `table` (its manifests and deletion files stay)."""
+    data_files = list(Path(table.uri, "data").glob("*.lance"))
+    for data_file in data_files:
+        data_file.unlink()
+    return len(data_files)
+
+
+def test_count_reads_no_column_data(spark: SparkSession, adapter_url: str, table_name: str) -> None:
+    """With every data file gone, count() still answers: it read nothing but metadata,
+    while any read of a column fails."""
+    table = write_table(spark, adapter_url, table_name)
+    df = load(spark, adapter_url, table_name)
+    count_plan = df.groupBy().count()
+    assert f"lance[{ROW_COUNT_COLUMN}#" in scanned_columns(count_plan)
+    assert remove_data_files(table) == 3
+
+    assert df.count() == ROWS
+    spark.sql("SELECT 1")  # the session is fine
+    df.createOrReplaceTempView(table_name)
+    assert spark.sql(f"SELECT COUNT(*) AS n FROM {table_name}").collect()[0].n == ROWS
+    with pytest.raises(Exception, match=r"(?i)not found|no such file|does not exist"):
+        df.select("bucket").collect()
+
+
+def test_count_after_a_delete_is_exact(
+    spark: SparkSession, adapter_url: str, table_name: str
+) -> None:
+    table = write_table(spark, adapter_url, table_name)
+    first_version = table.version
+    table.delete("id % 7 = 0 OR id >= 2900")
+    expected = dataset(adapter_url, table_name).count_rows()
+    assert expected == len([i for i in range(ROWS) if i % 7 != 0 and i < 2900])
+    df = load(spark, adapter_url, table_name)
+    assert df.count() == expected
+    df.createOrReplaceTempView(table_name)
+    assert spark.sql(f"SELECT COUNT(*) AS n FROM {table_name}").collect()[0].n == expected
+    # A count over the whole table version before the delete still sees every row.
+    before = load(spark, adapter_url, table_name, version=first_version)
+    assert before.count() == ROWS
+
+
+def test_counts_of_an_empty_selection_and_of_no_rows_are_zero(
+    spark: SparkSession, adapter_url: str, table_name: str
+) -> None:
+    table = write_table(spark, adapter_url, table_name)
+    first_version = table.version
+    table.delete("true")
+    assert load(spark, adapter_url, table_name).count() == 0
+    full = load(spark, adapter_url, table_name, version=first_version)
+    assert full.where("id < 0").count() == 0
+
+
+def test_a_filtered_count_reads_only_the_filters_columns(
+    spark: SparkSession, adapter_url: str, table_name: str
+) -> None:
+    write_table(spark, adapter_url, table_name)
+    for pushdown in ("false", "true"):
+        df = load(spark, adapter_url, table_name, pushdown=pushdown)
+        filtered = df.where("bucket = 3")
+        assert filtered.count() == ROWS // 10
+        scan = scanned_columns(filtered.groupBy().count())
+        # Pushed or not, the filter needs its column (Spark resolves pushed filters in the
+        # scan's columns) and nothing else.
+        assert scan.startswith("lance[bucket#") and "id#" not in scan, scan
+        assert ("PushedFilters" in plan_of(filtered)) == (pushdown == "true")
+
+
+def test_queries_read_only_the_columns_they_use(
+    spark: SparkSession, adapter_url: str, table_name: str
+) -> None:
+    write_table(spark, adapter_url, table_name)
+    df = load(spark, adapter_url, table_name)
+    names = df.where("id < 5").select("name")
+    assert scanned_columns(names).startswith("lance[id#") and "bucket" not in scanned_columns(names)
+    assert sorted(row.name for row in names.collect()) == [f"name-{i}" for i in range(5)]
+    grouped = df.groupBy("bucket").count()
+    assert scanned_columns(grouped).startswith("lance[bucket#")
+    assert {row.bucket: row["count"] for row in grouped.collect()} == dict.fromkeys(
+        range(10), ROWS // 10
+    )
+    assert scanned_columns(df).count("#") == 3  # all of them when all are used
+    assert len(df.collect()) == ROWS
+
+
+def test_counts_with_distinct_or_grouping_are_not_taken_from_metadata(
+    spark: SparkSession, adapter_url: str, table_name: str
+) -> None:
+    write_table(spark, adapter_url, table_name)
+    df = load(spark, adapter_url, table_name)
+    df.createOrReplaceTempView(table_name)
+    distinct = spark.sql(f"SELECT COUNT(DISTINCT bucket) AS n FROM {table_name}")
+    assert distinct.collect()[0].n == 10
+    assert ROW_COUNT_COLUMN not in scanned_columns(distinct)
+    both = spark.sql(f"SELECT COUNT(*) AS n, MAX(id) AS top FROM {table_name}").collect()[0]
+    assert (both.n, both.top) == (ROWS, ROWS - 1)
+    ones = spark.sql(f"SELECT 1 AS one FROM {table_name}")
+    assert scanned_columns(ones) == "lance[]"
+    assert ones.count() == ROWS and len(ones.collect()) == ROWS
+
+
+def test_without_javac_pruning_is_off_with_a_warning(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(pruning.PruningUnavailable, match="no javac"):
+        pruning.javac(str(tmp_path))
+    monkeypatch.setattr(pruning, "javac", lambda _home: str(tmp_path / "javac"))
+    monkeypatch.setattr(pruning, "RULE_SOURCE", tmp_path / "Changed.java")
+    (tmp_path / "Changed.java").write_text("class Changed {}")
+    with pytest.warns(UserWarning, match="column pruning is off: javac did not run"):
+        assert pruning.install_column_pruning(spark, "lance") is False
