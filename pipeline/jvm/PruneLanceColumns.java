@@ -4,24 +4,25 @@
 // Spark 4 does not tell a Python data source which columns a query uses: its scan always
 // has the table's whole schema. After Spark's own optimizer has run, every scan of the
 // source sits under a Project (and maybe a Filter) naming what the query uses; this rule
-// rebuilds such a scan with only those columns, so the source's reader is made for them
-// (none at all for count(): the rows are then counted from Lance's fragment metadata).
-// A count of all rows, count() or COUNT(*) with no grouping, over such a scan of no
+// rebuilds such a scan with only those columns (and those of the filters pushed to it,
+// which Spark resolves in the scan's columns when it pushes them again), so the source's
+// reader is made for them. The rebuilt scan reuses the source instance made when the
+// DataFrame was loaded (the table version it pinned) and the filters pushed to it.
+// A count of all rows, count() or COUNT(*) with no grouping, over a scan left with no
 // columns becomes a sum over the reserved column ROWS_COLUMN, which the reader answers
-// with one row per fragment holding that fragment's row count (less deleted rows, and
-// only rows matching the filters pushed to the scan): no row data reaches Spark.
-// The rebuilt scan reuses the source instance made when the DataFrame was loaded (the
-// table version it pinned) and the filters already pushed to it. Where anything is not
-// as expected (another Spark, another source), the plan is left as it was.
+// with one row per fragment holding that fragment's row count from Lance's metadata
+// (less the rows its deletion file removes): no column data is read.
+// Where anything is not as expected (another Spark, another source), the plan is left
+// as it was.
 package lance.adapter.spark;
 
 import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.AttributeSet;
-import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Coalesce;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.Literal;
@@ -30,11 +31,11 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Count;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Sum;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
-import org.apache.spark.sql.catalyst.types.DataTypeUtils;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.catalyst.types.DataTypeUtils;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2ScanRelation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
