@@ -17,7 +17,7 @@ from pyspark.sql.types import StructType
 
 from pipeline.filters import combine, to_lance_sql
 from pipeline.options import LanceOptions, LanceSourceError
-from pipeline.schema import conform_read_batch, spark_field_for, spark_schema_for
+from pipeline.schema import conform_read_batch, spark_schema_for
 
 # Spark counts a batch's rows in an int; a read of no columns stays far below that.
 MAX_ROWS_PER_EMPTY_BATCH = 1 << 24
@@ -204,13 +204,17 @@ class UnfilteredLanceReader(DataSourceReader):
             if batch.num_rows:
                 yield conform_read_batch(batch, spark_arrow_schema)
 
+    def _fragment_counts(self, dataset: lance.LanceDataset, fragment_ids: list[int]) -> list[int]:
+        """Each fragment's rows, from its metadata (row count less deletions), or counted on
+        the pushed filters' columns alone when filters were pushed."""
+        condition = combine(self.pushed)
+        return [dataset.get_fragment(i).count_rows(condition) for i in fragment_ids]
+
     def _fragment_row_counts(
         self, dataset: lance.LanceDataset, fragment_ids: list[int]
     ) -> pa.RecordBatch:
-        """One row per fragment: its rows, from its metadata (row count less deletions), or
-        counted on the pushed filters' columns alone when filters were pushed."""
-        condition = combine(self.pushed)
-        counts = [dataset.get_fragment(i).count_rows(condition) for i in fragment_ids]
+        """One row per fragment: its row count."""
+        counts = self._fragment_counts(dataset, fragment_ids)
         schema = to_arrow_schema(self.schema, timezone="UTC")
         return pa.RecordBatch.from_arrays([pa.array(counts, pa.int64())], schema=schema)
 
@@ -218,11 +222,8 @@ class UnfilteredLanceReader(DataSourceReader):
         self, dataset: lance.LanceDataset, fragment_ids: list[int]
     ) -> Iterator[pa.RecordBatch]:
         """A read of no columns (what a query that uses none, such as `SELECT 1 FROM t`,
-        reads once pruned): batches of no columns and as many rows as the fragments hold,
-        counted as `_fragment_row_counts` counts them."""
-        condition = combine(self.pushed)
-        for fragment_id in fragment_ids:
-            rows = dataset.get_fragment(fragment_id).count_rows(condition)
+        reads once pruned): batches of no columns and as many rows as the fragments hold."""
+        for rows in self._fragment_counts(dataset, fragment_ids):
             while rows > 0:
                 taken = min(rows, MAX_ROWS_PER_EMPTY_BATCH)
                 yield pa.RecordBatch.from_struct_array(pa.nulls(taken, pa.struct([])))
@@ -233,23 +234,9 @@ class LanceReader(UnfilteredLanceReader):
     """Also evaluates in Lance the filters Spark offers that Lance evaluates exactly alike."""
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        # The table's columns, not the read's: a pruned read may push filters on columns it
-        # does not return.
-        columns = filterable_schema(self.pinned)
         for spark_filter in filters:
-            sql = to_lance_sql(spark_filter, columns)
+            sql = to_lance_sql(spark_filter, self.schema)
             if sql is None:
                 yield spark_filter
             else:
                 self.pushed.append(sql)
-
-
-def filterable_schema(pinned: PinnedTable) -> StructType:
-    """The Spark schema of every table column Spark has a type for."""
-    fields = []
-    for field in pinned.schema:
-        try:
-            fields.append(spark_field_for(field))
-        except LanceSourceError:
-            continue  # no Spark type, so no Spark filter names it
-    return StructType(fields)

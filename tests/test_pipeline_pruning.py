@@ -62,7 +62,6 @@ def test_count_reads_no_column_data(spark: SparkSession, adapter_url: str, table
     assert remove_data_files(table) == 3
 
     assert df.count() == ROWS
-    spark.sql("SELECT 1")  # the session is fine
     df.createOrReplaceTempView(table_name)
     assert spark.sql(f"SELECT COUNT(*) AS n FROM {table_name}").collect()[0].n == ROWS
     with pytest.raises(Exception, match=r"(?i)not found|no such file|does not exist"):
