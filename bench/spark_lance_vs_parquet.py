@@ -4,6 +4,7 @@
     .venv/bin/python bench/spark_lance_vs_parquet.py --rows 1000000 --uri http://127.0.0.1:2333
     .venv/bin/python bench/spark_lance_vs_parquet.py --master spark://127.0.0.1:7077 \
         --queries aggregate,scan,narrow,count
+    .venv/bin/python bench/spark_lance_vs_parquet.py --cluster --queries aggregate,count
 
 The same DataFrame (an id, a few scalar columns and a 128-dim float32 vector) is cached,
 then written by Spark to Parquet and to a Lance table through the adapter. Then, for
@@ -15,6 +16,8 @@ Prints the times and the ratios Lance/Parquet (goal: write <= 1.1x, read <= 1.2x
 Without --uri an adapter on a dir backend is started. With --master spark://... the
 sessions run on that cluster; its executors must see --workdir (and the adapter's root)
 at the same path (a one-machine cluster does; otherwise use --uri and shared storage).
+--cluster starts such a cluster on 127.0.0.1 for the run (a master and two one-core
+workers from the pyspark wheel, as the suite's tests/test_pipeline_cluster.py does).
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ def parse_arguments(arguments: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fresh-runs", type=int, default=2, help="fresh sessions per format")
     parser.add_argument("--warm-reads", type=int, default=2, help="reads after the first")
     parser.add_argument("--master", default="", help="a Spark master; default: local[--cores]")
+    parser.add_argument(
+        "--cluster", action="store_true", help="start a 2-worker standalone cluster as master"
+    )
     parser.add_argument("--executor-memory", default="2g", help="with --master spark://...")
     parser.add_argument(
         "--queries", default="aggregate", help=f"comma-separated, of {', '.join(QUERIES)}"
@@ -147,7 +153,27 @@ def adapter(uri: str | None, root: Path) -> Iterator[str]:
         yield url
 
 
+@contextlib.contextmanager
+def standalone_cluster(workdir: Path, worker_memory: str = "3g") -> Iterator[str]:
+    """A master and two one-core workers on 127.0.0.1 for the run; yields the master URL."""
+    from tests.support.spark_cluster import start_cluster
+
+    repo_root = str(Path(__file__).resolve().parent.parent)
+    cluster = start_cluster(
+        workdir / "cluster", [repo_root], workers=2, worker_memory=worker_memory
+    )
+    try:
+        yield cluster.master_url
+    finally:
+        cluster.stop()
+
+
 def run(arguments: argparse.Namespace, workdir: Path) -> None:
+    if arguments.cluster and not arguments.master:
+        with standalone_cluster(workdir) as master:
+            arguments.master = master
+            run(arguments, workdir)
+        return
     spark = session(arguments, "bench-lance-vs-parquet")
     partitions = arguments.partitions or arguments.cores * 2
     source = source_frame(spark, arguments.rows, partitions).cache()

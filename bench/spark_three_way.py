@@ -21,10 +21,8 @@ standalone cluster of two one-core workers on 127.0.0.1 (one per Spark version, 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -35,14 +33,17 @@ from lance.namespace import RestNamespace  # noqa: E402
 from lance_namespace import CreateNamespaceRequest  # noqa: E402
 
 import pipeline  # noqa: E402
-from bench.spark_lance_vs_parquet import in_workdir, with_query_list  # noqa: E402
+from bench.spark_lance_vs_parquet import (  # noqa: E402
+    in_workdir,
+    standalone_cluster,
+    with_query_list,
+)
 from examples.spark_runtime import embedded_adapter  # noqa: E402
 from tests.support.lance_spark import (  # noqa: E402
     SparkDriver,
     lance_spark_driver,
     pyspark35_cluster,
 )
-from tests.support.spark_cluster import start_cluster  # noqa: E402
 
 DIMENSION = 128
 NAMESPACE = "bench"
@@ -225,16 +226,6 @@ def _slug(master: str) -> str:
     return "cluster" if master.startswith("spark://") else "local"
 
 
-@contextlib.contextmanager
-def spark4_cluster(workdir: Path) -> Iterator[str]:
-    cluster = start_cluster(workdir / "cluster4", [str(REPO_ROOT)], workers=2,
-                            worker_memory="2g")
-    try:
-        yield cluster.master_url
-    finally:
-        cluster.stop()
-
-
 def run(arguments: argparse.Namespace, workdir: Path) -> None:
     with embedded_adapter(workdir / "lance-data") as url:
         bench = Bench(arguments, workdir, url)
@@ -247,7 +238,7 @@ def run(arguments: argparse.Namespace, workdir: Path) -> None:
             bench.writes_spark35(local)
             bench.reads(local, FORMATS)
         if arguments.cluster or arguments.cluster_only:
-            with spark4_cluster(workdir) as master:
+            with standalone_cluster(workdir, worker_memory="2g") as master:
                 masters.append("spark://cluster (2 workers)")
                 label = masters[-1]
                 bench.writes_spark4(master)

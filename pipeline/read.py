@@ -138,6 +138,17 @@ class FragmentGroup(InputPartition):
         self.fragment_ids = fragment_ids
 
 
+class TableRowCount(InputPartition):
+    """The one partition of an unfiltered row count: the pinned version's rows, counted from
+    fragment metadata while planning. The pruning rule reads `rows` from the pickled
+    partition (pipeline/jvm/PruneLanceColumns.java's ROW_COUNT_PARTITION) and answers the
+    count without a task; when a task reads it instead, it yields that one number."""
+
+    def __init__(self, rows: int) -> None:
+        super().__init__(rows)
+        self.rows = rows
+
+
 def group_fragments(row_counts: list[tuple[int, int]], rows_per_partition: int) -> list[list[int]]:
     """Consecutive fragments packed into groups of at most `rows_per_partition` rows;
     a fragment larger than that is a group of its own."""
@@ -164,7 +175,8 @@ class UnfilteredLanceReader(DataSourceReader):
     """Scans the pinned table version for the requested columns; Spark does all filtering.
 
     With column pruning (`pipeline.pruning`) the columns are those the query uses: none,
-    or the row-count column, for a count, which then reads no column data."""
+    or the row-count column, for a count, which is then planned as one TableRowCount and
+    reads no column data."""
 
     def __init__(self, pinned: PinnedTable, schema: StructType, options: LanceOptions) -> None:
         self.counting = counts_rows(pinned, schema)
@@ -175,21 +187,23 @@ class UnfilteredLanceReader(DataSourceReader):
         self.options = options
         self.pushed: list[str] = []
 
-    def partitions(self) -> list[FragmentGroup]:
-        fragments = self.pinned.open().get_fragments()
-        if self.counting and not self.pushed:  # metadata alone: one task does it at once
-            return [FragmentGroup([fragment.fragment_id for fragment in fragments])]
+    def partitions(self) -> list[InputPartition]:
+        dataset = self.pinned.open()
+        if self.counting:  # metadata alone, or the pushed filters' columns
+            return [TableRowCount(dataset.count_rows(combine(self.pushed)))]
+        fragments = dataset.get_fragments()
         counts = [(fragment.fragment_id, fragment.count_rows()) for fragment in fragments]
         groups = group_fragments(counts, self.options.rows_per_partition)
         return [FragmentGroup(ids) for ids in groups] or [FragmentGroup([])]
 
-    def read(self, partition: FragmentGroup) -> Iterator[pa.RecordBatch]:
-        if not partition.fragment_ids:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, TableRowCount):
+            rows = pa.array([partition.rows], pa.int64())
+            yield pa.RecordBatch.from_arrays([rows], schema=to_arrow_schema(self.schema))
+            return
+        if not isinstance(partition, FragmentGroup) or not partition.fragment_ids:
             return
         dataset = self.pinned.open()
-        if self.counting:
-            yield self._fragment_row_counts(dataset, partition.fragment_ids)
-            return
         if not self.schema.fields:
             yield from self._row_counts(dataset, partition.fragment_ids)
             return
@@ -204,26 +218,15 @@ class UnfilteredLanceReader(DataSourceReader):
             if batch.num_rows:
                 yield conform_read_batch(batch, spark_arrow_schema)
 
-    def _fragment_counts(self, dataset: lance.LanceDataset, fragment_ids: list[int]) -> list[int]:
-        """Each fragment's rows, from its metadata (row count less deletions), or counted on
-        the pushed filters' columns alone when filters were pushed."""
-        condition = combine(self.pushed)
-        return [dataset.get_fragment(i).count_rows(condition) for i in fragment_ids]
-
-    def _fragment_row_counts(
-        self, dataset: lance.LanceDataset, fragment_ids: list[int]
-    ) -> pa.RecordBatch:
-        """One row per fragment: its row count."""
-        counts = self._fragment_counts(dataset, fragment_ids)
-        schema = to_arrow_schema(self.schema, timezone="UTC")
-        return pa.RecordBatch.from_arrays([pa.array(counts, pa.int64())], schema=schema)
-
     def _row_counts(
         self, dataset: lance.LanceDataset, fragment_ids: list[int]
     ) -> Iterator[pa.RecordBatch]:
         """A read of no columns (what a query that uses none, such as `SELECT 1 FROM t`,
-        reads once pruned): batches of no columns and as many rows as the fragments hold."""
-        for rows in self._fragment_counts(dataset, fragment_ids):
+        reads once pruned): batches of no columns and as many rows as the fragments hold,
+        from their metadata (or counted on the pushed filters' columns alone)."""
+        condition = combine(self.pushed)
+        for fragment_id in fragment_ids:
+            rows = dataset.get_fragment(fragment_id).count_rows(condition)
             while rows > 0:
                 taken = min(rows, MAX_ROWS_PER_EMPTY_BATCH)
                 yield pa.RecordBatch.from_struct_array(pa.nulls(taken, pa.struct([])))

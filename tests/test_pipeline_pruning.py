@@ -3,15 +3,20 @@ pipeline/jvm/PruneLanceColumns.java), on a real local Spark session."""
 
 from __future__ import annotations
 
+import pickle
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import lance
 import pytest
 from lance.namespace import RestNamespace
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import LongType, StructField, StructType
 
 from pipeline import pruning
-from pipeline.read import ROW_COUNT_COLUMN
+from pipeline.options import parse_options
+from pipeline.read import ROW_COUNT_COLUMN, TableRowCount, UnfilteredLanceReader, pin_table
 from tests.support.pipeline import lance_options
 from tests.test_pipeline_read import plan_of
 
@@ -44,6 +49,18 @@ def scanned_columns(df: DataFrame) -> str:
     return scan[scan.index("lance") : scan.index("]") + 1]
 
 
+def jobs_run_by(spark: SparkSession, action: Callable[[], object]) -> tuple[object, int]:
+    """What `action` returns and how many Spark jobs it ran."""
+    context = spark.sparkContext
+    group = f"probe-{uuid.uuid4().hex}"
+    context.setJobGroup(group, group)
+    try:
+        result = action()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    return result, len(context.statusTracker().getJobIdsForGroup(group))
+
+
 def remove_data_files(table: lance.LanceDataset) -> int:
     """Delete every column data file of `table` (its manifests and deletion files stay)."""
     data_files = list(Path(table.uri, "data").glob("*.lance"))
@@ -57,15 +74,34 @@ def test_count_reads_no_column_data(spark: SparkSession, adapter_url: str, table
     while any read of a column fails."""
     table = write_table(spark, adapter_url, table_name)
     df = load(spark, adapter_url, table_name)
-    count_plan = df.groupBy().count()
-    assert f"lance[{ROW_COUNT_COLUMN}#" in scanned_columns(count_plan)
+    # Planned from metadata into the plan itself: no scan, and no job runs for it.
+    count_plan = df.groupBy().count()._jdf.queryExecution().executedPlan().toString()
+    assert count_plan.startswith("LocalTableScan") and "BatchScan" not in count_plan, count_plan
+    assert jobs_run_by(spark, lambda: df.select("id").collect())[1] > 0
     assert remove_data_files(table) == 3
 
-    assert df.count() == ROWS
+    assert jobs_run_by(spark, df.count) == (ROWS, 0)
     df.createOrReplaceTempView(table_name)
-    assert spark.sql(f"SELECT COUNT(*) AS n FROM {table_name}").collect()[0].n == ROWS
+    counted = jobs_run_by(spark, spark.sql(f"SELECT COUNT(*) AS n FROM {table_name}").collect)
+    assert (counted[0][0].n, counted[1]) == (ROWS, 0)  # type: ignore[index]
     with pytest.raises(Exception, match=r"(?i)not found|no such file|does not exist"):
         df.select("bucket").collect()
+
+
+def test_a_task_handed_the_planned_count_answers_it(
+    spark: SparkSession, adapter_url: str, table_name: str
+) -> None:
+    """Where the rule cannot take the count out of the planned partition, a task reads
+    the partition, and it answers the same number."""
+    write_table(spark, adapter_url, table_name)
+    options = parse_options(lance_options(adapter_url, table_name))
+    pinned = pin_table(options)
+    schema = StructType([StructField(ROW_COUNT_COLUMN, LongType(), nullable=False)])
+    reader = UnfilteredLanceReader(pinned, schema, options)
+    (planned,) = reader.partitions()
+    assert isinstance(planned, TableRowCount) and planned.rows == ROWS
+    (batch,) = reader.read(pickle.loads(pickle.dumps(planned)))
+    assert batch.to_pydict() == {ROW_COUNT_COLUMN: [ROWS]}
 
 
 @pytest.mark.parametrize("deleted", ["id % 7 = 0 OR id >= 2900", "true"])

@@ -11,7 +11,11 @@
 // A count of all rows, count() or COUNT(*) with no grouping, over a scan left with no
 // columns becomes a sum over the reserved column ROWS_COLUMN, which the reader answers
 // with one row per fragment holding that fragment's row count from Lance's metadata
-// (less the rows its deletion file removes): no column data is read.
+// (less the rows its deletion file removes): no column data is read. Without filters,
+// the reader plans that read as one partition holding the whole count (ROW_COUNT_PARTITION);
+// the rule plans it at once, reads the number from the pickled partition and puts it in
+// place of the aggregate, so that no task runs at all. Should that number not be there,
+// the sum runs as a job and gives the same answer.
 // Where anything is not as expected (another Spark, another source), the plan is left
 // as it was.
 package lance.adapter.spark;
@@ -19,26 +23,34 @@ package lance.adapter.spark;
 import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.List;
+import net.razorvine.pickle.Unpickler;
+import net.razorvine.pickle.objects.ClassDict;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.AttributeSet;
 import org.apache.spark.sql.catalyst.expressions.Coalesce;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Count;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Sum;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.catalyst.types.DataTypeUtils;
+import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2ScanRelation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonInputPartition;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonScan;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonScanBuilder;
 import org.apache.spark.sql.types.DataTypes;
@@ -53,6 +65,8 @@ import scala.jdk.javaapi.CollectionConverters;
 public final class PruneLanceColumns extends Rule<LogicalPlan> {
   /** pipeline/read.py's ROW_COUNT_COLUMN: the schema of a read that counts rows. */
   public static final String ROWS_COLUMN = "__lance_fragment_rows";
+  /** pipeline/read.py's TableRowCount, as a pickled partition names its class. */
+  public static final String ROW_COUNT_PARTITION = "pipeline.read.TableRowCount";
 
   private final String sourceName;
 
@@ -167,6 +181,10 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
       if (rowCounts == null) {
         return aggregate;
       }
+      Long planned = plannedRowCount(rowCounts);
+      if (planned != null) {
+        return counted(aggregate, planned);
+      }
       List<AttributeReference> rows = CollectionConverters.asJava(DataTypeUtils.toAttributes(schema));
       List<NamedExpression> sums = new ArrayList<>();
       for (NamedExpression count : counts) {
@@ -180,6 +198,36 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
       logWarning(() -> "lance: count from metadata skipped for this scan: " + error);
       return aggregate;
     }
+  }
+
+  /** The row count `rowCounts` was planned as, when it was planned as one TableRowCount
+   * partition (an unfiltered count); null otherwise. Planning here does what Spark would
+   * do for the scan a moment later, once. */
+  private static Long plannedRowCount(Scan rowCounts) {
+    InputPartition[] partitions = rowCounts.toBatch().planInputPartitions();
+    if (partitions.length != 1 || !(partitions[0] instanceof PythonInputPartition partition)) {
+      return null;
+    }
+    try {
+      Object unpickled = new Unpickler().loads(partition.pickedPartition());
+      if (unpickled instanceof ClassDict planned
+          && ROW_COUNT_PARTITION.equals(planned.getClassName())
+          && planned.get("rows") instanceof Number rows) {
+        return rows.longValue();
+      }
+    } catch (Exception notOurs) { // a pickle the unpickler cannot read: not a row count
+      return null;
+    }
+    return null;
+  }
+
+  /** One row of `aggregate`'s columns (each a count of all rows) holding `rows`. */
+  private static LogicalPlan counted(Aggregate aggregate, long rows) {
+    List<Attribute> output = CollectionConverters.asJava(aggregate.output());
+    Object[] values = new Object[output.size()];
+    java.util.Arrays.fill(values, rows);
+    InternalRow row = new GenericInternalRow(values);
+    return new LocalRelation(seq(output), seq(List.of(row)), false, Option.empty());
   }
 
   /** Whether `expression` is `count(1)` or `count(*)` (a count of every row), named. */
