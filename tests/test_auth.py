@@ -164,7 +164,9 @@ def test_a_malformed_line_is_refused_with_its_line_number(
     tmp_path: Path, line: str, problem: str,
 ) -> None:
     settings = tokens_file(tmp_path, f"# tokens\n{GOOD}\n\n{line}\n".encode())
-    with pytest.raises(SettingsError) as refused:
+    with pytest.raises(
+        SettingsError, match=re.escape(f"{settings.auth_tokens_file} line 4 {problem}")
+    ) as refused:
         load_identities(settings)
     message = str(refused.value)
     assert message.startswith(f"auth_tokens_file {settings.auth_tokens_file} line 4 {problem}")
