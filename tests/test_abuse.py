@@ -61,7 +61,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         with Observed(adapter.url, adapter.process.pid) as quiet:
             deadline = time.monotonic() + 1
             while time.monotonic() < deadline or quiet.healthz_answers < 20:
-                time.sleep(0.05)
+                time.sleep(0.05)  # a quiet second of baseline: the time is the measure
         yield Server(adapter, adapter.process.pid, host, int(port), quiet.worst_healthz)
     finally:
         assert adapter.stopped_cleanly()

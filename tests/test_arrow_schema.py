@@ -76,17 +76,19 @@ def test_an_extension_type_is_named_in_its_fields_metadata() -> None:
 
 
 @pytest.mark.parametrize(
-    "described",
+    ("described", "why"),
     [
-        {"type": "interval"},
-        {},
-        {"type": "decimal128"},
-        {"type": "decimal128", "length": 40000},
-        {"type": "fixed_size_binary", "length": 0},
-        {"type": "list"},
-        {"type": "map", "fields": [{"name": "entries", "type": {"type": "struct", "fields": []}}]},
+        ({"type": "interval"}, "data_type must be one of binary, bool"),
+        ({}, "data_type must be one of binary, bool"),
+        ({"type": "decimal128"}, "data_type 'decimal128' needs a positive length"),
+        ({"type": "decimal128", "length": 40000}, "precision should be between 1 and 38"),
+        ({"type": "fixed_size_binary", "length": 0},
+         "data_type 'fixed_size_binary' needs a positive length"),
+        ({"type": "list"}, "data_type must be one of binary, bool"),
+        ({"type": "map", "fields": [{"name": "entries", "type": {"type": "struct", "fields": []}}]},
+         "a map's entries are a key and a value"),
     ],
 )
-def test_what_is_not_a_type_of_the_form_is_refused(described: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
+def test_what_is_not_a_type_of_the_form_is_refused(described: dict[str, Any], why: str) -> None:
+    with pytest.raises(ValueError, match=why):
         arrow_type_from_json(described)

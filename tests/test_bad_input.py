@@ -74,14 +74,15 @@ BAD_REQUESTS: dict[str, tuple[str, str, dict, object]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("bad-input-root")
+@pytest.fixture
+def data_root(tmp_path: Path) -> Path:
+    return tmp_path / "bad-input-root"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def populated(data_root: Path) -> Iterator[str]:
-    """One server for the module: every case must leave its data exactly as it was."""
+    """A server and data of the test's own (a case that wrongly wrote would otherwise change
+    what the next one sees); every case must leave its data exactly as it was."""
     with running_server("dir", {"root": str(data_root)}) as url:
         with httpx.Client(base_url=url) as client:
             client.post("/v1/namespace/a/create", json={}).raise_for_status()

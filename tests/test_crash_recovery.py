@@ -22,7 +22,7 @@ ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
 WRITERS = 3
 ROWS_PER_INSERT = 20
 WRITER_ID_SPAN = 10_000_000  # writer w's ids are w * span + ...: its tag
-LOAD_SECONDS = 2.0
+ACKS_BEFORE_THE_KILL = 3  # each cycle: 3 x WRITERS inserts and a table acknowledged
 CYCLES = 3
 
 
@@ -32,7 +32,7 @@ class Acknowledged:
 
     inserts: list[int] = field(default_factory=list)  # first id of each batch
     tables: list[str] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Condition = field(default_factory=threading.Condition)  # notified
 
 
 def _start(root: Path, port: int) -> subprocess.Popen:
@@ -66,6 +66,7 @@ def _appender(url: str, writer: int, cycle: int, acked: Acknowledged) -> Callabl
         if answer.status_code == 200:
             with acked.lock:
                 acked.inserts.append(first)
+                acked.lock.notify_all()
     return insert
 
 
@@ -77,6 +78,7 @@ def _creator(url: str, cycle: int, acked: Acknowledged) -> Callable[[int], None]
         if answer.status_code == 200:
             with acked.lock:
                 acked.tables.append(name)
+                acked.lock.notify_all()
     return create
 
 
@@ -85,14 +87,21 @@ def _load_then_kill(process: subprocess.Popen, url: str, cycle: int, acked: Ackn
     steps = [_appender(url, w, cycle, acked) for w in range(1, WRITERS + 1)]
     steps.append(_creator(url, cycle, acked))
     threads = [threading.Thread(target=_until(stop, step)) for step in steps]
+    with acked.lock:
+        inserts, tables = len(acked.inserts), len(acked.tables)
     for thread in threads:
         thread.start()
-    time.sleep(LOAD_SECONDS)
+    # Killed once the load is under way (acknowledged writes of this cycle), not after a time.
+    with acked.lock:
+        under_way = acked.lock.wait_for(
+            lambda: len(acked.inserts) >= inserts + ACKS_BEFORE_THE_KILL * WRITERS
+            and len(acked.tables) >= tables + 1, timeout=120)
     process.kill()  # SIGKILL, mid-write
     process.wait(timeout=30)
     stop.set()
     for thread in threads:
         thread.join(timeout=60)
+    assert under_way, "the writers got no acknowledgement within 120 s"
 
 
 def _plant_interrupted_create(root: Path, cycle: int) -> Path:

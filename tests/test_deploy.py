@@ -256,10 +256,12 @@ def test_the_chart_lints_clean_and_its_values_match_the_schema() -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     jsonschema.Draft7Validator.check_schema(schema)
     jsonschema.validate(values, schema)
-    for bad in ({"auth": {"mode": "maybe"}}, {"adapter": {"workers": 0}},
-                {"replicaCount": "two"}, {"adapter": {"rootPath": "lance/"}},
-                {"unknownSetting": True}):
-        with pytest.raises(jsonschema.ValidationError):
+    for bad, why in (({"auth": {"mode": "maybe"}}, "'maybe' is not one of"),
+                     ({"adapter": {"workers": 0}}, "0 is less than the minimum of 1"),
+                     ({"replicaCount": "two"}, "'two' is not of type 'integer'"),
+                     ({"adapter": {"rootPath": "lance/"}}, "'lance/' does not match"),
+                     ({"unknownSetting": True}, "'unknownSetting' was unexpected")):
+        with pytest.raises(jsonschema.ValidationError, match=why):
             jsonschema.validate(merge(values, bad), schema)
 
 

@@ -63,7 +63,7 @@ def test_a_root_table_registered_elsewhere_is_found_listed_written_and_dropped(
                                 arrow_stream(sample_table(2, 10)))
     assert namespace.count_table_rows(CountTableRowsRequest(id=["registered"])).count == 5
     namespace.drop_table(DropTableRequest(id=["registered"]))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match="table id 'registered'"):
         namespace.describe_table(DescribeTableRequest(id=["registered"]))
     assert "registered" not in namespace.list_tables(ListTablesRequest(id=[])).tables
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -20,7 +21,7 @@ import lancedb
 import pyarrow as pa
 import pytest
 from lance.namespace import RestNamespace
-from lance_namespace import DropTableRequest, TableExistsRequest
+from lance_namespace import DropTableRequest, TableExistsRequest, TableNotFoundError
 
 from tests.support.cli import ROOT, Adapter, start_adapter
 from tests.support.lance_data import arrow_stream
@@ -106,7 +107,8 @@ def test_pylance_creates_reads_and_drops_on_the_defaults(
         dataset = lance.dataset(namespace_client=client, table_id=table_id)
         assert dataset.count_rows() == 4
         client.drop_table(DropTableRequest(id=table_id))
-        with pytest.raises(Exception, match="not found"):
+        dropped = re.escape("$".join(table_id))
+        with pytest.raises(TableNotFoundError, match=f"table id '{dropped}'"):
             client.table_exists(TableExistsRequest(id=table_id))
 
 

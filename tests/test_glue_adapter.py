@@ -123,7 +123,7 @@ def test_lance_table_on_s3_written_registered_and_read_back(glue_adapter: GlueAd
     # Deregistering and dropping the namespace only touch Glue, never the data in S3.
     before = s3_keys(glue_adapter, prefix)
     client.deregister_table(DeregisterTableRequest(id=table_id))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match="table orders not found"):
         client.describe_table(DescribeTableRequest(id=table_id))
     # RegisterTable checks the S3 location with the storage options, then adopts it again.
     adopted = RegisterTableRequest(id=["sales", "again"], location=location)
@@ -131,7 +131,9 @@ def test_lance_table_on_s3_written_registered_and_read_back(glue_adapter: GlueAd
     again = lance.dataset(namespace_client=client, table_id=["sales", "again"], storage_options=own)
     assert again.count_rows() == 60
     missing = RegisterTableRequest(id=["sales", "nothing"], location=f"s3://{BUCKET}/nothing")
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(
+        InvalidInputError, match="a table location must lie inside the server's storage root"
+    ):
         client.register_table(missing)
     client.deregister_table(DeregisterTableRequest(id=["sales", "again"]))
     client.drop_namespace(DropNamespaceRequest(id=["sales"]))

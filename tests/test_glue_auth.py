@@ -48,15 +48,19 @@ def test_static_credentials_checked_by_iam(clean_moto: MotoEndpoint):
     url = clean_moto.url
     with enable_iam_authentication():
         assert roundtrip(GlueNamespace(**keyed(url, *allowed)), "granted") == ["granted"]
-        with pytest.raises(PermissionDeniedError) as raised:
+        with pytest.raises(
+            PermissionDeniedError, match=r"user/nobody is not authorized .* glue:GetDatabases"
+        ) as raised:
             GlueNamespace(**keyed(url, *denied)).list_namespaces(ListNamespacesRequest())
         assert raised.value.code == 15
         unknown = GlueNamespace(**keyed(url, "AKIAUNKNOWNKEY000000", "secret"))
-        with pytest.raises(UnauthenticatedError) as raised:
+        with pytest.raises(
+            UnauthenticatedError, match=r"InvalidClientTokenId.*security token .* is invalid"
+        ) as raised:
             unknown.list_namespaces(ListNamespacesRequest())
         assert raised.value.code == 16
         bad_signature = GlueNamespace(**keyed(url, allowed[0], "not-the-secret"))
-        with pytest.raises(UnauthenticatedError):
+        with pytest.raises(UnauthenticatedError, match="SignatureDoesNotMatch"):
             bad_signature.list_namespaces(ListNamespacesRequest())
 
 
@@ -73,7 +77,7 @@ def test_default_provider_chain(clean_moto: MotoEndpoint, monkeypatch, tmp_path)
     with enable_iam_authentication():
         assert roundtrip(GlueNamespace(**properties), "from-env") == ["from-env"]
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
-        with pytest.raises(UnauthenticatedError):
+        with pytest.raises(UnauthenticatedError, match="SignatureDoesNotMatch"):
             GlueNamespace(**properties).list_namespaces(ListNamespacesRequest())
 
 
@@ -92,7 +96,9 @@ def test_assume_role_with_session_name_and_external_id(clean_moto: MotoEndpoint)
     )
     with enable_iam_authentication():
         # The user alone may not touch Glue; only the role's credentials can.
-        with pytest.raises(PermissionDeniedError):
+        with pytest.raises(
+            PermissionDeniedError, match=r"user/assumer is not authorized .* glue:GetDatabases"
+        ):
             GlueNamespace(**keyed(url, *base)).list_namespaces(ListNamespacesRequest())
         namespace = GlueNamespace(**properties)
         assert roundtrip(namespace, "via-role") == ["via-role"]
@@ -140,7 +146,9 @@ def test_failed_assume_role_is_a_typed_error_per_request(clean_moto: MotoEndpoin
     with enable_iam_authentication():
         # Built without calling STS; the refused AssumeRole shows on the first request.
         namespace = GlueNamespace(**keyed(clean_moto.url, *base, assume_role_arn=role_arn))
-        with pytest.raises(PermissionDeniedError):
+        with pytest.raises(
+            PermissionDeniedError, match="user/no-sts is not authorized to perform: sts:AssumeRole"
+        ):
             namespace.list_namespaces(ListNamespacesRequest())
 
 
@@ -152,7 +160,9 @@ def test_sts_down_is_service_unavailable(clean_moto: MotoEndpoint):
         sts_endpoint=f"http://127.0.0.1:{free_port()}",
     )
     namespace = GlueNamespace(**properties)
-    with pytest.raises(ServiceUnavailableError):
+    with pytest.raises(
+        ServiceUnavailableError, match="unreachable: Could not connect to the endpoint URL"
+    ):
         namespace.list_namespaces(ListNamespacesRequest())
 
 
@@ -211,7 +221,9 @@ def test_endpoint_down_is_service_unavailable_then_recovers():
     url = f"http://127.0.0.1:{port}"
     namespace = GlueNamespace(**glue_properties(url))
     started = time.monotonic()
-    with pytest.raises(ServiceUnavailableError) as raised:
+    with pytest.raises(
+        ServiceUnavailableError, match="unreachable: Could not connect to the endpoint URL"
+    ) as raised:
         namespace.list_namespaces(ListNamespacesRequest())
     assert raised.value.code == 17
     assert time.monotonic() - started < 5
@@ -228,6 +240,6 @@ def test_endpoint_that_never_answers_times_out(silent_server: str):
         **glue_properties(silent_server, **{"client.read_timeout_sec": "0.5"})
     )
     started = time.monotonic()
-    with pytest.raises(ServiceUnavailableError):
+    with pytest.raises(ServiceUnavailableError, match="unreachable: Read timeout on endpoint URL"):
         namespace.list_namespaces(ListNamespacesRequest())
     assert time.monotonic() - started < 5

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import lance
@@ -75,7 +76,7 @@ def test_create_describe_list_drop_database(glue: GlueNamespace, clean_moto: Mot
     assert glue.list_namespaces(ListNamespacesRequest(id=["sales"])).namespaces == []
 
     glue.drop_namespace(DropNamespaceRequest(id=["sales"]))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match="namespace sales not found"):
         glue.namespace_exists(NamespaceExistsRequest(id=["sales"]))
     assert raw_glue(clean_moto).get_databases()["DatabaseList"] == []
 
@@ -88,7 +89,7 @@ def own_properties(properties: dict[str, str] | None) -> dict[str, str]:
 
 def test_create_modes(glue: GlueNamespace):
     create_db(glue, "ops", a="1")
-    with pytest.raises(NamespaceAlreadyExistsError):
+    with pytest.raises(NamespaceAlreadyExistsError, match="namespace ops already exists"):
         create_db(glue, "ops", a="2")
     kept = glue.create_namespace(
         CreateNamespaceRequest(id=["ops"], mode="ExistOk", properties={"a": "3"})
@@ -100,14 +101,14 @@ def test_create_modes(glue: GlueNamespace):
     assert own_properties(replaced.properties) == {"b": "4"}
     described = glue.describe_namespace(DescribeNamespaceRequest(id=["ops"])).properties
     assert own_properties(described) == {"b": "4"}
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=r"mode must be one of .*, got 'sometimes'"):
         glue.create_namespace(CreateNamespaceRequest(id=["ops"], mode="sometimes"))
 
 
 def test_overwrite_refuses_namespace_with_tables(glue: GlueNamespace):
     create_db(glue, "ops", a="1")
     glue.declare_table(DeclareTableRequest(id=["ops", "t"]))
-    with pytest.raises(NamespaceNotEmptyError):
+    with pytest.raises(NamespaceNotEmptyError, match="namespace ops still has tables"):
         glue.create_namespace(CreateNamespaceRequest(id=["ops"], mode="OVERWRITE"))
     described = glue.describe_namespace(DescribeNamespaceRequest(id=["ops"])).properties
     assert own_properties(described) == {"a": "1"}
@@ -124,7 +125,7 @@ def test_missing_namespace_errors(glue: GlueNamespace):
         lambda: glue.describe_table(DescribeTableRequest(id=["nope", "t"])),
         lambda: glue.describe_namespace(DescribeNamespaceRequest(id=["a", "b"])),
     ):
-        with pytest.raises(NamespaceNotFoundError):
+        with pytest.raises(NamespaceNotFoundError, match=r"namespace (nope|a\$b) not found"):
             call()
     glue.drop_namespace(DropNamespaceRequest(id=["nope"], mode="Skip"))
 
@@ -139,9 +140,9 @@ def test_drop_is_restrict_only_and_never_touches_tables(glue: GlueNamespace, tmp
     location = write_lance(tmp_path / "data.lance")
     files = tree_snapshot(tmp_path / "data.lance")
     glue.register_table(RegisterTableRequest(id=["keep", "t"], location=location))
-    with pytest.raises(NamespaceNotEmptyError):
+    with pytest.raises(NamespaceNotEmptyError, match="namespace keep still has tables"):
         glue.drop_namespace(DropNamespaceRequest(id=["keep"]))
-    with pytest.raises(UnsupportedOperationError):
+    with pytest.raises(UnsupportedOperationError, match="only drops namespaces in RESTRICT"):
         glue.drop_namespace(DropNamespaceRequest(id=["keep"], behavior="Cascade"))
     glue.table_exists(TableExistsRequest(id=["keep", "t"]))
 
@@ -157,7 +158,7 @@ def test_drop_refuses_database_holding_only_non_lance_tables(
     create_db(glue, "mixed")
     put_raw_table(clean_moto, "mixed", "hive_orders", "EXTERNAL_TABLE", {"table_type": "parquet"})
     assert glue.list_tables(ListTablesRequest(id=["mixed"])).tables == []
-    with pytest.raises(NamespaceNotEmptyError):
+    with pytest.raises(NamespaceNotEmptyError, match="namespace mixed still has tables"):
         glue.drop_namespace(DropNamespaceRequest(id=["mixed"]))
     assert raw_glue(clean_moto).get_table(DatabaseName="mixed", Name="hive_orders")
 
@@ -166,38 +167,46 @@ def test_root_namespace(glue: GlueNamespace):
     glue.namespace_exists(NamespaceExistsRequest(id=[]))
     assert glue.describe_namespace(DescribeNamespaceRequest(id=[])).properties == {}
     assert glue.list_tables(ListTablesRequest(id=[])).tables == []
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match="the root namespace cannot be dropped"):
         glue.drop_namespace(DropNamespaceRequest(id=[]))
-    with pytest.raises(NamespaceAlreadyExistsError):
+    with pytest.raises(NamespaceAlreadyExistsError, match="the root namespace always exists"):
         glue.create_namespace(CreateNamespaceRequest(id=[]))
 
 
 def test_single_catalog_mode_has_one_level(glue: GlueNamespace):
     create_db(glue, "top")
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match="hierarchy=databases has a single namespace level"):
         glue.create_namespace(CreateNamespaceRequest(id=["top", "child"]))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match="catalogs need hierarchy=catalogs"):
         glue.create_namespace(
             CreateNamespaceRequest(id=["cat"], properties={"glue.namespace_type": "catalog"})
         )
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=r"top\$child not found \(hierarchy=databases"):
         glue.declare_table(DeclareTableRequest(id=["top", "child", "t"]))
 
 
 # -- names -----------------------------------------------------------------------------------
 
 
+GLUE_NAME = "is not a valid Glue name"
+
+
 @pytest.mark.parametrize(
-    "bad",
-    ["Upper", "has space", "semi;colon", "dollar$sign", "dot.name", "x" * 256, "", "..", "a/b"],
+    ("bad", "why"),
+    [("Upper", GLUE_NAME), ("has space", GLUE_NAME), ("semi;colon", GLUE_NAME),
+     ("dollar$sign", r"must not contain '\$'"), ("dot.name", GLUE_NAME),
+     ("x" * 256, "longer than 255 characters"), ("", "must not be empty"),
+     ("..", r"must not be '\.\.'"), ("a/b", "must not contain '/'")],
 )
-def test_invalid_names_are_rejected_before_glue(glue: GlueNamespace, clean_moto, bad: str):
-    with pytest.raises(InvalidInputError):
+def test_invalid_names_are_rejected_before_glue(
+    glue: GlueNamespace, clean_moto, bad: str, why: str
+):
+    with pytest.raises(InvalidInputError, match=why):
         glue.create_namespace(CreateNamespaceRequest(id=[bad]))
     create_db(glue, "ok")
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=why):
         glue.declare_table(DeclareTableRequest(id=["ok", bad]))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=why):
         glue.describe_table(DescribeTableRequest(id=["ok", bad]))
     assert [d["Name"] for d in raw_glue(clean_moto).get_databases()["DatabaseList"]] == ["ok"]
     assert raw_glue(clean_moto).get_tables(DatabaseName="ok")["TableList"] == []
@@ -212,15 +221,15 @@ def test_longest_valid_name_is_accepted(glue: GlueNamespace):
 
 def test_invalid_properties_and_identifiers(glue: GlueNamespace):
     create_db(glue, "ok")
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=r"property key 'k+' must be 1 to 255 characters"):
         glue.create_namespace(CreateNamespaceRequest(id=["p"], properties={"k" * 256: "v"}))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match="property table_type must be 'lance'"):
         glue.declare_table(DeclareTableRequest(id=["ok", "t"], properties={"table_type": "hive"}))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match="tables live in a database, not in the root"):
         glue.declare_table(DeclareTableRequest(id=["t"]))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match="register_table needs a location"):
         glue.register_table(RegisterTableRequest(id=["ok", "t"], location="  "))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match="limit must not be negative, got -1"):
         glue.list_namespaces(ListNamespacesRequest(limit=-1))
 
 
@@ -244,7 +253,7 @@ def test_declare_describe_deregister(glue: GlueNamespace, clean_moto: MotoEndpoi
     assert described.properties == {"k": "v", "table_type": "lance"}
     assert described.var_schema is None and described.version is None
 
-    with pytest.raises(TableAlreadyExistsError):
+    with pytest.raises(TableAlreadyExistsError, match=r"table db\$events already exists"):
         glue.declare_table(DeclareTableRequest(id=["db", "events"]))
     gone = glue.deregister_table(DeregisterTableRequest(id=["db", "events"]))
     assert gone.location == declared.location and gone.id == ["db", "events"]
@@ -253,7 +262,7 @@ def test_declare_describe_deregister(glue: GlueNamespace, clean_moto: MotoEndpoi
         lambda: glue.table_exists(TableExistsRequest(id=["db", "events"])),
         lambda: glue.deregister_table(DeregisterTableRequest(id=["db", "events"])),
     ):
-        with pytest.raises(TableNotFoundError):
+        with pytest.raises(TableNotFoundError, match="table events not found"):
             call()
 
 
@@ -278,7 +287,7 @@ def test_register_modes(glue: GlueNamespace, clean_moto: MotoEndpoint, tmp_path:
         RegisterTableRequest(id=["db", "t"], location=one, properties={"k": "v"})
     )
     assert registered.properties == {"k": "v", "table_type": "lance"}
-    with pytest.raises(TableAlreadyExistsError):
+    with pytest.raises(TableAlreadyExistsError, match=r"table db\$t already exists"):
         glue.register_table(RegisterTableRequest(id=["db", "t"], location=two))
     glue.register_table(RegisterTableRequest(id=["db", "t"], location=two, mode="Overwrite"))
     assert glue.describe_table(DescribeTableRequest(id=["db", "t"])).location == two
@@ -286,7 +295,7 @@ def test_register_modes(glue: GlueNamespace, clean_moto: MotoEndpoint, tmp_path:
     assert glue.describe_table(DescribeTableRequest(id=["db", "new"])).location == one
 
     put_raw_table(clean_moto, "db", "hive", "EXTERNAL_TABLE", {"table_type": "parquet"})
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=r"table db\$hive is not a Lance table"):
         glue.register_table(RegisterTableRequest(id=["db", "hive"], location=one, mode="overwrite"))
     stored = raw_glue(clean_moto).get_table(DatabaseName="db", Name="hive")["Table"]
     assert stored["Parameters"] == {"table_type": "parquet"}
@@ -308,7 +317,7 @@ def test_register_requires_lance_data_at_the_location(glue: GlueNamespace, tmp_p
     create_db(glue, "db")
     (tmp_path / "empty").mkdir()
     for location in (str(tmp_path / "missing"), str(tmp_path / "empty")):
-        with pytest.raises(InvalidInputError):
+        with pytest.raises(InvalidInputError, match="no Lance table at " + re.escape(location)):
             glue.register_table(RegisterTableRequest(id=["db", "t"], location=location))
     assert glue.list_tables(ListTablesRequest(id=["db"])).tables == []
 
@@ -324,11 +333,11 @@ def test_lance_table_identification(glue: GlueNamespace, clean_moto: MotoEndpoin
     assert glue.list_tables(ListTablesRequest(id=["db"])).tables == ["managed", "mixed", "upper"]
     glue.table_exists(TableExistsRequest(id=["db", "managed"]))
     for name in ("iceberg", "plain"):
-        with pytest.raises(InvalidInputError):
+        with pytest.raises(InvalidInputError, match=rf"table db\${name} is not a Lance table"):
             glue.describe_table(DescribeTableRequest(id=["db", name]))
-        with pytest.raises(InvalidInputError):
+        with pytest.raises(InvalidInputError, match=rf"table db\${name} is not a Lance table"):
             glue.deregister_table(DeregisterTableRequest(id=["db", name]))
-        with pytest.raises(TableNotFoundError):
+        with pytest.raises(TableNotFoundError, match=rf"table db\${name} is not a Lance table"):
             glue.table_exists(TableExistsRequest(id=["db", name]))
     names = {t["Name"] for t in raw_glue(clean_moto).get_tables(DatabaseName="db")["TableList"]}
     assert names == {"upper", "mixed", "managed", "iceberg", "plain"}
@@ -368,14 +377,17 @@ def collect_pages(glue: GlueNamespace, request_type, field: str, limit: int, **k
 def test_configuration_errors(clean_moto: MotoEndpoint):
     url = clean_moto.url
     bad = [
-        {"hierarchy": "flat"},
-        {"access_key_id": "only-the-key", "secret_access_key": ""},
-        {"client.max_attempts": "0"},
-        {"client.read_timeout_sec": "soon"},
-        {"assume_role_arn": "arn:aws:iam::123456789012:role/x", "assume_role_timeout_sec": "60"},
+        ({"hierarchy": "flat"}, "'hierarchy' must be one of 'catalogs', 'databases', got 'flat'"),
+        ({"access_key_id": "only-the-key", "secret_access_key": ""},
+         "access_key_id and secret_access_key must be set together"),
+        # max_attempts counts the first call; botocore's max-retries does not.
+        ({"client.max_attempts": "0"}, "'client.max-retries' must be at least 0, got -1"),
+        ({"client.read_timeout_sec": "soon"}, "'client.read_timeout_sec' must be an integer"),
+        ({"assume_role_arn": "arn:aws:iam::123456789012:role/x", "assume_role_timeout_sec": "60"},
+         "'assume_role_timeout_sec' must be at least 900, got 60"),
     ]
-    for extra in bad:
-        with pytest.raises(ConfigurationError):
+    for extra, why in bad:
+        with pytest.raises(ConfigurationError, match=why):
             GlueNamespace(**glue_properties(url, **extra))
 
 
@@ -385,7 +397,7 @@ def test_missing_region_is_a_configuration_error(clean_moto, monkeypatch, tmp_pa
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     properties = glue_properties(clean_moto.url)
     properties.pop("region")
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(ConfigurationError, match="no AWS region: set the 'region' property"):
         GlueNamespace(**properties)
 
 

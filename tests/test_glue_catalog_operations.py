@@ -88,7 +88,7 @@ def test_rename_carries_the_whole_entry_and_keeps_the_data(
     glue.rename_table(ln.RenameTableRequest(id=["db", "orders"], new_table_name="orders_v2"))
 
     assert glue.list_tables(ln.ListTablesRequest(id=["db"])).tables == ["orders_v2"]
-    with pytest.raises(ln.TableNotFoundError):
+    with pytest.raises(ln.TableNotFoundError, match="table orders not found"):
         describe(glue, ["db", "orders"])
     renamed = describe(glue, ["db", "orders_v2"])
     assert renamed.location == location
@@ -125,23 +125,29 @@ def test_rename_errors_change_nothing(glue: GlueNamespace, clean_moto: MotoEndpo
         DatabaseName="db", TableInput={"Name": "hive", "TableType": "EXTERNAL_TABLE"}
     )
     cases = [
-        (ln.TableNotFoundError, ln.RenameTableRequest(id=["db", "none"], new_table_name="x")),
-        (ln.TableAlreadyExistsError, ln.RenameTableRequest(id=["db", "one"], new_table_name="two")),
-        (ln.TableAlreadyExistsError, ln.RenameTableRequest(id=["db", "one"], new_table_name="one")),
+        (ln.TableNotFoundError, "table none not found",
+         ln.RenameTableRequest(id=["db", "none"], new_table_name="x")),
+        (ln.TableAlreadyExistsError, r"table db\$two already exists",
+         ln.RenameTableRequest(id=["db", "one"], new_table_name="two")),
+        (ln.TableAlreadyExistsError, r"table db\$one already exists",
+         ln.RenameTableRequest(id=["db", "one"], new_table_name="one")),
         (
-            ln.NamespaceNotFoundError,
+            ln.NamespaceNotFoundError, "namespace no not found",
             ln.RenameTableRequest(id=["db", "one"], new_table_name="x", new_namespace_id=["no"]),
         ),
-        (ln.InvalidInputError, ln.RenameTableRequest(id=["db", "one"], new_table_name="Bad")),
-        (ln.InvalidInputError, ln.RenameTableRequest(id=["db", "one"], new_table_name="")),
-        (ln.InvalidInputError, ln.RenameTableRequest(id=["db", "hive"], new_table_name="x")),
+        (ln.InvalidInputError, "new table name 'Bad' is not a valid Glue name",
+         ln.RenameTableRequest(id=["db", "one"], new_table_name="Bad")),
+        (ln.InvalidInputError, "new table name must not be empty",
+         ln.RenameTableRequest(id=["db", "one"], new_table_name="")),
+        (ln.InvalidInputError, r"table db\$hive is not a Lance table",
+         ln.RenameTableRequest(id=["db", "hive"], new_table_name="x")),
         (
-            ln.InvalidInputError,
+            ln.InvalidInputError, "tables live in a database, not in the root namespace",
             ln.RenameTableRequest(id=["db", "one"], new_table_name="x", new_namespace_id=[]),
         ),
     ]
-    for error, request in cases:
-        with pytest.raises(error):
+    for error, why, request in cases:
+        with pytest.raises(error, match=why):
             glue.rename_table(request)
     assert stored_names(clean_moto, "db") == ["hive", "one", "two"]
     assert describe(glue, ["db", "one"]).location == "s3://b/one"
@@ -163,7 +169,7 @@ def test_rename_is_undone_when_the_old_entry_cannot_be_deleted(
     glue.glue_client.meta.events.register_first(
         "after-call.glue.CreateTable", deregister_concurrently
     )
-    with pytest.raises(ln.TableNotFoundError):
+    with pytest.raises(ln.TableNotFoundError, match=r"table db\$t not found"):
         glue.rename_table(ln.RenameTableRequest(id=["db", "t"], new_table_name="renamed"))
     assert stored_names(clean_moto, "db") == []
     assert lance.dataset(location).count_rows() == 3
@@ -179,7 +185,9 @@ def test_rename_without_delete_permission_reports_both_entries(
     limited = GlueNamespace(
         **glue_properties(clean_moto.url, access_key_id=keys[0], secret_access_key=keys[1])
     )
-    with enable_iam_authentication(), pytest.raises(ln.InternalError) as raised:
+    with enable_iam_authentication(), pytest.raises(
+        ln.InternalError, match=r"(?s)rename failed \(table db\$t: .*AccessDenied.*glue:DeleteTable"
+    ) as raised:
         limited.rename_table(ln.RenameTableRequest(id=["db", "t"], new_table_name="renamed"))
     assert "db$renamed could not be removed" in str(raised.value)
     assert stored_names(clean_moto, "db") == ["renamed", "t"]
@@ -219,17 +227,23 @@ def test_alter_namespace_sets_unsets_and_keeps_the_database_fields(
 def test_alter_namespace_refusals_change_nothing(glue: GlueNamespace) -> None:
     create_db(glue, "db", keep="1")
     before = glue.describe_namespace(ln.DescribeNamespaceRequest(id=["db"])).properties
-    for request in (
-        AlterNamespaceRequest(id=["db"], set_properties={"x": "1"}, unset_properties=["x"]),
-        AlterNamespaceRequest(id=["db"], set_properties={"glue.namespace_type": "catalog"}),
-        AlterNamespaceRequest(id=["db"], set_properties={"k" * 256: "v"}),
-        AlterNamespaceRequest(id=["db"], set_properties={"": "v"}),
-        AlterNamespaceRequest(id=[], set_properties={"x": "1"}),
-        AlterNamespaceRequest(id=["Bad"], set_properties={"x": "1"}),
+    for request, why in (
+        (AlterNamespaceRequest(id=["db"], set_properties={"x": "1"}, unset_properties=["x"]),
+         "properties both set and unset: x"),
+        (AlterNamespaceRequest(id=["db"], set_properties={"glue.namespace_type": "catalog"}),
+         "properties glue.namespace_type only choose what CreateNamespace creates"),
+        (AlterNamespaceRequest(id=["db"], set_properties={"k" * 256: "v"}),
+         "property key 'k+' must be 1 to 255 characters"),
+        (AlterNamespaceRequest(id=["db"], set_properties={"": "v"}),
+         "property keys must be non-empty strings, got ''"),
+        (AlterNamespaceRequest(id=[], set_properties={"x": "1"}),
+         "the root namespace has no properties to alter"),
+        (AlterNamespaceRequest(id=["Bad"], set_properties={"x": "1"}),
+         "namespace name 'Bad' is not a valid Glue name"),
     ):
-        with pytest.raises(ln.InvalidInputError):
+        with pytest.raises(ln.InvalidInputError, match=why):
             glue.alter_namespace(request)
-    with pytest.raises(ln.NamespaceNotFoundError):
+    with pytest.raises(ln.NamespaceNotFoundError, match="namespace missing not found"):
         glue.alter_namespace(AlterNamespaceRequest(id=["missing"], set_properties={"x": "1"}))
     after = glue.describe_namespace(ln.DescribeNamespaceRequest(id=["db"])).properties
     assert after == before and after["keep"] == "1"
@@ -259,16 +273,19 @@ def test_alter_table_refuses_the_lance_marker(
 ) -> None:
     create_db(glue, "db")
     glue.declare_table(ln.DeclareTableRequest(id=["db", "t"], properties={"k": "v"}))
-    for request in (
-        AlterTableRequest(id=["db", "t"], set_properties={"table_type": "iceberg"}),
-        AlterTableRequest(id=["db", "t"], set_properties={"Table_Type": "lance", "x": "1"}),
-        AlterTableRequest(id=["db", "t"], unset_properties=["table_type"]),
+    for request, why in (
+        (AlterTableRequest(id=["db", "t"], set_properties={"table_type": "iceberg"}),
+         "properties table_type mark this as a Lance table and cannot be changed"),
+        (AlterTableRequest(id=["db", "t"], set_properties={"Table_Type": "lance", "x": "1"}),
+         "properties Table_Type mark this as a Lance table and cannot be changed"),
+        (AlterTableRequest(id=["db", "t"], unset_properties=["table_type"]),
+         "properties table_type mark this as a Lance table and cannot be changed"),
     ):
-        with pytest.raises(ln.InvalidInputError):
+        with pytest.raises(ln.InvalidInputError, match=why):
             glue.alter_table(request)
-    with pytest.raises(ln.TableNotFoundError):
+    with pytest.raises(ln.TableNotFoundError, match="table none not found"):
         glue.alter_table(AlterTableRequest(id=["db", "none"], set_properties={"x": "1"}))
-    with pytest.raises(ln.NamespaceNotFoundError):
+    with pytest.raises(ln.NamespaceNotFoundError, match="namespace none not found"):
         glue.alter_table(AlterTableRequest(id=["none", "t"], set_properties={"x": "1"}))
     assert stored_table(clean_moto, "db", "t")["Parameters"] == {"k": "v", "table_type": "lance"}
 
@@ -297,7 +314,7 @@ def test_list_all_tables_pages_across_databases(
     unpaged = glue.list_all_tables(ln.ListTablesRequest())
     assert unpaged.tables == ["db_a$x", "db_a$y", "db_b$declared", "db_c$z"]
     assert unpaged.page_token is None
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(ln.InvalidInputError, match="limit must not be negative, got -1"):
         glue.list_all_tables(ln.ListTablesRequest(limit=-1))
 
 

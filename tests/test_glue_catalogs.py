@@ -157,7 +157,7 @@ def test_missing_catalog_level_is_namespace_not_found(catalogs):
     namespace, stubber = catalogs
     not_found(stubber, "get_database", {"CatalogId": ACCOUNT, "Name": "ghost"})
     not_found(stubber, "get_catalog", {"CatalogId": f"{ACCOUNT}:ghost"})
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match="namespace ghost not found"):
         namespace.describe_namespace(DescribeNamespaceRequest(id=["ghost"]))
 
 
@@ -186,7 +186,7 @@ def test_create_database_under_missing_catalog(catalogs):
     namespace, stubber = catalogs
     not_found(stubber, "get_database", {"CatalogId": ACCOUNT, "Name": "ghost"})
     not_found(stubber, "get_catalog", {"CatalogId": f"{ACCOUNT}:ghost"})
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match="namespace ghost not found"):
         namespace.create_namespace(CreateNamespaceRequest(id=["ghost", "orders"]))
 
 
@@ -225,7 +225,9 @@ def test_catalog_creation_in_another_accounts_catalog_is_unsupported(moto_endpoi
     with stubber:
         not_found(stubber, "get_database", {"CatalogId": other, "Name": "lake"})
         not_found(stubber, "get_catalog", {"CatalogId": f"{other}:lake"})
-        with pytest.raises(UnsupportedOperationError):
+        with pytest.raises(
+            UnsupportedOperationError, match="catalogs only directly under the account's default"
+        ):
             namespace.create_namespace(
                 CreateNamespaceRequest(id=["lake"], properties={"glue.namespace_type": "catalog"})
             )
@@ -237,7 +239,9 @@ def test_nested_catalog_creation_is_unsupported(catalogs):
     expect_sales_catalog(stubber)
     not_found(stubber, "get_database", {"CatalogId": SALES, "Name": "sub"})
     not_found(stubber, "get_catalog", {"CatalogId": f"{SALES}/sub"})
-    with pytest.raises(UnsupportedOperationError):
+    with pytest.raises(
+        UnsupportedOperationError, match="catalogs only directly under the account's default"
+    ):
         namespace.create_namespace(
             CreateNamespaceRequest(
                 id=["sales", "sub"], properties={"glue.namespace_type": "catalog"}
@@ -251,14 +255,16 @@ def test_drop_non_empty_catalog_is_refused(catalogs):
     stubber.add_response(
         "get_databases", {"DatabaseList": [database("orders")]}, {"CatalogId": SALES}
     )
-    with pytest.raises(NamespaceNotEmptyError):
+    with pytest.raises(
+        NamespaceNotEmptyError, match="namespace sales still has databases or catalogs"
+    ):
         namespace.drop_namespace(DropNamespaceRequest(id=["sales"]))
 
 
 def test_create_existing_catalog_is_already_exists(catalogs):
     namespace, stubber = catalogs
     expect_sales_catalog(stubber)
-    with pytest.raises(NamespaceAlreadyExistsError):
+    with pytest.raises(NamespaceAlreadyExistsError, match="namespace sales already exists"):
         namespace.create_namespace(CreateNamespaceRequest(id=["sales"]))
 
 
@@ -378,7 +384,7 @@ def test_glue_error_codes_map_to_namespace_errors(code: str, status: int, expect
     namespace, stubber = stubbed()
     with stubber:
         stubber.add_client_error("get_database", code, http_status_code=status)
-        with pytest.raises(expected) as raised:
+        with pytest.raises(expected, match=f"database 'db': {code}") as raised:
             namespace.describe_namespace(DescribeNamespaceRequest(id=["db"]))
     assert raised.value.code == expected.code
 
@@ -388,11 +394,11 @@ def test_not_found_and_already_exists_depend_on_the_object():
     with stubber:
         stubber.add_client_error("get_table", "EntityNotFoundException")
         stubber.add_response("get_database", {"Database": database("db")})
-        with pytest.raises(TableNotFoundError):
+        with pytest.raises(TableNotFoundError, match="table t not found"):
             namespace.describe_table(DescribeTableRequest(id=["db", "t"]))
         stubber.add_client_error("get_database", "EntityNotFoundException")
         stubber.add_client_error("create_database", "AlreadyExistsException")
-        with pytest.raises(NamespaceAlreadyExistsError):
+        with pytest.raises(NamespaceAlreadyExistsError, match="database 'db' already exists"):
             namespace.create_namespace(CreateNamespaceRequest(id=["db"]))
         stubber.add_response("get_database", {"Database": database("db")})
         stubber.add_client_error(
@@ -400,6 +406,6 @@ def test_not_found_and_already_exists_depend_on_the_object():
             "AlreadyExistsException",
             expected_params={"DatabaseName": "db", "TableInput": ANY},
         )
-        with pytest.raises(TableAlreadyExistsError):
+        with pytest.raises(TableAlreadyExistsError, match=r"table db\$t already exists"):
             namespace.declare_table(DeclareTableRequest(id=["db", "t"], location="s3://b/t"))
         stubber.assert_no_pending_responses()

@@ -5,6 +5,7 @@ Registrations are checked in the metastore itself through a raw Thrift client.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,17 +64,21 @@ def test_aliases_resolve_to_the_hive_backends() -> None:
 
 
 @pytest.mark.parametrize(
-    "properties",
+    ("properties", "why"),
     [
-        {"uri": "http://127.0.0.1:9083"},
-        {"uri": "thrift://127.0.0.1:notaport"},
-        {"uri": "thrift://127.0.0.1:9083", "client.pool-size": "0"},
-        {"uri": "thrift://127.0.0.1:9083", "client.pool-size": "three"},
-        {"uri": "thrift://127.0.0.1:9083", "client.read-timeout": "-1"},
+        ({"uri": "http://127.0.0.1:9083"}, "metastore uri must be thrift://host:port, got 'http"),
+        ({"uri": "thrift://127.0.0.1:notaport"}, "metastore uri has a bad port"),
+        ({"uri": "thrift://127.0.0.1:9083", "client.pool-size": "0"},
+         "'client.pool-size' must be at least 1, got 0"),
+        ({"uri": "thrift://127.0.0.1:9083", "client.pool-size": "three"},
+         "'client.pool-size' must be an integer, got 'three'"),
+        # The deprecated seconds are read as milliseconds: -1 s is -1000 ms.
+        ({"uri": "thrift://127.0.0.1:9083", "client.read-timeout": "-1"},
+         "'client.read-timeout-ms' must be at least 1, got -1000"),
     ],
 )
-def test_bad_configuration_is_refused(properties: dict[str, str]) -> None:
-    with pytest.raises(ConfigurationError):
+def test_bad_configuration_is_refused(properties: dict[str, str], why: str) -> None:
+    with pytest.raises(ConfigurationError, match=why):
         Hive2Namespace(**properties)
 
 
@@ -158,7 +163,7 @@ def test_create_namespace_modes(
     first = {"database.description": "first", "k": "1"}
     hive2.create_namespace(ln.CreateNamespaceRequest(id=[name], properties=first))
 
-    with pytest.raises(ln.NamespaceAlreadyExistsError):
+    with pytest.raises(ln.NamespaceAlreadyExistsError, match=f"namespace '{name}' already exists"):
         hive2.create_namespace(ln.CreateNamespaceRequest(id=[name], mode="create"))
 
     hive2.create_namespace(
@@ -174,13 +179,17 @@ def test_create_namespace_modes(
         stored = client.get_database(name)
     assert (stored.description, stored.parameters) == ("second", {"k": "2"})
 
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(
+        ln.InvalidInputError, match="mode must be one of create, exist_ok, overwrite, got 'replace'"
+    ):
         hive2.create_namespace(ln.CreateNamespaceRequest(id=[name], mode="replace"))
 
 
 def test_overwrite_never_drops_registered_tables(hive2: Hive2Namespace, database: str) -> None:
     hive2.declare_table(ln.DeclareTableRequest(id=[database, "kept"]))
-    with pytest.raises(ln.NamespaceNotEmptyError):
+    with pytest.raises(
+        ln.NamespaceNotEmptyError, match=f"'{database}' still has tables; drop them or use CASCADE"
+    ):
         hive2.create_namespace(ln.CreateNamespaceRequest(id=[database], mode="overwrite"))
     assert hive2.list_tables(ln.ListTablesRequest(id=[database])).tables == ["kept"]
 
@@ -191,7 +200,9 @@ def test_names_are_case_insensitive(hive2: Hive2Namespace,
     hive2.create_namespace(ln.CreateNamespaceRequest(id=[name]))
     hive2.namespace_exists(ln.NamespaceExistsRequest(id=[name.lower()]))
     hive2.namespace_exists(ln.NamespaceExistsRequest(id=[name.upper()]))
-    with pytest.raises(ln.NamespaceAlreadyExistsError):
+    with pytest.raises(
+        ln.NamespaceAlreadyExistsError, match=f"namespace '{name.lower()}' already exists"
+    ):
         hive2.create_namespace(ln.CreateNamespaceRequest(id=[name.upper()]))
     assert name.lower() in hive2.list_namespaces(ln.ListNamespacesRequest()).namespaces
 
@@ -204,27 +215,33 @@ def test_names_are_case_insensitive(hive2: Hive2Namespace,
 
 def test_missing_namespaces(hive2: Hive2Namespace) -> None:
     missing = unique("missing")
-    with pytest.raises(ln.NamespaceNotFoundError):
+    with pytest.raises(ln.NamespaceNotFoundError, match=f"namespace not found: {missing}"):
         hive2.namespace_exists(ln.NamespaceExistsRequest(id=[missing]))
-    with pytest.raises(ln.NamespaceNotFoundError):
+    with pytest.raises(ln.NamespaceNotFoundError, match=f"namespace not found: {missing}"):
         hive2.describe_namespace(ln.DescribeNamespaceRequest(id=[missing]))
-    with pytest.raises(ln.NamespaceNotFoundError):
+    with pytest.raises(ln.NamespaceNotFoundError, match=f"namespace not found: {missing}"):
         hive2.list_tables(ln.ListTablesRequest(id=[missing]))
-    with pytest.raises(ln.NamespaceNotFoundError):
+    with pytest.raises(ln.NamespaceNotFoundError, match=f"namespace not found: {missing}"):
         hive2.list_namespaces(ln.ListNamespacesRequest(id=[missing]))
-    with pytest.raises(ln.NamespaceNotFoundError):
+    with pytest.raises(ln.NamespaceNotFoundError, match=f"namespace not found: {missing}"):
         hive2.declare_table(ln.DeclareTableRequest(id=[missing, "t"]))
     hive2.namespace_exists(ln.NamespaceExistsRequest(id=[]))
     assert hive2.describe_namespace(ln.DescribeNamespaceRequest(id=[])).properties == {}
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(
+        ln.InvalidInputError, match="this operation needs a namespace, not the root namespace"
+    ):
         hive2.create_namespace(ln.CreateNamespaceRequest(id=[]))
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(
+        ln.InvalidInputError, match="this operation needs a namespace, not the root namespace"
+    ):
         hive2.drop_namespace(ln.DropNamespaceRequest(id=[]))
 
 
 def test_a_database_has_no_child_namespaces(hive2: Hive2Namespace, database: str) -> None:
     assert hive2.list_namespaces(ln.ListNamespacesRequest(id=[database])).namespaces == []
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(
+        ln.InvalidInputError, match=rf"namespaces have at most 1 levels, got '{database}\$child'"
+    ):
         hive2.create_namespace(ln.CreateNamespaceRequest(id=[database, "child"]))
 
 
@@ -232,7 +249,7 @@ def test_drop_namespace_modes_and_behaviors(
     hive2: Hive2Namespace, hive_metastore: HiveMetastoreProcess, tmp_path: Path
 ) -> None:
     missing = unique("gone")
-    with pytest.raises(ln.NamespaceNotFoundError):
+    with pytest.raises(ln.NamespaceNotFoundError, match=f"namespace not found: {missing}"):
         hive2.drop_namespace(ln.DropNamespaceRequest(id=[missing]))
     hive2.drop_namespace(ln.DropNamespaceRequest(id=[missing], mode="Skip"))
 
@@ -242,21 +259,25 @@ def test_drop_namespace_modes_and_behaviors(
     write_lance_table(data, rows=4)
     hive2.register_table(ln.RegisterTableRequest(id=[name, "kept"], location=str(data)))
 
-    with pytest.raises(ln.NamespaceNotEmptyError):
+    with pytest.raises(ln.NamespaceNotEmptyError, match=f"namespace '{name}' still has tables"):
         hive2.drop_namespace(ln.DropNamespaceRequest(id=[name], behavior="RESTRICT"))
     hive2.namespace_exists(ln.NamespaceExistsRequest(id=[name]))
 
     hive2.drop_namespace(ln.DropNamespaceRequest(id=[name], behavior="Cascade"))
-    with metastore_client(hive_metastore.port) as client, pytest.raises(NoSuchObjectException):
+    with metastore_client(hive_metastore.port) as client, pytest.raises(
+        NoSuchObjectException, match=name
+    ):
         client.get_database(name)
     assert lance.dataset(str(data)).count_rows() == 4  # CASCADE keeps table data
 
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(
+        ln.InvalidInputError, match="behavior must be one of restrict, cascade, got 'purge'"
+    ):
         hive2.drop_namespace(ln.DropNamespaceRequest(id=[name], behavior="purge"))
 
 
 def test_default_database_is_never_dropped(hive2: Hive2Namespace) -> None:
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(ln.InvalidInputError, match="Hive never drops the 'default' database"):
         hive2.drop_namespace(ln.DropNamespaceRequest(id=["default"]))
     hive2.namespace_exists(ln.NamespaceExistsRequest(id=["default"]))
 
@@ -288,7 +309,7 @@ def test_declare_table_registers_an_external_lance_table(
     assert described.properties["owner_team"] == "ml"
     hive2.table_exists(ln.TableExistsRequest(id=[database, "events"]))
 
-    with pytest.raises(ln.TableAlreadyExistsError):
+    with pytest.raises(ln.TableAlreadyExistsError, match="Table events already exists"):
         hive2.declare_table(ln.DeclareTableRequest(id=[database, "events"]))
 
 
@@ -302,9 +323,13 @@ def test_declare_table_at_a_given_location(hive2: Hive2Namespace, database: str,
 
 def test_relative_locations_are_refused(hive2: Hive2Namespace, database: str,
                                         hive_metastore: HiveMetastoreProcess) -> None:
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(
+        ln.InvalidInputError, match="table location must be absolute or a URI, got 'data/t'"
+    ):
         hive2.declare_table(ln.DeclareTableRequest(id=[database, "rel"], location="data/t"))
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(
+        ln.InvalidInputError, match="table location must be absolute or a URI, got 'data/t'"
+    ):
         hive2.register_table(ln.RegisterTableRequest(id=[database, "rel"], location="data/t"))
     with metastore_client(hive_metastore.port) as client:
         assert client.get_all_tables(database) == []
@@ -331,7 +356,7 @@ def test_register_table_for_an_existing_lance_table(
     described = hive2.describe_table(ln.DescribeTableRequest(id=[database, "reg"]))
     assert lance.dataset(described.location).count_rows() == 2
 
-    with pytest.raises(ln.TableAlreadyExistsError):
+    with pytest.raises(ln.TableAlreadyExistsError, match="Table reg already exists"):
         hive2.register_table(ln.RegisterTableRequest(id=[database, "reg"], location=str(second)))
     hive2.register_table(
         ln.RegisterTableRequest(id=[database, "reg"], location=str(second), mode="overwrite")
@@ -347,7 +372,7 @@ def test_register_table_needs_a_lance_table(
 ) -> None:
     empty = tmp_path / "not-lance"
     empty.mkdir()
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(ln.InvalidInputError, match="no Lance table at " + re.escape(str(empty))):
         hive2.register_table(ln.RegisterTableRequest(id=[database, "fake"], location=str(empty)))
     with metastore_client(hive_metastore.port) as client:
         assert client.get_all_tables(database) == []
@@ -365,7 +390,7 @@ def test_deregister_removes_the_registration_and_keeps_data(
     with metastore_client(hive_metastore.port) as client:
         assert client.get_all_tables(database) == []
     assert lance.dataset(str(data)).count_rows() == 3
-    with pytest.raises(ln.TableNotFoundError):
+    with pytest.raises(ln.TableNotFoundError, match=rf"table {database}\.gone not found"):
         hive2.deregister_table(ln.DeregisterTableRequest(id=[database, "gone"]))
 
 
@@ -393,11 +418,17 @@ def test_other_hive_tables_are_not_lance_tables(
     assert (paged.tables, paged.page_token) == (["ours"], "ours")
     hive2.describe_table(ln.DescribeTableRequest(id=[database, "mixed"]))
     for other in ("parquet", "iceberg"):
-        with pytest.raises(ln.InvalidInputError):
+        with pytest.raises(
+            ln.InvalidInputError, match=rf"{database}\.{other} is a Hive table but not a Lance"
+        ):
             hive2.describe_table(ln.DescribeTableRequest(id=[database, other]))
-        with pytest.raises(ln.InvalidInputError):
+        with pytest.raises(
+            ln.InvalidInputError, match=rf"{database}\.{other} is a Hive table but not a Lance"
+        ):
             hive2.deregister_table(ln.DeregisterTableRequest(id=[database, other]))
-        with pytest.raises(ln.InvalidInputError):
+        with pytest.raises(
+            ln.InvalidInputError, match=rf"{database}\.{other} is a Hive table but not a Lance"
+        ):
             hive2.register_table(ln.RegisterTableRequest(
                 id=[database, other], location=str(lance_data), mode="overwrite"
             ))
@@ -406,7 +437,7 @@ def test_other_hive_tables_are_not_lance_tables(
         assert sorted(client.get_all_tables(database)) == [
             "iceberg", "managed", "mixed", "ours", "parquet", "upper"
         ]
-    with pytest.raises(ln.NamespaceNotEmptyError):
+    with pytest.raises(ln.NamespaceNotEmptyError, match=f"namespace '{database}' still has tables"):
         hive2.drop_namespace(ln.DropNamespaceRequest(id=[database]))
 
 
@@ -430,16 +461,16 @@ def test_list_tables_sorted_and_paged(
         if not token:
             break
     assert pages == [names[0:5], names[5:10], names[10:12]]
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(ln.InvalidInputError, match="limit must not be negative, got -1"):
         hive2.list_tables(ln.ListTablesRequest(id=[database], limit=-1))
 
 
 def test_missing_tables(hive2: Hive2Namespace, database: str) -> None:
-    with pytest.raises(ln.TableNotFoundError):
+    with pytest.raises(ln.TableNotFoundError, match=rf"table {database}\.nope not found"):
         hive2.describe_table(ln.DescribeTableRequest(id=[database, "nope"]))
-    with pytest.raises(ln.TableNotFoundError):
+    with pytest.raises(ln.TableNotFoundError, match=rf"table {database}\.nope not found"):
         hive2.table_exists(ln.TableExistsRequest(id=[database, "nope"]))
-    with pytest.raises(ln.NamespaceNotFoundError):
+    with pytest.raises(ln.NamespaceNotFoundError, match="namespace not found: nodb_"):
         hive2.describe_table(ln.DescribeTableRequest(id=[unique("nodb"), "nope"]))
 
 
@@ -447,13 +478,25 @@ BAD_NAMES = [
     "a-b", "with space", "dot.ted", "ünïcode", "semi;colon", "..", ".", "a/b", "a\\b", "nul\x00",
     "", "x" * 257,
 ]
+HIVE_NAME = "name '{}' is not a valid Hive name"
+BAD_NAME_REFUSALS = {
+    **{bad: re.escape(HIVE_NAME.format(bad))
+       for bad in ("a-b", "with space", "dot.ted", "ünïcode", "semi;colon")},
+    "..": r"identifier part must not be '\.\.'",
+    ".": r"identifier part must not be '\.'",
+    "a/b": "identifier part 'a/b' must not contain '/'",
+    "a\\b": r"identifier part 'a\\\\b' must not contain",
+    "nul\x00": "must not contain control or format characters",
+    "": "identifier part must not be empty",
+    "x" * 257: "identifier part is longer than 256 characters",
+}
 
 
 @pytest.mark.parametrize("bad", BAD_NAMES)
 def test_bad_table_names_are_refused_and_nothing_is_registered(
     hive2: Hive2Namespace, database: str, hive_metastore: HiveMetastoreProcess, bad: str
 ) -> None:
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(ln.InvalidInputError, match=BAD_NAME_REFUSALS[bad]):
         hive2.declare_table(ln.DeclareTableRequest(id=[database, bad]))
     with metastore_client(hive_metastore.port) as client:
         assert client.get_all_tables(database) == []
@@ -465,7 +508,8 @@ def test_bad_namespace_names_are_refused_and_nothing_is_created(
 ) -> None:
     with metastore_client(hive_metastore.port) as client:
         before = client.get_all_databases()
-    with pytest.raises(ln.InvalidInputError):
+    why = BAD_NAME_REFUSALS.get(bad, "database name is longer than 128 characters")
+    with pytest.raises(ln.InvalidInputError, match=why):
         hive2.create_namespace(ln.CreateNamespaceRequest(id=[bad]))
     with metastore_client(hive_metastore.port) as client:
         assert client.get_all_databases() == before
@@ -474,7 +518,9 @@ def test_bad_namespace_names_are_refused_and_nothing_is_created(
 @pytest.mark.parametrize("identifier", [[], ["only_db"], ["a", "b", "c"], None])
 def test_table_identifiers_need_database_and_table(hive2: Hive2Namespace,
                                                    identifier: list[str] | None) -> None:
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(
+        ln.InvalidInputError, match="a table identifier names the database and table, got"
+    ):
         hive2.describe_table(ln.DescribeTableRequest(id=identifier))
 
 
@@ -508,23 +554,35 @@ def test_hive3_falls_back_to_the_hive_catalog(
     assert described.location == declared.location
     hive3.deregister_table(ln.DeregisterTableRequest(id=["hive", name, "t"]))
     hive3.drop_namespace(ln.DropNamespaceRequest(id=["hive", name]))
-    with metastore_client(hive_metastore.port) as client, pytest.raises(NoSuchObjectException):
+    with metastore_client(hive_metastore.port) as client, pytest.raises(
+        NoSuchObjectException, match=name
+    ):
         client.get_database(name)
 
 
 def test_hive3_without_catalogs_has_no_other_catalog(hive3: Hive3Namespace) -> None:
-    with pytest.raises(ln.NamespaceNotFoundError):
+    with pytest.raises(
+        ln.NamespaceNotFoundError, match="catalog 'other' not found: this metastore has only"
+    ):
         hive3.namespace_exists(ln.NamespaceExistsRequest(id=["other"]))
-    with pytest.raises(ln.NamespaceNotFoundError):
+    with pytest.raises(
+        ln.NamespaceNotFoundError, match="catalog 'other' not found: this metastore has only"
+    ):
         hive3.create_namespace(ln.CreateNamespaceRequest(id=["other", "db"]))
-    with pytest.raises(ln.UnsupportedOperationError):
+    with pytest.raises(
+        ln.UnsupportedOperationError, match=r"no catalogs besides 'hive' \(HMS 2\.x\)"
+    ):
         hive3.create_namespace(ln.CreateNamespaceRequest(id=["other"]))
-    with pytest.raises(ln.NamespaceAlreadyExistsError):
+    with pytest.raises(ln.NamespaceAlreadyExistsError, match="catalog 'hive' already exists"):
         hive3.create_namespace(ln.CreateNamespaceRequest(id=["hive"]))
     hive3.create_namespace(ln.CreateNamespaceRequest(id=["hive"], mode="exist_ok"))
-    with pytest.raises(ln.UnsupportedOperationError):
+    with pytest.raises(
+        ln.UnsupportedOperationError, match="of a metastore without catalogs cannot be dropped"
+    ):
         hive3.drop_namespace(ln.DropNamespaceRequest(id=["hive"], behavior="cascade"))
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(
+        ln.InvalidInputError, match=r"the catalog, database and table, got \['hive', 'default'\]"
+    ):
         hive3.describe_table(ln.DescribeTableRequest(id=["hive", "default"]))
 
 

@@ -75,7 +75,7 @@ def test_rename_keeps_location_properties_and_data(
     assert renamed.properties["k"] == "v" and renamed.properties["table_type"] == "lance"
     assert lance.dataset(renamed.location).count_rows() == 4
     assert tables(hive2, db) == ["after"]
-    with pytest.raises(ln.TableNotFoundError):
+    with pytest.raises(ln.TableNotFoundError, match=r"table db_\w+\.before not found"):
         describe(hive2, [*db, "before"])
     with metastore_client(hive_metastore.port) as client:
         assert client.get_table(db[0], "after").tableType == "EXTERNAL_TABLE"
@@ -106,23 +106,29 @@ def test_rename_errors_change_nothing(
     create_raw_table(hive_metastore.port, db[0], "plain", "EXTERNAL_TABLE", {}, tmp_path / "p")
     rename = hive2.rename_table
     cases = [
-        (ln.TableNotFoundError, ln.RenameTableRequest(id=[*db, "none"], new_table_name="x")),
-        (ln.TableAlreadyExistsError, ln.RenameTableRequest(id=[*db, "one"], new_table_name="two")),
-        (ln.TableAlreadyExistsError, ln.RenameTableRequest(id=[*db, "one"], new_table_name="one")),
+        (ln.TableNotFoundError, rf"table {db[0]}\.none not found",
+         ln.RenameTableRequest(id=[*db, "none"], new_table_name="x")),
+        (ln.TableAlreadyExistsError, rf"table {db[0]}\.two already exists",
+         ln.RenameTableRequest(id=[*db, "one"], new_table_name="two")),
+        (ln.TableAlreadyExistsError, rf"table {db[0]}\.one already exists",
+         ln.RenameTableRequest(id=[*db, "one"], new_table_name="one")),
         (
-            ln.NamespaceNotFoundError,
+            ln.NamespaceNotFoundError, "namespace not found: nope",
             ln.RenameTableRequest(id=[*db, "one"], new_table_name="x", new_namespace_id=["nope"]),
         ),
-        (ln.InvalidInputError, ln.RenameTableRequest(id=[*db, "one"], new_table_name="bad name")),
-        (ln.InvalidInputError, ln.RenameTableRequest(id=[*db, "one"], new_table_name="")),
-        (ln.InvalidInputError, ln.RenameTableRequest(id=[*db, "plain"], new_table_name="x")),
+        (ln.InvalidInputError, "table name 'bad name' is not a valid Hive name",
+         ln.RenameTableRequest(id=[*db, "one"], new_table_name="bad name")),
+        (ln.InvalidInputError, "RenameTable needs new_table_name",
+         ln.RenameTableRequest(id=[*db, "one"], new_table_name="")),
+        (ln.InvalidInputError, rf"{db[0]}\.plain is a Hive table but not a Lance table",
+         ln.RenameTableRequest(id=[*db, "plain"], new_table_name="x")),
         (
-            ln.InvalidInputError,
+            ln.InvalidInputError, "this operation needs a namespace, not the root namespace",
             ln.RenameTableRequest(id=[*db, "one"], new_table_name="x", new_namespace_id=[]),
         ),
     ]
-    for error, request in cases:
-        with pytest.raises(error):
+    for error, why, request in cases:
+        with pytest.raises(error, match=why):
             rename(request)
     assert tables(hive2, db) == ["one", "two"]
     assert describe(hive2, [*db, "one"]).location == location
@@ -169,22 +175,28 @@ def test_alter_namespace_refusals_change_nothing(
 ) -> None:
     db = new_database(hive3, keep="1")
     before = hive3.describe_namespace(ln.DescribeNamespaceRequest(id=db)).properties
+    database_only = "only a database's properties can be altered here"
     refused = [
-        AlterNamespaceRequest(id=db, unset_properties=["database.location-uri"]),
-        AlterNamespaceRequest(id=db, unset_properties=["database.owner"]),
-        AlterNamespaceRequest(id=db, set_properties={"x": "1"}, unset_properties=["x"]),
-        AlterNamespaceRequest(id=db, set_properties={"database.owner-type": "nobody"}),
-        AlterNamespaceRequest(id=["hive"], set_properties={"x": "1"}),
-        AlterNamespaceRequest(id=[], set_properties={"x": "1"}),
+        (AlterNamespaceRequest(id=db, unset_properties=["database.location-uri"]),
+         "database.location-uri are fields of the Hive database and cannot be unset"),
+        (AlterNamespaceRequest(id=db, unset_properties=["database.owner"]),
+         "database.owner are fields of the Hive database and cannot be unset"),
+        (AlterNamespaceRequest(id=db, set_properties={"x": "1"}, unset_properties=["x"]),
+         "properties both set and unset: x"),
+        (AlterNamespaceRequest(id=db, set_properties={"database.owner-type": "nobody"}),
+         "database.owner-type must be USER, ROLE or GROUP, got 'nobody'"),
+        (AlterNamespaceRequest(id=["hive"], set_properties={"x": "1"}), database_only),
+        (AlterNamespaceRequest(id=[], set_properties={"x": "1"}), database_only),
     ]
     if not on_hms3(request):  # HMS 2.3 ignores a new description: refused, the other undone
-        refused.append(
-            AlterNamespaceRequest(id=db, set_properties={"database.description": "d", "x": "1"})
-        )
-    for request in refused:
-        with pytest.raises(ln.InvalidInputError):
+        refused.append((
+            AlterNamespaceRequest(id=db, set_properties={"database.description": "d", "x": "1"}),
+            "this metastore cannot change database.description; nothing was changed",
+        ))
+    for request, why in refused:
+        with pytest.raises(ln.InvalidInputError, match=why):
             hive3.alter_namespace(request)
-    with pytest.raises(ln.NamespaceNotFoundError):
+    with pytest.raises(ln.NamespaceNotFoundError, match="namespace not found: missing_db"):
         hive3.alter_namespace(AlterNamespaceRequest(id=["hive", "missing_db"], set_properties={}))
     assert hive3.describe_namespace(ln.DescribeNamespaceRequest(id=db)).properties == before
 
@@ -225,15 +237,20 @@ def test_alter_table_refuses_the_lance_markers(hive2: Hive2Namespace, tmp_path: 
     db = new_database(hive2)
     registered_table(hive2, db, "t", tmp_path)
     before = describe(hive2, [*db, "t"]).properties
-    for request in (
-        AlterTableRequest(id=[*db, "t"], set_properties={"table_type": "iceberg"}),
-        AlterTableRequest(id=[*db, "t"], set_properties={"TABLE_TYPE": "lance", "x": "1"}),
-        AlterTableRequest(id=[*db, "t"], unset_properties=["table_type"]),
-        AlterTableRequest(id=[*db, "t"], unset_properties=["EXTERNAL"]),
+    marker = "properties {} mark this as a Lance table and cannot be changed"
+    for request, why in (
+        (AlterTableRequest(id=[*db, "t"], set_properties={"table_type": "iceberg"}),
+         marker.format("table_type")),
+        (AlterTableRequest(id=[*db, "t"], set_properties={"TABLE_TYPE": "lance", "x": "1"}),
+         marker.format("TABLE_TYPE")),
+        (AlterTableRequest(id=[*db, "t"], unset_properties=["table_type"]),
+         marker.format("table_type")),
+        (AlterTableRequest(id=[*db, "t"], unset_properties=["EXTERNAL"]),
+         marker.format("EXTERNAL")),
     ):
-        with pytest.raises(ln.InvalidInputError):
+        with pytest.raises(ln.InvalidInputError, match=why):
             hive2.alter_table(request)
-    with pytest.raises(ln.TableNotFoundError):
+    with pytest.raises(ln.TableNotFoundError, match=r"table db_\w+\.none not found"):
         hive2.alter_table(AlterTableRequest(id=[*db, "none"], set_properties={"x": "1"}))
     assert describe(hive2, [*db, "t"]).properties == before
 
@@ -273,7 +290,7 @@ def test_list_all_tables_pages_across_databases(
         f"{databases[0]}$b",
         f"{databases[2]}$c",
     ]
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(ln.InvalidInputError, match="limit must not be negative, got -1"):
         hive2.list_all_tables(ln.ListTablesRequest(limit=-1))
 
 

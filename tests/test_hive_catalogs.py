@@ -88,7 +88,7 @@ def test_catalog_default_location_is_under_root(hive3: Hive3Namespace, catalog: 
 
 def test_catalog_create_modes(hive3: Hive3Namespace, catalog: str,
                               metastore: HiveMetastoreProcess) -> None:
-    with pytest.raises(ln.NamespaceAlreadyExistsError):
+    with pytest.raises(ln.NamespaceAlreadyExistsError, match=f"catalog '{catalog}' already exists"):
         hive3.create_namespace(ln.CreateNamespaceRequest(id=[catalog]))
     hive3.create_namespace(ln.CreateNamespaceRequest(
         id=[catalog], mode="exist_ok", properties={"description": "ignored"}
@@ -133,7 +133,9 @@ def test_missing_catalog(hive3: Hive3Namespace) -> None:
         lambda: hive3.create_namespace(ln.CreateNamespaceRequest(id=[missing, "db"])),
         lambda: hive3.drop_namespace(ln.DropNamespaceRequest(id=[missing])),
     ):
-        with pytest.raises(ln.NamespaceNotFoundError):
+        with pytest.raises(
+            ln.NamespaceNotFoundError, match=f"namespace not found: No catalog {missing}"
+        ):
             request()
     hive3.drop_namespace(ln.DropNamespaceRequest(id=[missing], mode="skip"))
 
@@ -158,7 +160,7 @@ def test_tables_in_a_catalog_database(
     described = hive3.describe_table(ln.DescribeTableRequest(id=[catalog, "db", "events"]))
     assert described.location == declared.location
     hive3.table_exists(ln.TableExistsRequest(id=[catalog, "db", "events"]))
-    with pytest.raises(ln.TableNotFoundError):
+    with pytest.raises(ln.TableNotFoundError, match=r"table default\.events not found"):
         hive3.table_exists(ln.TableExistsRequest(id=["hive", "default", "events"]))
 
     hive3.deregister_table(ln.DeregisterTableRequest(id=[catalog, "db", "events"]))
@@ -174,14 +176,18 @@ def test_drop_catalog_restrict_and_cascade(
     hive3.create_namespace(ln.CreateNamespaceRequest(id=[catalog, "db"]))
     hive3.register_table(ln.RegisterTableRequest(id=[catalog, "db", "kept"], location=str(data)))
 
-    with pytest.raises(ln.NamespaceNotEmptyError):
+    with pytest.raises(
+        ln.NamespaceNotEmptyError, match=f"catalog '{catalog}' still has databases: \\['db'\\]"
+    ):
         hive3.drop_namespace(ln.DropNamespaceRequest(id=[catalog]))
-    with pytest.raises(ln.NamespaceNotEmptyError):
+    with pytest.raises(
+        ln.NamespaceNotEmptyError, match="namespace 'db' still has tables; drop them or use CASCADE"
+    ):
         hive3.drop_namespace(ln.DropNamespaceRequest(id=[catalog, "db"]))
 
     hive3.drop_namespace(ln.DropNamespaceRequest(id=[catalog], behavior="CASCADE"))
     with metastore_client(metastore.port) as client:
-        with pytest.raises(NoSuchObjectException):
+        with pytest.raises(NoSuchObjectException, match=f"No catalog {catalog}"):
             client.get_catalog(GetCatalogRequest(name=catalog))
         assert catalog not in client.get_catalogs().names
     assert lance.dataset(str(data)).count_rows() == 2
@@ -195,7 +201,9 @@ def test_a_catalog_holding_only_its_own_empty_default_database_is_empty(
     data = tmp_path / "in-default.lance"
     lance.write_dataset(pa.table({"x": [1]}), str(data))
     hive3.register_table(ln.RegisterTableRequest(id=[catalog, "default", "t"], location=str(data)))
-    with pytest.raises(ln.NamespaceNotEmptyError):
+    with pytest.raises(
+        ln.NamespaceNotEmptyError, match=f"catalog '{catalog}' still has databases: \\['default'\\]"
+    ):
         hive3.drop_namespace(ln.DropNamespaceRequest(id=[catalog]))
     hive3.deregister_table(ln.DeregisterTableRequest(id=[catalog, "default", "t"]))
 
@@ -208,26 +216,28 @@ def test_a_catalog_holding_only_its_own_empty_default_database_is_empty(
 
 
 def test_default_catalog_is_never_dropped(hive3: Hive3Namespace) -> None:
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(ln.InvalidInputError, match="the default catalog 'hive' is never dropped"):
         hive3.drop_namespace(ln.DropNamespaceRequest(id=["hive"], behavior="cascade"))
     hive3.namespace_exists(ln.NamespaceExistsRequest(id=["hive", "default"]))
 
 
 @pytest.mark.parametrize(
-    ("operation", "identifier"),
+    ("operation", "identifier", "why"),
     [
-        ("list_namespaces", ["a", "b", "c"]),
-        ("create_namespace", ["a", "b", "c"]),
-        ("list_tables", ["a"]),
-        ("describe_table", ["a", "b"]),
-        ("describe_table", ["a", "b", "c", "d"]),
-        ("declare_table", ["bad-catalog", "db", "t"]),
-        ("create_namespace", ["c" * 129]),
+        ("list_namespaces", ["a", "b", "c"], r"at most 2 levels, got 'a\$b\$c'"),
+        ("create_namespace", ["a", "b", "c"], r"at most 2 levels, got 'a\$b\$c'"),
+        ("list_tables", ["a"], "tables live in databases: name a catalog and a database"),
+        ("describe_table", ["a", "b"], r"names the catalog, database and table, got \['a', 'b'\]"),
+        ("describe_table", ["a", "b", "c", "d"],
+         r"names the catalog, database and table, got \['a', 'b', 'c', 'd'\]"),
+        ("declare_table", ["bad-catalog", "db", "t"],
+         "catalog name 'bad-catalog' is not a valid Hive name"),
+        ("create_namespace", ["c" * 129], "catalog name is longer than 128 characters"),
     ],
 )
 def test_hive3_identifier_depth_and_names(
     hive3: Hive3Namespace, metastore: HiveMetastoreProcess,
-    operation: str, identifier: list[str]
+    operation: str, identifier: list[str], why: str
 ) -> None:
     request_types = {
         "list_namespaces": ln.ListNamespacesRequest,
@@ -238,7 +248,7 @@ def test_hive3_identifier_depth_and_names(
     }
     with metastore_client(metastore.port) as client:
         before = client.get_catalogs().names
-    with pytest.raises(ln.InvalidInputError):
+    with pytest.raises(ln.InvalidInputError, match=why):
         getattr(hive3, operation)(request_types[operation](id=identifier))
     with metastore_client(metastore.port) as client:
         assert client.get_catalogs().names == before
@@ -255,7 +265,9 @@ def test_list_tables_on_a_metastore_without_parameter_filters(tmp_path: Path) ->
         with metastore_client(server.port) as client:
             client.create_table(Table(tableName="aa", dbName="db", tableType="MANAGED_TABLE",
                                       parameters={}, sd=StorageDescriptor(location="/x")))
-            with pytest.raises(MetaException):
+            with pytest.raises(
+                MetaException, match="filtering on table parameters is not supported"
+            ):
                 client.get_table_names_by_filter("db", LANCE_PARAMETER_FILTER, -1)
         assert hive3.list_tables(ln.ListTablesRequest(id=["hive", "db"])).tables == ["a", "b", "c"]
         page = hive3.list_tables(ln.ListTablesRequest(id=["hive", "db"], page_token="a", limit=1))

@@ -111,20 +111,25 @@ def test_configuration_defaults(iceberg: IcebergStandIn) -> None:
 
 
 @pytest.mark.parametrize(
-    "properties",
+    ("properties", "why"),
     [
-        {},
-        {"endpoint": "localhost:8181"},
-        {"endpoint": "ftp://host"},
-        {"endpoint": "http://h", "credential": "no-colon"},
-        {"endpoint": "http://h", "credential": "id:secret", "auth_token": "t"},
-        {"endpoint": "http://h", "client.max-retries": "-1"},
-        {"endpoint": "http://h", "client.read-timeout-ms": "soon"},
-        {"endpoint": "http://h", "client.connect-timeout-ms": "0"},
+        ({}, "missing required property 'endpoint'"),
+        ({"endpoint": "localhost:8181"}, "endpoint must start with http:// or https://"),
+        ({"endpoint": "ftp://host"}, "endpoint must start with http:// or https://"),
+        ({"endpoint": "http://h", "credential": "no-colon"},
+         "credential must have the form client_id:client_secret"),
+        ({"endpoint": "http://h", "credential": "id:secret", "auth_token": "t"},
+         "set only one of auth_token and credential"),
+        ({"endpoint": "http://h", "client.max-retries": "-1"},
+         "'client.max-retries' must be at least 0, got -1"),
+        ({"endpoint": "http://h", "client.read-timeout-ms": "soon"},
+         "'client.read-timeout-ms' must be an integer, got 'soon'"),
+        ({"endpoint": "http://h", "client.connect-timeout-ms": "0"},
+         "'client.connect-timeout-ms' must be at least 1, got 0"),
     ],
 )
-def test_bad_configuration_is_rejected(properties: dict[str, str]) -> None:
-    with pytest.raises(ConfigurationError):
+def test_bad_configuration_is_rejected(properties: dict[str, str], why: str) -> None:
+    with pytest.raises(ConfigurationError, match=why):
         IcebergNamespace(**properties)
 
 
@@ -149,15 +154,17 @@ def test_pyiceberg_renames_tables_and_updates_namespace_and_table_properties(
     assert catalog.load_namespace_properties(source) == {"tier": "silver"}
     catalog.update_namespace_properties(source, removals={"tier"})
     assert catalog.load_namespace_properties(source) == {}  # the namespace outlives its properties
-    with pytest.raises(NoSuchNamespaceError):
+    with pytest.raises(NoSuchNamespaceError, match="Namespace no_such_namespace does not exist"):
         catalog.update_namespace_properties("no_such_namespace", updates={"a": "1"})
 
     renamed = catalog.rename_table((source, "t"), (target, "moved"))
     assert renamed.name() == (target, "moved")
     assert not catalog.table_exists((source, "t"))
-    with pytest.raises(NoSuchTableError):
+    with pytest.raises(NoSuchTableError, match="NoSuchTableException: Table does not exist: t"):
         catalog.rename_table((source, "t"), (target, "again"))
-    with pytest.raises(IcebergTableExistsError):
+    with pytest.raises(
+        IcebergTableExistsError, match=rf"Table {target}\.taken already exists"
+    ):
         catalog.rename_table((target, "moved"), (target, "taken"))
 
     stale_view = catalog.load_table((target, "moved"))
@@ -168,7 +175,9 @@ def test_pyiceberg_renames_tables_and_updates_namespace_and_table_properties(
     assert "stale" not in catalog.load_table((target, "moved")).properties
     catalog.drop_table((target, "moved"))
     catalog.create_table((target, "moved"), schema)  # same name, another table-uuid
-    with pytest.raises(CommitFailedException):
+    with pytest.raises(
+        CommitFailedException, match="CommitFailedException: Table UUID does not match"
+    ):
         stale_view.transaction().set_properties(owner="late").commit_transaction()
 
 
@@ -197,9 +206,13 @@ def test_fixture_refuses_malformed_updates_as_the_spec_says(
 
 def test_unknown_warehouses(ns: IcebergNamespace) -> None:
     """A catalog of several warehouses refuses an unknown one (the reference server has one)."""
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(
+        NamespaceNotFoundError, match="NoSuchWarehouseException: unknown warehouse no_such_"
+    ):
         ns.list_namespaces(ListNamespacesRequest(id=["no_such_warehouse"]))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(
+        NamespaceNotFoundError, match="NoSuchWarehouseException: unknown warehouse no_such_"
+    ):
         ns.namespace_exists(NamespaceExistsRequest(id=["no_such_warehouse"]))
     ns.namespace_exists(NamespaceExistsRequest(id=["wh"]))
 
@@ -249,7 +262,7 @@ def test_failed_overwrite_keeps_the_previous_registration(
     write_ids(new)
     ns.register_table(RegisterTableRequest(id=[*db, "t"], location=old, properties={"v": "1"}))
     iceberg.control.fail_next(1, 500, method="POST", path="/tables")
-    with pytest.raises(InternalError):
+    with pytest.raises(InternalError, match="catalog returned HTTP 500: InjectedFault"):
         ns.register_table(RegisterTableRequest(id=[*db, "t"], location=new, mode="overwrite"))
     described = ns.describe_table(DescribeTableRequest(id=[*db, "t"]))
     assert described.location == old and described.properties["v"] == "1"
@@ -298,7 +311,7 @@ def test_paging_follows_server_pages_and_pages_locally(
     assert first.tables == ["t0", "t1", "t2"] and first.page_token == "t2"
     rest = ns.list_tables(ListTablesRequest(id=db, limit=3, page_token=first.page_token))
     assert rest.tables == ["t3", "t4"] and rest.page_token is None
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match="limit must not be negative, got -1"):
         ns.list_tables(ListTablesRequest(id=db, limit=-1))
 
 
@@ -340,10 +353,14 @@ def test_the_static_token_or_the_forwarded_callers_token_reaches_the_catalog(
     forwarding = make_namespace(auth_token="static-token", forward_caller_token="true")
     caller = Identity(auth_token="caller-token")
     forwarding.list_namespaces(ListNamespacesRequest(id=db, identity=caller))
-    with pytest.raises(UnauthenticatedError):
+    with pytest.raises(
+        UnauthenticatedError, match="401: NotAuthorizedException: missing or invalid token"
+    ):
         forwarding.list_namespaces(ListNamespacesRequest(id=db))
     not_forwarding = make_namespace(auth_token="static-token")
-    with pytest.raises(UnauthenticatedError):
+    with pytest.raises(
+        UnauthenticatedError, match="401: NotAuthorizedException: missing or invalid token"
+    ):
         not_forwarding.list_namespaces(ListNamespacesRequest(id=db, identity=caller))
     iceberg.control.required_token = "static-token"  # the static token is what it sends
     not_forwarding.list_namespaces(ListNamespacesRequest(id=db, identity=caller))

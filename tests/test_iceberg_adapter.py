@@ -21,12 +21,12 @@ from lance_namespace import (
     DropTableRequest,
     InsertIntoTableRequest,
     InvalidInputError,
-    LanceNamespaceError,
     ListNamespacesRequest,
     ListTablesRequest,
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
     RegisterTableRequest,
+    ServiceUnavailableError,
     TableAlreadyExistsError,
     TableNotFoundError,
 )
@@ -86,18 +86,22 @@ def test_create_table_with_data_lands_at_its_location_and_in_the_catalog(
     assert client.list_tables(ListTablesRequest(id=["wh", sales, "eu"])).tables == ["orders"]
     assert client.list_namespaces(ListNamespacesRequest(id=["wh", sales])).namespaces == ["eu"]
 
-    with pytest.raises(TableAlreadyExistsError):
+    with pytest.raises(
+        TableAlreadyExistsError, match=rf"table wh\${sales}\$eu\$orders already exists"
+    ):
         client.create_table(CreateTableRequest(id=table_id), arrow_stream(sample_table(1)))
-    with pytest.raises(NamespaceNotEmptyError):
+    with pytest.raises(NamespaceNotEmptyError, match=rf"Namespace {sales}\.eu is not empty"):
         client.drop_namespace(DropNamespaceRequest(id=["wh", sales, "eu"]))
 
     client.drop_table(DropTableRequest(id=table_id))
-    with pytest.raises(NoSuchTableError):
+    with pytest.raises(NoSuchTableError, match=rf"Table does not exist: {sales}\.eu\.orders"):
         official.load_table((sales, "eu", "orders"))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=rf"Table does not exist: {sales}\.eu\.orders"):
         client.describe_table(DescribeTableRequest(id=table_id))
     client.drop_namespace(DropNamespaceRequest(id=["wh", sales, "eu"]))
-    with pytest.raises(NamespaceNotFoundError):  # already gone
+    with pytest.raises(
+        NamespaceNotFoundError, match=rf"Namespace does not exist: {sales}\.eu"
+    ):  # already gone
         client.drop_namespace(DropNamespaceRequest(id=["wh", sales, "eu"]))
     client.drop_namespace(DropNamespaceRequest(id=["wh", sales, "eu"], mode="Skip"))
 
@@ -120,13 +124,17 @@ def test_declare_register_deregister_through_the_adapter(
 
 
 def test_errors_reach_the_client_with_their_codes(client: RestNamespace) -> None:
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match="Namespace does not exist: nowhere"):
         client.list_tables(ListTablesRequest(id=["wh", "nowhere"]))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=r"Table does not exist: nowhere\.t"):
         client.describe_table(DescribeTableRequest(id=["wh", "nowhere", "t"]))
-    with pytest.raises(NamespaceNotFoundError):  # the reference server would make it
+    with pytest.raises(
+        NamespaceNotFoundError, match="Namespace does not exist: nowhere"
+    ):  # the reference server would make it
         client.declare_table(DeclareTableRequest(id=["wh", "nowhere", "t"]))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(
+        InvalidInputError, match=r"table identifier is \[warehouse, namespace\.\.\., table\]"
+    ):
         client.declare_table(DeclareTableRequest(id=["wh", "only_two"]))
 
 
@@ -137,7 +145,9 @@ def test_a_catalog_outage_reaches_the_client_as_code_17(
     properties = {"endpoint": iceberg.url, "root": str(root), "client.read-timeout-ms": "2000"}
     with running_server("iceberg", properties) as url:
         iceberg.control.fail_next(10, 503, method="GET", path="/namespaces")
-        with pytest.raises(LanceNamespaceError) as raised:
+        with pytest.raises(
+            ServiceUnavailableError, match="catalog returned HTTP 503: InjectedFault"
+        ) as raised:
             RestNamespace(uri=url).list_namespaces(ListNamespacesRequest(id=["wh"]))
     iceberg.control.reset()
     assert raised.value.code == 17

@@ -78,7 +78,7 @@ def test_rename_keeps_the_location_and_the_data(ns: IcebergNamespace, tmp_path: 
     assert described.location == str(location)
     assert described.properties["table_type"] == "lance"
     assert lance.dataset(described.location).to_table()["id"].to_pylist() == [1, 2, 3]
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=r"Table does not exist: db_\w+\.old"):
         ns.describe_table(DescribeTableRequest(id=[*db, "old"]))
     assert tables_of(ns, db) == ["new"]
 
@@ -111,25 +111,30 @@ def test_rename_errors_change_nothing(
     def rename(**fields: object) -> None:
         ns.rename_table(RenameTableRequest(**{"id": [*db, "a"], "new_table_name": "c", **fields}))
 
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=rf"Table does not exist: {db[1]}\.missing"):
         rename(id=[*db, "missing"])
-    with pytest.raises(TableAlreadyExistsError):
+    with pytest.raises(TableAlreadyExistsError, match=rf"Table already exists: {db[1]}\.b"):
         rename(new_table_name="b")
-    with pytest.raises(TableAlreadyExistsError):
+    with pytest.raises(TableAlreadyExistsError, match=rf"table {db[1]}\.a exists"):
         rename(new_table_name="a")
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match="Namespace does not exist: no_such_namespace"):
         rename(new_namespace_id=["wh", "no_such_namespace"])
-    for bad_name in ("", "x/y", "..", "tab\x01"):
-        with pytest.raises(InvalidInputError):
+    for bad_name, why in (("", "table identifier part must not be empty"),
+                          ("x/y", "table identifier part 'x/y' must not contain '/'"),
+                          ("..", r"table identifier part must not be '\.\.'"),
+                          ("tab\x01", "must not contain control or format characters")):
+        with pytest.raises(InvalidInputError, match=why):
             rename(new_table_name=bad_name)
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(
+        InvalidInputError, match=r"table identifier is \[warehouse, namespace\.\.\., table\]"
+    ):
         rename(new_namespace_id=["wh"])  # a warehouse holds no tables
     with pytest.raises(UnsupportedOperationError, match=r"rename_table.*iceberg"):
         rename(new_namespace_id=["other", "db"])
 
     catalog = RestCatalog("official", uri=iceberg_rest_server.url, warehouse="wh")
     catalog.create_table((db[1], "plain"), Schema(NestedField(1, "n", LongType())))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=rf"table wh\.{db[1]}\.plain is not a Lance table"):
         rename(id=[*db, "plain"])
     assert tables_of(ns, db) == ["a", "b"]
     assert catalog.table_exists((db[1], "plain"))
@@ -165,9 +170,9 @@ def test_alter_namespace_errors_change_nothing(ns: IcebergNamespace) -> None:
         ns.alter_namespace(
             AlterNamespaceRequest(id=db, set_properties={"a": "2"}, unset_properties=["a"])
         )
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match="property keys must be non-empty strings, got ''"):
         ns.alter_namespace(AlterNamespaceRequest(id=db, set_properties={"": "x"}))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match="Namespace does not exist: missing"):
         ns.alter_namespace(AlterNamespaceRequest(id=["wh", "missing"], set_properties={"a": "1"}))
     with pytest.raises(UnsupportedOperationError, match=r"alter_namespace.*iceberg"):
         ns.alter_namespace(AlterNamespaceRequest(id=["wh"], set_properties={"a": "1"}))
@@ -214,11 +219,11 @@ def test_alter_table_never_touches_the_lance_marker(ns: IcebergNamespace) -> Non
 
 def test_alter_table_errors(iceberg_rest_server: IcebergRestServer, ns: IcebergNamespace) -> None:
     db = new_namespace(ns)
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=rf"Table does not exist: {db[1]}\.missing"):
         ns.alter_table(AlterTableRequest(id=[*db, "missing"], set_properties={"a": "1"}))
     catalog = RestCatalog("official", uri=iceberg_rest_server.url, warehouse="wh")
     catalog.create_table((db[1], "plain"), Schema(NestedField(1, "n", LongType())))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=rf"table wh\.{db[1]}\.plain is not a Lance table"):
         ns.alter_table(AlterTableRequest(id=[*db, "plain"], set_properties={"a": "1"}))
     assert "a" not in catalog.load_table((db[1], "plain")).properties
 
@@ -263,7 +268,7 @@ def test_list_all_tables_pages_over_every_namespace(tmp_path: Path) -> None:
         assert with_data == ["w1$a$nested$t2", "w1$a$t1", "w1$b$t3"]
         scoped = ns.list_all_tables(ListTablesRequest(id=["w1", "a"])).tables
         assert scoped == ["w1$a$nested$t2", "w1$a$t1"]
-        with pytest.raises(NamespaceNotFoundError):
+        with pytest.raises(NamespaceNotFoundError, match="Namespace missing does not exist"):
             ns.list_all_tables(ListTablesRequest(id=["w1", "missing"]))
         ns.close()
 

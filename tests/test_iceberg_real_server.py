@@ -11,6 +11,7 @@ table's write defaults); tests compare what callers set without them.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -161,9 +162,13 @@ def test_backend_sees_what_pyiceberg_created(
     marked = ns.describe_table(DescribeTableRequest(id=["wh", name, "marked"]))
     assert marked.location == lance_location
     assert lance.dataset(marked.location).count_rows() == 4
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(
+        InvalidInputError, match=rf"table wh\.{name}\.plain_iceberg is not a Lance table"
+    ):
         ns.describe_table(DescribeTableRequest(id=["wh", name, "plain_iceberg"]))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(
+        InvalidInputError, match=rf"table wh\.{name}\.plain_iceberg is not a Lance table"
+    ):
         ns.deregister_table(DeregisterTableRequest(id=["wh", name, "plain_iceberg"]))
     assert catalog.table_exists((name, "plain_iceberg"))
 
@@ -184,9 +189,9 @@ def test_deregister_keeps_the_data_and_the_iceberg_metadata(
     write_ids(expected_location)
     deregistered = ns.deregister_table(DeregisterTableRequest(id=[*db, "t1"]))
     assert deregistered.location == expected_location
-    with pytest.raises(NoSuchTableError):
+    with pytest.raises(NoSuchTableError, match=rf"Table does not exist: {db[1]}\.t1"):
         catalog.load_table((db[1], "t1"))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=rf"Table does not exist: {db[1]}\.t1"):
         ns.describe_table(DescribeTableRequest(id=[*db, "t1"]))
     assert lance.dataset(expected_location).count_rows() == 3  # data stays
     # Not purged (purgeRequested=false): the server deletes no file of the table.
@@ -214,7 +219,9 @@ def test_namespace_lifecycle_with_nesting_and_properties(
     ns.namespace_exists(NamespaceExistsRequest(id=leaf))
 
     ns.drop_namespace(DropNamespaceRequest(id=leaf))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(
+        NamespaceNotFoundError, match=rf"Namespace does not exist: {top[1]}\.mid\.leaf"
+    ):
         ns.namespace_exists(NamespaceExistsRequest(id=leaf))
     ns.drop_namespace(DropNamespaceRequest(id=[*top, "mid"]))
     ns.drop_namespace(DropNamespaceRequest(id=top))
@@ -227,9 +234,9 @@ def test_a_namespace_with_child_namespaces_is_not_dropped(
     """Defect: the reference server drops a namespace that holds namespaces (RESTRICT asks for
     NamespaceNotEmpty) and leaves the children behind; the backend dropped it."""
     ns.create_namespace(CreateNamespaceRequest(id=[*db, "child"]))
-    with pytest.raises(NamespaceNotEmptyError):
+    with pytest.raises(NamespaceNotEmptyError, match=f"namespace wh.{db[1]} holds namespaces"):
         ns.drop_namespace(DropNamespaceRequest(id=db))
-    with pytest.raises(NamespaceNotEmptyError):
+    with pytest.raises(NamespaceNotEmptyError, match=f"namespace wh.{db[1]} holds namespaces"):
         ns.drop_namespace(DropNamespaceRequest(id=db, mode="Skip"))
     assert (db[1],) in catalog.list_namespaces()
     assert catalog.list_namespaces(db[1]) == [(db[1], "child")]
@@ -241,9 +248,9 @@ def test_a_child_of_a_missing_namespace_is_not_created(
     """Defect: the reference server creates `a.b` when `a` does not exist, and `a` then seems
     to exist; the backend passed that on instead of NamespaceNotFound."""
     parent = unique("no_parent")
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=f"Namespace does not exist: {parent}"):
         ns.create_namespace(CreateNamespaceRequest(id=["wh", parent, "child"]))
-    with pytest.raises(NoSuchNamespaceError):
+    with pytest.raises(NoSuchNamespaceError, match=f"Namespace does not exist: {parent}.child"):
         catalog.load_namespace_properties((parent, "child"))
     assert (parent,) not in catalog.list_namespaces()
 
@@ -256,17 +263,17 @@ def test_a_table_in_a_missing_namespace_is_not_created(
     missing = unique("missing")
     existing = str(tmp_path / "existing")
     write_ids(existing)
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=f"Namespace does not exist: {missing}"):
         ns.declare_table(DeclareTableRequest(id=["wh", missing, "t"]))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=f"Namespace does not exist: {missing}"):
         ns.register_table(RegisterTableRequest(id=["wh", missing, "r"], location=existing))
     assert (missing,) not in catalog.list_namespaces()
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=f"Namespace does not exist: {missing}"):
         ns.list_tables(ListTablesRequest(id=["wh", missing]))
 
 
 def test_create_namespace_modes(ns: IcebergNamespace, db: list[str]) -> None:
-    with pytest.raises(NamespaceAlreadyExistsError):
+    with pytest.raises(NamespaceAlreadyExistsError, match=f"Namespace already exists: {db[1]}"):
         ns.create_namespace(CreateNamespaceRequest(id=db, properties={"x": "1"}))
     kept = ns.create_namespace(
         CreateNamespaceRequest(id=db, mode="exist_ok", properties={"x": "1"})
@@ -276,17 +283,19 @@ def test_create_namespace_modes(ns: IcebergNamespace, db: list[str]) -> None:
         CreateNamespaceRequest(id=db, mode="Overwrite", properties={"x": "1"})
     )
     assert set_by_callers(replaced.properties) == {"x": "1"}
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(
+        InvalidInputError, match="mode must be one of create, exist_ok, overwrite, got 'sometimes'"
+    ):
         ns.create_namespace(CreateNamespaceRequest(id=db, mode="sometimes"))
 
 
 def test_missing_namespaces(ns: IcebergNamespace) -> None:
     missing = ["wh", unique("missing")]
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=f"Namespace does not exist: {missing[1]}"):
         ns.describe_namespace(DescribeNamespaceRequest(id=missing))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=f"Namespace does not exist: {missing[1]}"):
         ns.list_namespaces(ListNamespacesRequest(id=missing))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=f"Namespace does not exist: {missing[1]}"):
         ns.list_tables(ListTablesRequest(id=missing))
     ns.namespace_exists(NamespaceExistsRequest(id=["wh"]))
 
@@ -295,15 +304,19 @@ def test_drop_namespace_fails_or_skips_when_missing_and_is_restrict_only(
     ns: IcebergNamespace, db: list[str]
 ) -> None:
     ns.declare_table(DeclareTableRequest(id=[*db, "t"]))
-    with pytest.raises(NamespaceNotEmptyError):
+    with pytest.raises(NamespaceNotEmptyError, match=f"Namespace {db[1]} is not empty"):
         ns.drop_namespace(DropNamespaceRequest(id=db))
-    with pytest.raises(UnsupportedOperationError):
+    with pytest.raises(
+        UnsupportedOperationError, match="the iceberg backend only drops namespaces RESTRICT"
+    ):
         ns.drop_namespace(DropNamespaceRequest(id=db, behavior="Cascade"))
     ns.deregister_table(DeregisterTableRequest(id=[*db, "t"]))
     ns.drop_namespace(DropNamespaceRequest(id=db))
-    with pytest.raises(NamespaceNotFoundError):  # already gone: Fail, the default
+    with pytest.raises(
+        NamespaceNotFoundError, match=f"Namespace does not exist: {db[1]}"
+    ):  # already gone: Fail, the default
         ns.drop_namespace(DropNamespaceRequest(id=db))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match="Namespace does not exist: never_"):
         ns.drop_namespace(DropNamespaceRequest(id=["wh", unique("never")], mode="Fail"))
     ns.drop_namespace(DropNamespaceRequest(id=db, mode="Skip"))
 
@@ -311,13 +324,19 @@ def test_drop_namespace_fails_or_skips_when_missing_and_is_restrict_only(
 def test_root_and_warehouse_levels(ns: IcebergNamespace) -> None:
     assert ns.describe_namespace(DescribeNamespaceRequest(id=[])).properties == {}
     ns.namespace_exists(NamespaceExistsRequest(id=[]))
-    with pytest.raises(UnsupportedOperationError):
+    with pytest.raises(
+        UnsupportedOperationError, match="cannot list warehouses; list a warehouse instead"
+    ):
         ns.list_namespaces(ListNamespacesRequest(id=[]))
-    with pytest.raises(UnsupportedOperationError):
+    with pytest.raises(
+        UnsupportedOperationError, match="warehouses are created in the catalog, not here"
+    ):
         ns.create_namespace(CreateNamespaceRequest(id=["new_warehouse"]))
-    with pytest.raises(UnsupportedOperationError):
+    with pytest.raises(
+        UnsupportedOperationError, match="warehouses are dropped in the catalog, not here"
+    ):
         ns.drop_namespace(DropNamespaceRequest(id=["wh"]))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match="tables live in a namespace under the warehouse"):
         ns.list_tables(ListTablesRequest(id=["wh"]))
 
 
@@ -338,13 +357,13 @@ def test_declare_with_location_and_nested_default_location(
 
 def test_table_errors(ns: IcebergNamespace, db: list[str]) -> None:
     ns.declare_table(DeclareTableRequest(id=[*db, "t"]))
-    with pytest.raises(TableAlreadyExistsError):
+    with pytest.raises(TableAlreadyExistsError, match=rf"Table already exists: {db[1]}\.t"):
         ns.declare_table(DeclareTableRequest(id=[*db, "t"]))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=rf"Table does not exist: {db[1]}\.missing"):
         ns.describe_table(DescribeTableRequest(id=[*db, "missing"]))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=rf"Table does not exist: {db[1]}\.missing"):
         ns.table_exists(TableExistsRequest(id=[*db, "missing"]))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=rf"Table does not exist: {db[1]}\.missing"):
         ns.deregister_table(DeregisterTableRequest(id=[*db, "missing"]))
 
 
@@ -359,41 +378,45 @@ def test_register_existing_lance_table(
     assert registered.location == location
     assert set_by_callers(registered.properties) == {"p": "q", "table_type": "lance"}
     assert ns.describe_table(DescribeTableRequest(id=[*db, "r"])).location == location
-    with pytest.raises(TableAlreadyExistsError):
+    with pytest.raises(TableAlreadyExistsError, match=rf"Table already exists: {db[1]}\.r"):
         ns.register_table(RegisterTableRequest(id=[*db, "r"], location=location))
     moved = str(tmp_path / "data" / "moved")
     write_ids(moved)
     ns.register_table(RegisterTableRequest(id=[*db, "r"], location=moved, mode="overwrite"))
     assert ns.describe_table(DescribeTableRequest(id=[*db, "r"])).location == moved
     assert catalog.load_table((db[1], "r")).location() == moved
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(
+        InvalidInputError, match="no Lance table at " + re.escape(str(tmp_path / "nothing"))
+    ):
         ns.register_table(RegisterTableRequest(id=[*db, "x"], location=str(tmp_path / "nothing")))
     assert ns.list_tables(ListTablesRequest(id=db)).tables == ["r"]
 
 
 @pytest.mark.parametrize(
-    "identifier",
+    ("identifier", "why"),
     [
-        ["wh", "db/x", "t"],
-        ["wh", "db", ".."],
-        ["wh", "t"],
-        [],
-        ["wh", "", "t"],
-        ["wh", "d", "a\x00"],
+        (["wh", "db/x", "t"], "identifier part 'db/x' must not contain '/'"),
+        (["wh", "db", ".."], r"identifier part must not be '\.\.'"),
+        (["wh", "t"], r"table identifier is \[warehouse, namespace\.\.\., table\]"),
+        ([], "table identifier must not be empty"),
+        (["wh", "", "t"], "identifier part must not be empty"),
+        (["wh", "d", "a\x00"], "must not contain control or format characters"),
     ],
 )
 def test_bad_table_identifiers_are_invalid_input(
-    ns: IcebergNamespace, identifier: list[str]
+    ns: IcebergNamespace, identifier: list[str], why: str
 ) -> None:
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=why):
         ns.declare_table(DeclareTableRequest(id=identifier))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=why):
         ns.describe_table(DescribeTableRequest(id=identifier))
 
 
 def test_bad_namespace_identifier_is_invalid_input(ns: IcebergNamespace) -> None:
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(
+        InvalidInputError, match=r"identifier part 'a\\\\b' must not contain '\\\\'"
+    ):
         ns.create_namespace(CreateNamespaceRequest(id=["wh", "a\\b"]))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match="identifier part is longer than 256 characters"):
         ns.list_namespaces(ListNamespacesRequest(id=["wh", "x" * 300]))
 

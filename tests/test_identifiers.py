@@ -136,11 +136,11 @@ def test_a_backend_used_from_python_refuses_bad_names(tmp_path: Path) -> None:
     plugin = load_namespace("tests.support.plugin_stand_ins.RecordingNamespace",
                             {"name": "from-python"})
     for bad in BAD_IDS:
-        with pytest.raises(InvalidInputError):
+        with pytest.raises(InvalidInputError, match=r"^identifier part"):
             directory.create_namespace(CreateNamespaceRequest(id=bad))
-        with pytest.raises(InvalidInputError):
+        with pytest.raises(InvalidInputError, match=r"^identifier part"):
             directory.list_tables(ListTablesRequest(id=bad))
-        with pytest.raises(InvalidInputError):
+        with pytest.raises(InvalidInputError, match=r"^identifier part"):
             plugin.describe_namespace(DescribeNamespaceRequest(id=bad))
     assert RecordingNamespace.instances["from-python"].received == []
     assert list(tmp_path.iterdir()) == []

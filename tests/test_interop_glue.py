@@ -198,7 +198,7 @@ def test_table_created_with_data_by_impls(sides: Sides):
     sides.server.create_namespace(CreateNamespaceRequest(id=["imp"]))
     first = sample_table(20)
     # impls has no create_table; pylance creates through it (DeclareTable, then the write).
-    with pytest.raises(UnsupportedOperationError):
+    with pytest.raises(UnsupportedOperationError, match="Not supported: create_table"):
         sides.impls.create_table(CreateTableRequest(id=["imp", "t"]), arrow_stream(first))
     lance.write_dataset(first, namespace_client=sides.impls, table_id=["imp", "t"])
     stored = glue_table(sides, "imp", "t")
@@ -281,7 +281,7 @@ def test_deregister_and_drop(sides: Sides):
         assert s3_keys(sides, f"{ROOT}/gone/{table}.lance")
 
     # impls cannot drop a Glue table at all.
-    with pytest.raises(UnsupportedOperationError):
+    with pytest.raises(UnsupportedOperationError, match="Not supported: drop_table"):
         sides.impls.drop_table(DropTableRequest(id=["gone", "b"]))
     # The server drops data only at a location it owns (inside its root, no other table).
     sides.server.drop_table(DropTableRequest(id=["gone", "b"]))
@@ -290,7 +290,7 @@ def test_deregister_and_drop(sides: Sides):
     assert sides.server.drop_table(DropTableRequest(id=["outside", "t"])).location == outside
     assert s3_keys(sides, outside)  # outside the root: the entry went, the data stayed
     for table_id in (["gone", "b"], ["outside", "t"]):
-        with pytest.raises(TableNotFoundError):
+        with pytest.raises(TableNotFoundError, match=f"{table_id[-1]} not found"):
             sides.server.describe_table(DescribeTableRequest(id=table_id))
     with pytest.raises(RuntimeError, match="does not exist"):
         sides.impls.describe_table(DescribeTableRequest(id=["outside", "t"]))
@@ -301,7 +301,7 @@ def test_what_impls_cannot_do_on_glue(sides: Sides):
     sides.server.create_namespace(CreateNamespaceRequest(id=["limits"]))
     location = f"{ROOT}/limits/t.lance"
     lance.write_dataset(sample_table(2), location, storage_options=sides.storage)
-    with pytest.raises(UnsupportedOperationError):
+    with pytest.raises(UnsupportedOperationError, match="Not supported: register_table"):
         sides.impls.register_table(RegisterTableRequest(id=["limits", "t"], location=location))
     assert sides.server.register_table(
         RegisterTableRequest(id=["limits", "t"], location=location)

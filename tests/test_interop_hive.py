@@ -22,6 +22,7 @@ import lance_namespace_impls.hive3
 import pyarrow as pa
 import pytest
 from lance.namespace import RestNamespace
+from lance_namespace_impls.rest_client import InvalidInputException
 
 from tests.support.adapter import running_server
 from tests.support.common import unique
@@ -161,11 +162,11 @@ def test_namespaces_dropped_by_the_other_side(sides: Sides) -> None:
     sides.impls.drop_namespace(ln.DropNamespaceRequest(id=sides.ns(made_by_server)))
 
     for database in (made_by_impls, made_by_server):
-        with pytest.raises(ln.NamespaceNotFoundError):
+        with pytest.raises(ln.NamespaceNotFoundError, match=f"namespace not found: {database}"):
             sides.rest.describe_namespace(ln.DescribeNamespaceRequest(id=sides.ns(database)))
     # impls itself cannot drop a namespace with CASCADE.
     database = impls_database(sides)
-    with pytest.raises(Exception, match="Cascade behavior is not supported"):
+    with pytest.raises(InvalidInputException, match="Cascade behavior is not supported"):
         sides.impls.drop_namespace(
             ln.DropNamespaceRequest(id=sides.ns(database), behavior="Cascade")
         )
@@ -318,7 +319,7 @@ def test_deregister_both_ways_keeps_the_data(sides: Sides) -> None:
     for location in (gone_ours.location, gone_theirs.location):
         assert lance.dataset(location).to_table().to_pylist() == ROWS.to_pylist()
     # impls itself cannot register a table, so only the server can adopt the data again.
-    with pytest.raises(ln.UnsupportedOperationError):
+    with pytest.raises(ln.UnsupportedOperationError, match="Not supported: register_table"):
         sides.impls.register_table(ln.RegisterTableRequest(id=ours, location=gone_ours.location))
     sides.rest.register_table(ln.RegisterTableRequest(id=ours, location=gone_ours.location))
     assert read_rows(sides.impls, ours) == ROWS.to_pylist()
@@ -351,7 +352,9 @@ def test_drop_by_impls_of_a_server_table_keeps_the_external_data(sides: Sides) -
 
     dropped = sides.impls.drop_table(ln.DropTableRequest(id=table_id))
 
-    with pytest.raises(ln.TableNotFoundError):
+    with pytest.raises(
+        ln.TableNotFoundError, match=f"table {table_id[-2]}.{table_id[-1]} not found"
+    ):
         sides.rest.describe_table(ln.DescribeTableRequest(id=table_id))
     # impls asks HMS to delete the data (deleteData=True); HMS keeps an external table's data.
     location = dropped.location.removeprefix("file:")

@@ -198,7 +198,7 @@ def test_deregister_either_way_leaves_the_data(rest_catalog_sides: RestCatalogSi
     theirs = lance.write_dataset(rows, namespace_client=impls, table_id=by_impls, mode="create")
 
     impls.deregister_table(DeregisterTableRequest(id=by_server))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=r"(not found|does not exist): .*\.by_server"):
         rest.describe_table(DescribeTableRequest(id=by_server))
     rest.deregister_table(DeregisterTableRequest(id=by_impls))
     assert impls.list_tables(ListTablesRequest(id=namespace)).tables == []
@@ -217,7 +217,9 @@ def test_drop_deletes_only_data_the_server_owns(
     rows = sample_table(3)
     in_root = lance.write_dataset(rows, namespace_client=impls, table_id=inside, mode="create")
     out = lance.write_dataset(rows, namespace_client=elsewhere, table_id=outside, mode="create")
-    with pytest.raises(UnsupportedOperationError):  # impls cannot drop a Unity or Iceberg table
+    with pytest.raises(
+        UnsupportedOperationError, match="Not supported: drop_table"
+    ):  # impls cannot drop a Unity or Iceberg table
         impls.drop_table(DropTableRequest(id=outside))
 
     rest.drop_table(DropTableRequest(id=outside))
@@ -240,7 +242,9 @@ def test_a_namespace_holding_tables_impls_fails_to_drop_and_the_server_refuses_w
     # impls reports an internal error (Unity's or Iceberg's own); the server, code 3.
     with pytest.raises(InternalException, match=NOT_EMPTY_IN_IMPLS[sides.kind]):
         impls.drop_namespace(DropNamespaceRequest(id=tables.namespace))
-    with pytest.raises(NamespaceNotEmptyError):
+    with pytest.raises(
+        NamespaceNotEmptyError, match=r"Cannot delete schema with tables|holds namespaces"
+    ):
         rest.drop_namespace(DropNamespaceRequest(id=tables.namespace))
 
 
@@ -259,7 +263,8 @@ def test_what_impls_cannot_do_on_unity_and_the_server_can(
     assert rest.list_tables(ListTablesRequest(id=namespace)).tables == names
     # impls describes only schemas; the server describes catalogs too.
     catalog = namespace[:-1]
-    with pytest.raises(InvalidInputException):
+    two_levels = rf"Expect a 2-level namespace \(catalog\.schema\) but get {catalog[0]}"
+    with pytest.raises(InvalidInputException, match=two_levels):
         impls.describe_namespace(DescribeNamespaceRequest(id=catalog))
     assert rest.describe_namespace(DescribeNamespaceRequest(id=catalog)).properties == {}
 
@@ -284,7 +289,9 @@ def test_what_impls_cannot_do_on_iceberg_and_the_server_can(
     iceberg: Any = rest_catalog_sides.catalog.stand_in
     iceberg.state.prefix_style = "overrides"
     fresh = ImplsIcebergNamespace(endpoint=iceberg.url)
-    with pytest.raises(NamespaceNotFoundException):
+    with pytest.raises(
+        NamespaceNotFoundException, match=f"Namespace not found: {'.'.join(namespace)}"
+    ):
         fresh.describe_namespace(DescribeNamespaceRequest(id=namespace))
     fresh.close()
     assert rest.list_tables(ListTablesRequest(id=namespace)).tables == ["t"]

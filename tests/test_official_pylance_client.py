@@ -53,13 +53,15 @@ def test_namespace_lifecycle(namespace: RestNamespace) -> None:
     ).properties == {"x": "1"}
     namespace.namespace_exists(NamespaceExistsRequest(id=["a", "b"]))
 
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=r"Namespace not found: a\$zz"):
         namespace.namespace_exists(NamespaceExistsRequest(id=["a", "zz"]))
-    with pytest.raises(NamespaceAlreadyExistsError):
+    with pytest.raises(NamespaceAlreadyExistsError, match="Namespace already exists: a"):
         namespace.create_namespace(CreateNamespaceRequest(id=["a"]))
-    with pytest.raises(NamespaceNotEmptyError):
+    with pytest.raises(
+        NamespaceNotEmptyError, match=r"Namespace not empty: 'a' \(contains 2 child objects\)"
+    ):
         namespace.drop_namespace(DropNamespaceRequest(id=["a"]))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match="identifier part 'bad/name' must not contain '/'"):
         namespace.create_namespace(CreateNamespaceRequest(id=["a", "bad/name"]))
     existing = namespace.create_namespace(CreateNamespaceRequest(id=["a"], mode="ExistOk"))
     assert existing.properties == {"owner": "ml"}
@@ -104,11 +106,11 @@ def test_table_lifecycle_and_lance_dataset_through_the_namespace(namespace: Rest
     assert sorted(v.version for v in versions) == [1, 2]
     assert namespace.list_tables(ListTablesRequest(id=["team", "proj"])).tables == ["events"]
 
-    with pytest.raises(TableAlreadyExistsError):
+    with pytest.raises(TableAlreadyExistsError, match="Table already exists: events"):
         namespace.create_table(CreateTableRequest(id=table_id), arrow_stream(first))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=r"table id 'team\$proj\$nope'"):
         namespace.table_exists(TableExistsRequest(id=["team", "proj", "nope"]))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=r"table id 'team\$proj\$nope'"):
         namespace.count_table_rows(CountTableRowsRequest(id=["team", "proj", "nope"]))
 
     location = namespace.describe_table(DescribeTableRequest(id=table_id)).location
@@ -132,6 +134,6 @@ def test_declare_then_drop(namespace: RestNamespace) -> None:
     )
     assert namespace.count_table_rows(CountTableRowsRequest(id=["d", "later"])).count == 5
     namespace.drop_table(DropTableRequest(id=["d", "later"]))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=r"table id 'd\$later'"):
         namespace.describe_table(DescribeTableRequest(id=["d", "later"]))
     namespace.drop_namespace(DropNamespaceRequest(id=["d"]))

@@ -13,7 +13,11 @@ import pyarrow.compute as pc
 import pytest
 from lance_namespace_urllib3_client import ApiClient, Configuration
 from lance_namespace_urllib3_client.api import NamespaceApi, TableApi
-from lance_namespace_urllib3_client.exceptions import ApiException
+from lance_namespace_urllib3_client.exceptions import (
+    BadRequestException,
+    ConflictException,
+    NotFoundException,
+)
 from lance_namespace_urllib3_client.models import (
     CountTableRowsRequest,
     CreateNamespaceRequest,
@@ -37,10 +41,14 @@ def apis(dir_server: str) -> Iterator[tuple[NamespaceApi, TableApi]]:
         yield NamespaceApi(client), TableApi(client)
 
 
+STATUS_EXCEPTIONS = {400: BadRequestException, 404: NotFoundException, 409: ConflictException}
+
+
 @contextlib.contextmanager
 def raises_typed(error_type: type[lance_namespace.LanceNamespaceError], status: int):
-    """The client raises ApiException; its ErrorResponse code names the typed error."""
-    with pytest.raises(ApiException) as caught:
+    """The client raises the ApiException of the status; its ErrorResponse code names the typed
+    error (the message is the server's, tested elsewhere)."""
+    with pytest.raises(STATUS_EXCEPTIONS[status]) as caught:
         yield
     assert caught.value.status == status
     body = json.loads(caught.value.body)

@@ -2,7 +2,8 @@
 separate JVMs on 127.0.0.1, the driver in this process (client mode), the adapter on a
 dir backend. The executors' Python cannot import this project by itself.
 
-The tests run in file order: the last one kills a worker.
+Every test starts with both workers alive and an executor on each (`whole_cluster`): the
+test that kills a worker leaves nothing to the tests after it, in any order.
 """
 
 from __future__ import annotations
@@ -24,24 +25,27 @@ import pytest
 from lance.namespace import RestNamespace
 from lance_namespace import ListTablesRequest
 from pyspark import cloudpickle
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 import pipeline
 from pipeline.cluster import check_executor_modules
 from tests.support import pipeline as pipeline_support
 from tests.support.adapter import running_server
+from tests.support.common import skip_unless_ci
 from tests.support.glue import REGION, TEST_ACCESS_KEY, TEST_SECRET_KEY, start_moto
 from tests.support.spark_cluster import Cluster, can_unshare_mounts, start_cluster
-
-# Skipped only off CI: under CI (which runs as root) a missing mount namespace is a failure.
-pytestmark = pytest.mark.skipif(
-    not can_unshare_mounts() and not os.environ.get("CI"),
-    reason="needs a private mount namespace (root) for one worker",
-)
 
 VECTOR = 16
 # The executors cannot import this module: its functions travel by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _mount_namespace() -> None:
+    """Skipped only off CI: under CI (which runs as root) a missing mount namespace fails."""
+    if not can_unshare_mounts():
+        skip_unless_ci("needs a private mount namespace (root) for one worker")
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +145,20 @@ def spark(cluster: Cluster) -> Iterator[SparkSession]:
     session.stop()
 
 
+@pytest.fixture(autouse=True)
+def whole_cluster(cluster: Cluster, spark: SparkSession) -> None:
+    """Both workers alive, each with this session's executor: a killed worker is started again."""
+    for worker in cluster.workers:
+        if worker.process.poll() is not None:
+            worker.start_again()
+    context = spark.sparkContext._jsc.sc()  # type: ignore[union-attr]
+    deadline = time.monotonic() + 120
+    # The driver counts as one block manager, each executor as another.
+    while not (cluster.alive_workers() == 2 and context.getExecutorMemoryStatus().size() == 3):
+        assert time.monotonic() < deadline, "the cluster did not get its two executors back"
+        time.sleep(0.5)  # polling the master: it tells of a registration no other way
+
+
 @pytest.fixture(scope="module")
 def adapter_url(shared_root: Path) -> Iterator[str]:
     with running_server("dir", {"root": str(shared_root)}) as url:
@@ -225,9 +243,9 @@ def test_a_local_root_on_a_cluster_is_refused_unless_declared_shared(
         pipeline.save_table(sample(spark, 100), "not_declared", uri=adapter_url)
     # A table of its own (written by pylance), so that only the root can be what is refused.
     pipeline_support.write_with_pylance(adapter_url, "local_only", pa.table({"id": [1, 2]}))
-    with pytest.raises(Exception, match="shared_storage=true"):
+    with pytest.raises(pipeline.LanceSourceError, match="shared_storage=true"):
         pipeline.read_table(spark, "local_only", uri=adapter_url)
-    with pytest.raises(Exception, match="a local path, but Spark runs on"):  # plain format
+    with pytest.raises(AnalysisException, match="a local path, but Spark runs on"):  # plain
         options = pipeline_support.lance_options(adapter_url, "local_only")
         spark.read.format("lance").options(**options).load().count()
     assert not (shared_root / "not_declared.lance").exists()  # its declaration undone
@@ -239,7 +257,9 @@ def test_a_local_root_on_a_cluster_is_refused_unless_declared_shared(
 def test_missing_native_dependencies_fail_once_with_what_to_install(spark: SparkSession) -> None:
     check_executor_modules(spark)  # pyarrow, pylance, lance-namespace are there
     wanted = {"lance": "pylance", "no_such_module_xq": "no-such-package-xq"}
-    with pytest.raises(pipeline.LanceSourceError) as raised:
+    with pytest.raises(
+        pipeline.LanceSourceError, match="cannot import no_such_module_xq"
+    ) as raised:
         check_executor_modules(spark, wanted)
     message = str(raised.value)
     assert "cannot import no_such_module_xq" in message
@@ -268,10 +288,10 @@ def test_files_the_driver_cannot_see_are_never_committed(
 def test_a_worker_killed_mid_write_leaves_the_rows_exact(
     spark: SparkSession, cluster: Cluster, adapter_url: str, shared_root: Path
 ) -> None:
-    rows = 16_000
+    rows, partitions = 16_000, 8
     # Every 1,000th row sleeps 0.4 s in the JVM: tasks last long enough to kill a worker.
     frame = (
-        sample(spark, rows, partitions=8)
+        sample(spark, rows, partitions=partitions)
         .selectExpr(
             "*", "IF(id % 1000 = 0, java_method('java.lang.Thread', 'sleep', 400L), NULL) AS s"
         )
@@ -285,7 +305,9 @@ def test_a_worker_killed_mid_write_leaves_the_rows_exact(
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             stages = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
-            running = [s for s in stages if s and s.numCompletedTasks >= 1 and s.numActiveTasks]
+            # The write's stage (a first job on the cluster also runs a 2-task check first).
+            running = [s for s in stages if s and s.numTasks == partitions
+                       and s.numCompletedTasks >= 1 and s.numActiveTasks]
             if running:
                 killed_in.append(running[0].stageId)
                 cluster.workers[0].kill()
@@ -301,7 +323,7 @@ def test_a_worker_killed_mid_write_leaves_the_rows_exact(
     assert killed.is_set(), "the write ended before a worker could be killed"
     stage = tracker.getStageInfo(killed_in[0])
     assert stage.numFailedTasks >= 1, "no task was lost with the worker: nothing was retried"
-    assert stage.numCompletedTasks >= 8  # every partition written, lost ones on the other worker
+    assert stage.numCompletedTasks >= partitions  # every partition, lost ones on the other worker
     stored = lance.dataset(namespace_client=RestNamespace(uri=adapter_url), table_id=["killed"])
     table = stored.to_table().sort_by("id")
     assert table.column("id").to_pylist() == list(range(rows))

@@ -4,6 +4,7 @@ directory the launcher and the package zip live in."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,12 +14,12 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from pyspark.sql import SparkSession
 
 from pipeline import cluster, local_python
 from pipeline.options import LanceSourceError
 from pipeline.worker_daemon import prefer_installed
-from tests.support.pipeline import lance_options, python_daemons
+from tests.support.common import run_python
+from tests.support.pipeline import REPO_ROOT
 
 SPARK_LIB = Path(pyspark.__file__).parent / "python" / "lib"
 
@@ -124,16 +125,41 @@ def test_a_new_private_directory_is_made_0700(
     assert zipfile.ZipFile(made).getinfo("pipeline/worker_daemon.py")
 
 
+# In a fresh interpreter: a session of its own, whose daemons are only those its source
+# started (the suite's shared session keeps the daemons of earlier tests, such as the plain
+# `pyspark.daemon` that runs a Python UDF's `pyspark.worker`).
+LOCAL_SESSION = """
+import json, sys
+from pyspark.sql import SparkSession
+import pipeline
+from tests.support.pipeline import python_daemons
+
+spark = SparkSession.builder.master("local[2]").config(map=pipeline.session_conf()).config(
+    "spark.ui.enabled", "false").getOrCreate()
+spark.sparkContext.setLogLevel("ERROR")
+pipeline.register(spark)
+options = pipeline.source_options(sys.argv[2], uri=sys.argv[1])
+spark.range(100).write.format("lance").options(**options).mode("append").save()
+rows = spark.read.format("lance").options(**options).load().count()
+daemons = python_daemons(spark)
+spark.stop()
+print(json.dumps({"rows": rows, "daemons": daemons}))
+"""
+
+
 def test_a_local_session_runs_the_source_through_the_worker_daemon(
-    spark: SparkSession, adapter_url: str, table_name: str
+    adapter_url: str, table_name: str
 ) -> None:
-    options = lance_options(adapter_url, table_name)
-    spark.range(100).write.format("lance").options(**options).mode("append").save()
-
-    assert spark.read.format("lance").options(**options).load().count() == 100
-
-    daemons = python_daemons(spark)
+    path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": path}
+    finished = run_python(LOCAL_SESSION, adapter_url, table_name, env=env, cwd=REPO_ROOT,
+                          timeout=300)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    answer = json.loads(finished.stdout.splitlines()[-1])
+    assert answer["rows"] == 100
+    daemons = answer["daemons"]
     ours = [command for command in daemons if "-m pipeline.worker_daemon" in command]
+    # Spark's own lookup of data sources keeps the plain daemon; the source's work does not.
     for module in ("create_data_source", "plan_data_source_read", "pyspark.worker"):
         assert any(command.endswith(module) for command in ours), daemons
         assert not any(

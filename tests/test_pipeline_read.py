@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from lance.namespace import RestNamespace
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 import pipeline
@@ -134,7 +135,7 @@ def test_reads_stay_on_their_version_while_another_job_appends(
 def test_reading_a_missing_table_says_so(spark: SparkSession, adapter_url: str) -> None:
     with pytest.raises(pipeline.LanceSourceError, match="table 'nowhere' does not exist"):
         pipeline.read_table(spark, "nowhere", uri=adapter_url)
-    with pytest.raises(Exception, match="table 'nowhere' does not exist"):
+    with pytest.raises(AnalysisException, match="table 'nowhere' does not exist"):
         load(spark, adapter_url, "nowhere").collect()
 
 
@@ -158,7 +159,7 @@ def test_schema_mismatch_on_append_names_the_column(
     ):
         pipeline.save_table(wrong, table_name, mode="append", uri=adapter_url)
     extra = spark.range(5).selectExpr("id", "'b' AS label", "1 AS extra")
-    with pytest.raises(Exception, match="column 'extra' is not in the table"):
+    with pytest.raises(AnalysisException, match="column 'extra' is not in the table"):
         extra.write.format("lance").options(**lance_options(adapter_url, table_name)).mode(
             "append"
         ).save()

@@ -9,6 +9,7 @@ import lance
 import pyarrow as pa
 import pytest
 from lance.namespace import RestNamespace
+from pyspark.errors import AnalysisException, PythonException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, FloatType, StructField, StructType
 
@@ -112,12 +113,12 @@ def test_vector_of_wrong_length_is_refused(
     shorter = df.selectExpr("id", "IF(id = 7, ARRAY(1.0F), v) AS v")
     options = lance_options(adapter_url, table_name, vector_columns="v:3")
 
-    with pytest.raises(Exception, match="vector column 'v' has a row whose length is not 3"):
+    with pytest.raises(PythonException, match="vector column 'v' has a row whose length is not 3"):
         shorter.write.format("lance").options(**options).mode("append").save()
     assert pipeline.save_table(df, table_name, mode="append", **_uri(adapter_url, "v:3"))
     reader = spark.read.format("lance").options(**lance_options(adapter_url, table_name))
     # Vectors read as arrays without null elements; row 7 has one, and says so.
-    with pytest.raises(Exception, match="vector column 'v' has a null element"):
+    with pytest.raises(PythonException, match="vector column 'v' has a null element"):
         reader.load().collect()
     nullable = reader.schema("id BIGINT, v ARRAY<FLOAT>").load()
     assert nullable.where("id = 7").first().v == [1.0, 2.0, None]
@@ -201,5 +202,5 @@ def test_columns_left_out_are_never_converted(
 
     pruned = spark.read.format("lance").options(**options, columns="id").load()
     assert sorted(row.id for row in pruned.collect()) == [1, 2]
-    with pytest.raises(Exception, match="column 'span' has type duration"):
+    with pytest.raises(AnalysisException, match="column 'span' has type duration"):
         spark.read.format("lance").options(**options).load()

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 from lance.namespace import RestNamespace
 from pyspark import TaskContext
+from pyspark.errors import AnalysisException, PythonException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
@@ -73,7 +74,7 @@ def test_error_if_exists_and_ignore(spark: SparkSession, adapter_url: str, table
     # The same modes through the plain format, where Spark only knows append/overwrite.
     options = lance_options(adapter_url, table_name)
     writer = second.write.format("lance").options(**options).mode("append")
-    with pytest.raises(Exception, match="already exists"):
+    with pytest.raises(AnalysisException, match="already exists"):
         writer.option("write_mode", "errorifexists").save()
     writer.option("write_mode", "ignore").save()
     assert stored_ids(adapter_url, table_name) == list(range(10))
@@ -137,7 +138,7 @@ def test_failed_job_leaves_no_rows_and_no_files(
     files_before = data_files(table_name)
     failing_id = failing_once_partition_zero_wrote(table_name, len(files_before))
     broken = ids_frame(spark, 10, 5000, partitions=2).withColumn("id", failing_id("id"))
-    with pytest.raises(Exception, match="boom") as failure:
+    with pytest.raises(PythonException, match="boom") as failure:
         broken.write.format("lance").options(**options).mode("append").save()
     assert "never wrote" not in str(failure.value)
     assert stored_ids(adapter_url, table_name) == list(range(10))
@@ -200,7 +201,9 @@ def test_nulls_into_a_non_null_column_are_refused_clearly(
     write_with_pylance(adapter_url, table_name, pa.table({"id": [1, 2]}, schema=schema))
     with_null = spark.range(10, 15).selectExpr("IF(id = 13, NULL, id) AS id")
 
-    with pytest.raises(Exception, match="column 'id' is not nullable in the table, but the Data"):
+    with pytest.raises(
+        pipeline.LanceSourceError, match="column 'id' is not nullable in the table, but the Data"
+    ):
         pipeline.save_table(with_null, table_name, mode="append", uri=adapter_url)
     assert stored_ids(adapter_url, table_name) == [1, 2]
     assert len(data_files(table_name)) == 1

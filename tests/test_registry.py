@@ -4,6 +4,7 @@ server builds its backend through that same registry."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import lance_namespace
@@ -95,7 +96,7 @@ def test_dir_stays_pylances_for_connect_and_is_ours_for_the_server(tmp_path: Pat
 def test_a_backend_that_cannot_be_built_is_one_configuration_error(
     impl: str, properties: dict[str, str], message: str
 ) -> None:
-    with pytest.raises(ConfigurationError) as raised:
+    with pytest.raises(ConfigurationError, match=re.escape(message)) as raised:
         load_namespace(impl, properties)
     assert message in str(raised.value)
     assert "Failed to construct" not in str(raised.value)  # connect's wrapper is unwrapped

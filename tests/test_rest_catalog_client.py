@@ -125,7 +125,9 @@ def test_status_mapping(
 ) -> None:
     client = make_client(**{"client.max-retries": "0"})
     control.fail_next(1, status, method="GET", path="/items/")
-    with pytest.raises(error) as raised:
+    with pytest.raises(
+        error, match=f"catalog returned HTTP {status}: InjectedFault: injected HTTP {status}"
+    ) as raised:
         client.get_json("/items/a")
     assert f"injected HTTP {status}" in str(raised.value)
     assert raised.value.code == error.code
@@ -167,7 +169,7 @@ def test_connection_refused_is_service_unavailable() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     settings = RestCatalogSettings.from_properties({"endpoint": url, "client.max-retries": "1"})
     client = RestCatalogClient(url, settings)
-    with pytest.raises(ServiceUnavailableError):
+    with pytest.raises(ServiceUnavailableError, match=r"is unreachable: .*Connection refused"):
         client.get_json("/items/a")
     client.close()
 
@@ -189,12 +191,12 @@ def test_idempotent_call_is_retried_until_it_succeeds(
 def test_retries_give_up_after_max_retries(control: StandInControl, make_client: Factory) -> None:
     client = make_client()
     control.fail_next(10, 503, method="GET", path="/items/a")
-    with pytest.raises(ServiceUnavailableError):
+    with pytest.raises(ServiceUnavailableError, match="catalog returned HTTP 503: InjectedFault"):
         client.get_json("/items/a")
     assert len(control.requests_to("/items/a", "GET")) == 4  # 1 + max_retries (3)
     control.reset()
     control.fail_next(9, 502, method="GET", path="/items/a")
-    with pytest.raises(InternalError):
+    with pytest.raises(InternalError, match="catalog returned HTTP 502: InjectedFault"):
         client.get_json("/items/a")
     assert len(control.requests_to("/items/a", "GET")) == 4
 
@@ -202,7 +204,7 @@ def test_retries_give_up_after_max_retries(control: StandInControl, make_client:
 def test_non_idempotent_call_is_not_retried(control: StandInControl, make_client: Factory) -> None:
     client = make_client()
     control.fail_next(1, 503, method="POST", path="/items")
-    with pytest.raises(ServiceUnavailableError):
+    with pytest.raises(ServiceUnavailableError, match="catalog returned HTTP 503: InjectedFault"):
         client.request("POST", "/items", json={})
     assert len(control.requests_to("/items", "POST")) == 1
 
@@ -213,7 +215,7 @@ def test_stalled_server_times_out_within_read_timeout(
     impatient = make_client(**{"client.read-timeout-ms": "1000"})
     control.stall_next(8.0, method="GET", path="/items/a")
     started = time.monotonic()
-    with pytest.raises(ServiceUnavailableError):
+    with pytest.raises(ServiceUnavailableError, match=r"timed out \(ReadTimeout\)"):
         impatient.get_json("/items/a")
     # read_timeout is 1 s and stalls are not retried: well before the 8 s stall ends.
     assert time.monotonic() - started < 6
@@ -224,9 +226,13 @@ def test_stalled_server_times_out_within_read_timeout(
 
 def test_bearer_token(control: StandInControl, make_client: Factory) -> None:
     control.required_token = "s3cret"
-    with pytest.raises(UnauthenticatedError):
+    with pytest.raises(
+        UnauthenticatedError, match="401: NotAuthorizedException: missing or invalid token"
+    ):
         make_client().get_json("/items/a")
-    with pytest.raises(UnauthenticatedError):
+    with pytest.raises(
+        UnauthenticatedError, match="401: NotAuthorizedException: missing or invalid token"
+    ):
         make_client(auth_token="wrong").get_json("/items/a")
     assert make_client(auth_token="s3cret").get_json("/items/a") == {"name": "a"}
     assert control.requests_to("/items/a", "GET")[-1].authorization == "Bearer s3cret"
@@ -266,7 +272,7 @@ def test_oauth2_bad_credential_is_unauthenticated(
 ) -> None:
     control.oauth_enabled = True
     control.oauth_clients["client"] = "secret"
-    with pytest.raises(UnauthenticatedError):
+    with pytest.raises(UnauthenticatedError, match="401: invalid_client: bad client credentials"):
         make_client(credential="client:wrong").get_json("/items/a")
 
 
@@ -280,9 +286,10 @@ def test_forwarding_sends_the_callers_token_instead_of_the_static_one(
     with forwarding.acting_for(caller):
         forwarding.get_json("/items/a")
     assert control.requests_to("/items/a", "GET")[-1].authorization == "Bearer caller-token"
-    with forwarding.acting_for(anonymous), pytest.raises(UnauthenticatedError):
+    refused = "401: NotAuthorizedException: missing or invalid token"
+    with forwarding.acting_for(anonymous), pytest.raises(UnauthenticatedError, match=refused):
         forwarding.get_json("/items/a")  # no caller token: the static one is sent, and refused
     not_forwarding = make_client(auth_token="static-token")
-    with not_forwarding.acting_for(caller), pytest.raises(UnauthenticatedError):
+    with not_forwarding.acting_for(caller), pytest.raises(UnauthenticatedError, match=refused):
         not_forwarding.get_json("/items/a")  # forwarding is off: the caller's token is ignored
     assert control.requests_to("/items/a", "GET")[-1].authorization == "Bearer static-token"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -146,16 +147,18 @@ def test_configuration_defaults(unity: UnityStandIn) -> None:
 
 
 @pytest.mark.parametrize(
-    "properties",
+    ("properties", "why"),
     [
-        {},
-        {"endpoint": " "},
-        {"endpoint": "http://h", "client.max-retries": "x"},
-        {"endpoint": "http://h", "client.read-timeout-ms": "-5"},
+        ({}, "missing required property 'endpoint'"),
+        ({"endpoint": " "}, "missing required property 'endpoint'"),
+        ({"endpoint": "http://h", "client.max-retries": "x"},
+         "'client.max-retries' must be an integer, got 'x'"),
+        ({"endpoint": "http://h", "client.read-timeout-ms": "-5"},
+         "'client.read-timeout-ms' must be at least 1, got -5"),
     ],
 )
-def test_bad_configuration_is_rejected(properties: dict[str, str]) -> None:
-    with pytest.raises(ConfigurationError):
+def test_bad_configuration_is_rejected(properties: dict[str, str], why: str) -> None:
+    with pytest.raises(ConfigurationError, match=why):
         UnityNamespace(**properties)
 
 
@@ -211,9 +214,9 @@ def test_sdk_creates_lists_and_gets_catalogs_schemas_tables(
         "team": "ml"
     }
     assert ns.list_tables(ListTablesRequest(id=[name, "s"])).tables == []
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=r"delta_table is not a Lance table"):
         ns.describe_table(DescribeTableRequest(id=[name, "s", "delta_table"]))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=r"delta_table is not a Lance table"):
         ns.deregister_table(DeregisterTableRequest(id=[name, "s", "delta_table"]))
 
 
@@ -258,7 +261,7 @@ def test_sdk_sees_a_registered_lance_table_with_its_columns(
     def get_missing(client: ApiClient) -> Any:
         return TablesApi(client).get_table(f"{schema[0]}.{schema[1]}.missing")
 
-    with pytest.raises(NotFoundException):
+    with pytest.raises(NotFoundException, match=r"Table not found: .*\.sch\.missing"):
         run_sdk(unity, get_missing)
 
 
@@ -300,34 +303,38 @@ def test_sdk_updates_schemas_and_catalogs(unity: UnityStandIn) -> None:
     assert moved_table.schema_name == "s2"
     assert catalog.properties == {"z": "9"}
 
-    failures: list[tuple[Callable[[ApiClient], Any], type[Exception]]] = [
+    failures: list[tuple[Callable[[ApiClient], Any], type[Exception], str]] = [
         (
             lambda client: SchemasApi(client).update_schema(
                 f"{name}.missing", UpdateSchema(properties={"a": "1"})
             ),
             NotFoundException,
+            rf"Schema not found: {name}\.missing",
         ),
         (
             lambda client: SchemasApi(client).update_schema(
                 f"{name}.s2", UpdateSchema(new_name="taken")
             ),
             BadRequestException,
+            "SCHEMA_ALREADY_EXISTS",
         ),
         (
             lambda client: SchemasApi(client).update_schema(
                 f"{name}.s2", UpdateSchema(new_name="a.b")
             ),
             BadRequestException,
+            "Name cannot contain a period",
         ),
         (
             lambda client: CatalogsApi(client).update_catalog(
                 f"{name}_missing", UpdateCatalog(comment="x")
             ),
             NotFoundException,
+            f"Catalog not found: {name}_missing",
         ),
     ]
-    for action, error in failures:
-        with pytest.raises(error):
+    for action, error, why in failures:
+        with pytest.raises(error, match=why):
             run_sdk(unity, action)
 
 
@@ -348,7 +355,7 @@ def test_sdk_sees_a_renamed_lance_table_as_it_was(
     assert [(column.name, column.type_name) for column in table.columns] == [
         ("id", ColumnTypeName.LONG)
     ]
-    with pytest.raises(NotFoundException):
+    with pytest.raises(NotFoundException, match=r"Table not found: .*\.sch\.before"):
         run_sdk(unity, lambda client: TablesApi(client).get_table(".".join([*schema, "before"])))
 
 
@@ -397,9 +404,9 @@ def test_schema_lifecycle(ns: UnityNamespace, catalog: str) -> None:
     ns.namespace_exists(NamespaceExistsRequest(id=[catalog]))
     ns.namespace_exists(NamespaceExistsRequest(id=[]))  # the root always exists
     ns.drop_namespace(DropNamespaceRequest(id=[catalog, "s1"]))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=r"404: NOT_FOUND: Schema not found: .*\.s1"):
         ns.namespace_exists(NamespaceExistsRequest(id=[catalog, "s1"]))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=r"404: NOT_FOUND: Schema not found: .*\.s1"):
         ns.drop_namespace(DropNamespaceRequest(id=[catalog, "s1"]))
     ns.drop_namespace(DropNamespaceRequest(id=[catalog, "s1"], mode="Skip"))
 
@@ -409,7 +416,7 @@ def test_create_schema_modes(
     unity: UnityStandIn, ns: UnityNamespace, schema: list[str], legacy: bool
 ) -> None:
     unity.state.legacy_already_exists = legacy  # 409 ALREADY_EXISTS or 400 SCHEMA_ALREADY_EXISTS
-    with pytest.raises(NamespaceAlreadyExistsError):
+    with pytest.raises(NamespaceAlreadyExistsError, match="Schema already exists"):
         ns.create_namespace(CreateNamespaceRequest(id=schema))
     kept = ns.create_namespace(
         CreateNamespaceRequest(id=schema, mode="ExistOk", properties={"b": "2"})
@@ -422,51 +429,64 @@ def test_create_schema_modes(
 
 
 def test_missing_catalogs_and_schemas(ns: UnityNamespace, catalog: str) -> None:
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match="Catalog not found: no_such_catalog"):
         ns.create_namespace(CreateNamespaceRequest(id=["no_such_catalog", "s"]))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match="Catalog not found: no_such_catalog"):
         ns.list_namespaces(ListNamespacesRequest(id=["no_such_catalog"]))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match="Catalog not found: no_such_catalog"):
         ns.describe_namespace(DescribeNamespaceRequest(id=["no_such_catalog"]))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=rf"Schema not found: {catalog}\.missing"):
         ns.describe_namespace(DescribeNamespaceRequest(id=[catalog, "missing"]))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=rf"Schema not found: {catalog}\.missing"):
         ns.list_tables(ListTablesRequest(id=[catalog, "missing"]))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=rf"Schema not found: {catalog}\.missing"):
         ns.list_namespaces(ListNamespacesRequest(id=[catalog, "missing"]))
 
 
 def test_drop_schema_is_restrict_only(ns: UnityNamespace, schema: list[str]) -> None:
     ns.declare_table(DeclareTableRequest(id=[*schema, "t"]))
-    with pytest.raises(NamespaceNotEmptyError):
+    with pytest.raises(NamespaceNotEmptyError, match="Cannot delete schema with tables"):
         ns.drop_namespace(DropNamespaceRequest(id=schema))
-    with pytest.raises(UnsupportedOperationError):
+    with pytest.raises(UnsupportedOperationError, match="only drops schemas RESTRICT"):
         ns.drop_namespace(DropNamespaceRequest(id=schema, behavior="CASCADE"))
     ns.describe_table(DescribeTableRequest(id=[*schema, "t"]))  # still there
     ns.deregister_table(DeregisterTableRequest(id=[*schema, "t"]))
     ns.drop_namespace(DropNamespaceRequest(id=schema))
 
 
+UNITY_NAMES = "Unity names use only letters, digits"
+SCHEMA_ID = "a Unity namespace identifier is catalog or catalog.schema, got"
+
+
 @pytest.mark.parametrize(
-    "identifier",
-    [["c"], ["c", "s", "x"], ["c", "a.b"], ["c", "a b"], ["c", "a/b"], ["c", ""], ["c", "é"]],
+    ("identifier", "why"),
+    [(["c"], SCHEMA_ID), (["c", "s", "x"], SCHEMA_ID), (["c", "a.b"], UNITY_NAMES),
+     (["c", "a b"], UNITY_NAMES), (["c", "a/b"], "must not contain '/'"),
+     (["c", ""], "must not be empty"), (["c", "é"], UNITY_NAMES)],
 )
 def test_bad_schema_identifiers_are_invalid_input(
-    ns: UnityNamespace, identifier: list[str]
+    ns: UnityNamespace, identifier: list[str], why: str
 ) -> None:
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=why):
         ns.create_namespace(CreateNamespaceRequest(id=identifier))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=why):
         ns.drop_namespace(DropNamespaceRequest(id=identifier))
 
 
+TABLE_ID = "a Unity table identifier is catalog.schema.table, got"
+
+
 @pytest.mark.parametrize(
-    "identifier", [["c", "s"], ["c", "s", "t", "u"], ["c", "s", "t.u"], ["c", "s", ".."], []]
+    ("identifier", "why"),
+    [(["c", "s"], TABLE_ID), (["c", "s", "t", "u"], TABLE_ID), (["c", "s", "t.u"], UNITY_NAMES),
+     (["c", "s", ".."], r"must not be '\.\.'"), ([], "table identifier must not be empty")],
 )
-def test_bad_table_identifiers_are_invalid_input(ns: UnityNamespace, identifier: list[str]) -> None:
-    with pytest.raises(InvalidInputError):
+def test_bad_table_identifiers_are_invalid_input(
+    ns: UnityNamespace, identifier: list[str], why: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=why):
         ns.declare_table(DeclareTableRequest(id=identifier))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=why):
         ns.describe_table(DescribeTableRequest(id=identifier))
 
 
@@ -496,7 +516,7 @@ def test_declare_describe_deregister(
     write_lance(location)
     deregistered = ns.deregister_table(DeregisterTableRequest(id=[*schema, "t"]))
     assert deregistered.location == location
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=r"Table not found: .*\.sch\.t"):
         ns.table_exists(TableExistsRequest(id=[*schema, "t"]))
     assert lance.dataset(location).count_rows() == 3
 
@@ -523,13 +543,15 @@ def test_register_table(
     )
     assert registered.location == first
     assert registered.properties == {"k": "v", "table_type": "lance"}
-    with pytest.raises(TableAlreadyExistsError):
+    with pytest.raises(TableAlreadyExistsError, match=r"Table already exists: .*\.sch\.r"):
         ns.register_table(RegisterTableRequest(id=[*schema, "r"], location=first))
     ns.register_table(RegisterTableRequest(id=[*schema, "r"], location=second, mode="Overwrite"))
     assert ns.describe_table(DescribeTableRequest(id=[*schema, "r"])).location == second
     columns = unity.state.tables[(schema[0], schema[1], "r")]["columns"]
     assert [column["name"] for column in columns] == ["name"]
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(
+        InvalidInputError, match="no Lance table at " + re.escape(str(tmp_path / "none"))
+    ):
         ns.register_table(RegisterTableRequest(id=[*schema, "x"], location=str(tmp_path / "none")))
     assert (schema[0], schema[1], "x") not in unity.state.tables
 
@@ -542,7 +564,7 @@ def test_failed_overwrite_keeps_the_previous_registration(
     write_lance(new, pa.table({"other": ["x"]}))
     ns.register_table(RegisterTableRequest(id=[*schema, "t"], location=old, properties={"v": "1"}))
     unity.control.fail_next(1, 500, method="POST", path="/tables")
-    with pytest.raises(InternalError):
+    with pytest.raises(InternalError, match="catalog returned HTTP 500: InjectedFault"):
         ns.register_table(RegisterTableRequest(id=[*schema, "t"], location=new, mode="overwrite"))
     described = ns.describe_table(DescribeTableRequest(id=[*schema, "t"]))
     assert described.location == old and described.properties["v"] == "1"
@@ -556,13 +578,13 @@ def test_table_errors(
 ) -> None:
     unity.state.legacy_already_exists = legacy
     ns.declare_table(DeclareTableRequest(id=[*schema, "t"]))
-    with pytest.raises(TableAlreadyExistsError):
+    with pytest.raises(TableAlreadyExistsError, match=r"Table already exists: .*\.sch\.t"):
         ns.declare_table(DeclareTableRequest(id=[*schema, "t"]))
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=r"Schema not found: .*\.missing"):
         ns.declare_table(DeclareTableRequest(id=[schema[0], "missing", "t"]))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=r"Table not found: .*\.sch\.missing"):
         ns.describe_table(DescribeTableRequest(id=[*schema, "missing"]))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=r"Table not found: .*\.sch\.missing"):
         ns.deregister_table(DeregisterTableRequest(id=[*schema, "missing"]))
 
 
@@ -586,7 +608,7 @@ def test_lance_tables_need_external_type_and_property(
     run_sdk(unity, create("upper", TableType.EXTERNAL, {"table_type": "LANCE"}))
     run_sdk(unity, create("plain", TableType.EXTERNAL, {}))
     assert ns.list_tables(ListTablesRequest(id=schema)).tables == ["upper"]
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=r"sch\.managed is not a Lance table"):
         ns.describe_table(DescribeTableRequest(id=[*schema, "managed"]))
 
 
@@ -700,10 +722,14 @@ def test_the_static_token_or_the_forwarded_callers_token_reaches_unity(
     caller = Identity(auth_token="caller-token")
     forwarding.list_namespaces(ListNamespacesRequest(id=[catalog], identity=caller))
     assert unity.control.requests_to("/schemas", "GET")[-1].authorization == "Bearer caller-token"
-    with pytest.raises(UnauthenticatedError):  # no caller token: the static one is refused
+    with pytest.raises(
+        UnauthenticatedError, match="401: NotAuthorizedException: missing or invalid token"
+    ):  # no caller token: the static one is refused
         forwarding.list_namespaces(ListNamespacesRequest(id=[catalog]))
     not_forwarding = make_namespace(auth_token="static-token")
-    with pytest.raises(UnauthenticatedError):  # forwarding is off: the caller's token is ignored
+    with pytest.raises(
+        UnauthenticatedError, match="401: NotAuthorizedException: missing or invalid token"
+    ):  # forwarding is off: the caller's token is ignored
         not_forwarding.list_namespaces(ListNamespacesRequest(id=[catalog], identity=caller))
     unity.control.required_token = "static-token"  # the static token is what it sends
     not_forwarding.list_namespaces(ListNamespacesRequest(id=[catalog], identity=caller))

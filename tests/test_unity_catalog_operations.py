@@ -79,7 +79,7 @@ def test_rename_keeps_the_entry_and_the_data(
     assert described.location == str(location)
     assert described.properties == {"table_type": "lance"}
     assert lance.dataset(described.location).to_table()["name"].to_pylist() == ["a", "b", "c"]
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=r"Table not found: .*\.sch\.old"):
         ns.describe_table(DescribeTableRequest(id=[*schema, "old"]))
     assert tables_of(ns, schema) == ["new"]
     after = unity.state.tables[(*schema, "new")]
@@ -131,21 +131,28 @@ def test_rename_errors_change_nothing(
         request = {"id": [*schema, "a"], "new_table_name": "c", **fields}
         ns.rename_table(RenameTableRequest(**request))
 
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=r"Table not found: .*\.sch\.missing"):
         rename(id=[*schema, "missing"])
-    for taken in ("b", "a", "plain"):
-        with pytest.raises(TableAlreadyExistsError):
+    for taken, why in (("b", r"Table already exists: .*\.sch\.b"),
+                       ("a", r"table .*\.sch\.a already exists"),  # the table itself
+                       ("plain", r"Table already exists: .*\.sch\.plain")):
+        with pytest.raises(TableAlreadyExistsError, match=why):
             rename(new_table_name=taken)
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=r"Schema not found: .*\.no_such_schema"):
         rename(new_namespace_id=[schema[0], "no_such_schema"])
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match="Catalog not found: no_such_catalog"):
         rename(new_namespace_id=["no_such_catalog", "sch"])
-    for bad_name in ("", "a.b", "with space", "x/y"):
-        with pytest.raises(InvalidInputError):
+    for bad_name, why in (("", "table identifier part must not be empty"),
+                          ("a.b", "Unity names use only letters, digits"),
+                          ("with space", "Unity names use only letters, digits"),
+                          ("x/y", "table identifier part 'x/y' must not contain '/'")):
+        with pytest.raises(InvalidInputError, match=why):
             rename(new_table_name=bad_name)
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(
+        InvalidInputError, match=r"catalog or catalog\.schema, got \['cat_[0-9a-f]+'\]"
+    ):
         rename(new_namespace_id=[schema[0]])
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=r"sch\.plain is not a Lance table"):
         rename(id=[*schema, "plain"])  # not a Lance table
 
     assert tables_of(ns, schema) == ["a", "b"]
@@ -163,11 +170,11 @@ def test_rename_undoes_the_new_entry_when_the_old_cannot_go(
     ns.declare_table(DeclareTableRequest(id=[*schema, "old"], properties={"k": "v"}))
     unity.control.fail_next(1, 403, method="DELETE", path=".".join([*schema, "old"]))
 
-    with pytest.raises(PermissionDeniedError):
+    with pytest.raises(PermissionDeniedError, match="403: InjectedFault"):
         ns.rename_table(RenameTableRequest(id=[*schema, "old"], new_table_name="new"))
 
     assert ns.describe_table(DescribeTableRequest(id=[*schema, "old"])).properties["k"] == "v"
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=r"Table not found: .*\.sch\.new"):
         ns.describe_table(DescribeTableRequest(id=[*schema, "new"]))
     assert tables_of(ns, schema) == ["old"]
 
@@ -212,12 +219,14 @@ def test_alter_namespace_errors_change_nothing(unity: UnityStandIn, ns: UnityNam
         ns.alter_namespace(
             AlterNamespaceRequest(id=schema, set_properties={"a": "1"}, unset_properties=["a"])
         )
-    with pytest.raises(NamespaceNotFoundError):
+    with pytest.raises(NamespaceNotFoundError, match=r"Schema not found: .*\.missing"):
         ns.alter_namespace(
             AlterNamespaceRequest(id=[schema[0], "missing"], set_properties={"a": "1"})
         )
-    for bad_id in ([], [schema[0], "a.b"], [*schema, "too_deep"]):
-        with pytest.raises(InvalidInputError):
+    for bad_id, why in (([], "namespace identifier must not be empty"),
+                        ([schema[0], "a.b"], "Unity names use only letters, digits"),
+                        ([*schema, "too_deep"], r"catalog or catalog\.schema, got .*'too_deep'")):
+        with pytest.raises(InvalidInputError, match=why):
             ns.alter_namespace(AlterNamespaceRequest(id=bad_id, set_properties={"a": "1"}))
     assert ns.describe_namespace(DescribeNamespaceRequest(id=schema)).properties == {"only": "1"}
     assert unity.control.requests_to("/schemas/", "PATCH") == []
@@ -275,6 +284,6 @@ def test_list_all_tables_pages_over_every_schema(tmp_path: Path) -> None:
         assert with_data == ["c1$s1$t1", "c1$s1$t2", "c1$s2$t3"]
         assert ns.list_all_tables(ListTablesRequest(id=["c1", "s2"])).tables == ["c1$s2$t3"]
         assert ns.list_all_tables(ListTablesRequest(id=["c2"])).tables == ["c2$s3$declared"]
-        with pytest.raises(NamespaceNotFoundError):
+        with pytest.raises(NamespaceNotFoundError, match="Catalog not found: c9"):
             ns.list_all_tables(ListTablesRequest(id=["c9"]))
         ns.close()

@@ -195,6 +195,7 @@ def test_expired_credentials_are_refused(storage: Storage) -> None:
     assert vended is not None
     s3 = storage.s3(dict(vended.storage_options))
     assert reached(s3, "get_object", Bucket=BUCKET, Key="db/e1/probe")
+    # The expiry is what is tested: the credentials must really outlive their lifetime.
     time.sleep(max(0.0, vended.expires_at_millis / 1000 - time.time()) + 0.3)
     with pytest.raises(botocore.exceptions.ClientError, match="ExpiredToken"):
         s3.get_object(Bucket=BUCKET, Key="db/e1/probe")

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from botocore.exceptions import ClientError
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
@@ -157,7 +158,7 @@ def test_unity_is_asked_for_the_callers_access(storage: Storage) -> None:
         # DeclareTable's credentials are reused for DescribeTable: one call to Unity
         assert [op for _, op in unity.state.credential_requests] == ["READ"]
     s3 = storage.s3(options)
-    with pytest.raises(Exception, match="AccessDenied"):
+    with pytest.raises(ClientError, match=r"\(AccessDenied\) when calling the PutObject"):
         s3.put_object(Bucket=BUCKET, Key="unity/lake/db/u2/data", Body=b"x")
 
 

@@ -134,5 +134,5 @@ def test_workers_end_when_their_supervisor_is_killed(tmp_path: Path) -> None:
     alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()
              and "zombie" not in Path(f"/proc/{pid}/status").read_text()]
     assert not alive, f"orphaned workers still running: {alive}"
-    with pytest.raises(httpx.TransportError):
+    with pytest.raises(httpx.ConnectError, match="Connection refused"):
         httpx.get(f"{adapter.url}/healthz", timeout=2)

@@ -35,7 +35,8 @@ UNPRINTABLE = "bad\tname"
 
 
 def code_of(operation: Callable[..., Any], *arguments: Any) -> int:
-    """The error code `operation(*arguments)` answers with (it must fail)."""
+    """The error code `operation(*arguments)` answers with (it must fail). Any error of the
+    protocol: the code, which every caller asserts, is what is tested."""
     with pytest.raises(LanceNamespaceError) as raised:
         operation(*arguments)
     return raised.value.code

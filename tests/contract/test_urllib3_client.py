@@ -10,7 +10,7 @@ import lance
 import pytest
 from lance_namespace_urllib3_client import ApiClient, Configuration
 from lance_namespace_urllib3_client.api import DataApi, IndexApi, NamespaceApi, TableApi, TagApi
-from lance_namespace_urllib3_client.exceptions import ApiException
+from lance_namespace_urllib3_client.exceptions import NotFoundException
 from lance_namespace_urllib3_client.models import (
     CountTableRowsRequest,
     CreateTableIndexRequest,
@@ -56,6 +56,6 @@ def test_a_tables_short_life_through_the_urllib3_client(
     namespace_id = layout.joined(layout.namespace)
     assert NamespaceApi(api_client).list_tables(namespace_id).tables == ["items"]
     tables.drop_table(table_id)
-    with pytest.raises(ApiException) as missing:
+    with pytest.raises(NotFoundException) as missing:
         tables.table_exists(table_id, TableExistsRequest())
     assert (missing.value.status, error_code(missing.value.body)) == (404, 4)

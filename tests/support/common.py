@@ -1,13 +1,18 @@
-"""Small helpers every kind of test uses: a free loopback port, unique names, and `run_python`,
-the one way a test runs Python code in a fresh interpreter."""
+"""Small helpers every kind of test uses: a free loopback port, unique names, `run_python`,
+the one way a test runs Python code in a fresh interpreter, and `skip_unless_ci`, the one way
+a test skips."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import NoReturn
+
+import pytest
 
 # Appended to every script `run_python` runs: once the script has printed its answer, the
 # process leaves without interpreter finalization, where third-party native threads (Daft's,
@@ -55,3 +60,17 @@ def run_python(
         [sys.executable, "-c", code + "\n" + _LEAVE_WITHOUT_FINALIZING, *arguments],
         env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False,
     )
+
+
+def under_ci() -> bool:
+    """Whether the suite runs under CI: CI services (GitHub Actions, GitLab, Buildkite, ...)
+    set `CI` in the environment; `.ci/run` itself sets nothing."""
+    return os.environ.get("CI", "").lower() not in {"", "0", "false", "no"}
+
+
+def skip_unless_ci(reason: str) -> NoReturn:
+    """Skip the test, but fail it under CI: there, a skip would hide work that was never done
+    (the machine lacks what the test needs, which CI's machine must have)."""
+    if under_ci():
+        pytest.fail(f"not skipped under CI: {reason}", pytrace=False)
+    pytest.skip(reason)

@@ -30,7 +30,7 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.support.common import free_port
+from tests.support.common import free_port, skip_unless_ci
 from tests.support.hive import HiveMetastoreProcess
 from tests.support.maven import maven_classpath
 
@@ -188,7 +188,7 @@ def require_s3a() -> None:
     """Skip a test of S3A when the chosen metastore has none (HMS 4.0.1 on demand)."""
     version, release = hive3_release()
     if not release.s3a:
-        pytest.skip(f"the Hive Metastore {version} of these tests has no S3A")
+        skip_unless_ci(f"the Hive Metastore {version} of these tests has no S3A")
 
 
 @pytest.fixture(scope="session")

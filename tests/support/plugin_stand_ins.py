@@ -114,7 +114,7 @@ class RecordingNamespace(LanceNamespace):
         if self.mode == "broken":
             raise RuntimeError(f"connect failed: password={LEAKY_SECRET} Bearer {LEAKY_SECRET}")
         if self.mode == "hang":
-            time.sleep(5)
+            time.sleep(5)  # a backend that hangs is the behaviour asked for
         name = request.id[-1] if request.id else ""
         if name == "slow":
             self.slow_started.set()

@@ -38,6 +38,14 @@ sys.path[:] = [p for p in sys.path if p not in {hidden!r}]
 class Worker:
     process: subprocess.Popen
     log: Path
+    command: list[str]
+    env: dict[str, str]
+    cluster_processes: list[subprocess.Popen]
+
+    def start_again(self) -> None:
+        """Start the worker again, as it was first started (after `kill`)."""
+        self.process = _start(self.command, self.env, self.log)
+        self.cluster_processes.append(self.process)
 
     def kill(self) -> None:
         """SIGKILL the worker with its executor and Python workers (its process group)."""
@@ -128,7 +136,7 @@ def start_cluster(
             log = workdir / f"worker-{number}.log"
             process = _start(command, env, log)
             cluster.processes.append(process)
-            cluster.workers.append(Worker(process, log))
+            cluster.workers.append(Worker(process, log, command, env, cluster.processes))
         _wait(lambda: cluster.alive_workers() == workers, timeout, "the workers", workdir)
     except BaseException:
         cluster.stop()

@@ -4,6 +4,7 @@ the table back with pylance at its location. `TableLayout` says where the table 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -314,7 +315,7 @@ def catalog(namespace: LanceNamespace, layout: TableLayout) -> None:
             id=table, new_table_name=renamed[-1], new_namespace_id=layout.rename_target
         )
     )
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match=re.escape(table[-1])):
         namespace.table_exists(TableExistsRequest(id=table))
     assert read_back(namespace, renamed).count_rows() == rows
     assert location(namespace, renamed) == data_location, "renaming keeps the data in place"
@@ -338,6 +339,6 @@ def catalog(namespace: LanceNamespace, layout: TableLayout) -> None:
     assert detailed.version == lance.dataset(data_location).version
 
     namespace.drop_table(DropTableRequest(id=adopted))
-    with pytest.raises(TableNotFoundError):
+    with pytest.raises(TableNotFoundError, match="adopted"):
         namespace.table_exists(TableExistsRequest(id=adopted))
     assert not Path(data_location.removeprefix("file://")).exists(), "DropTable removes the data"
