@@ -138,6 +138,12 @@ def spark(cluster: Cluster) -> Iterator[SparkSession]:
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
+    # The driver's JVM, and so the Python processes it starts, may predate moto_s3's
+    # environment (an earlier module's session started it): Spark's own environment for
+    # them carries the storage settings, as it would carry a job's.
+    session.sparkContext.environment.update(  # type: ignore[attr-defined]
+        {name: value for name, value in os.environ.items() if name.startswith("AWS_")}
+    )
     # Registered before anything is shipped, as a user may do: the helpers must still
     # get the package to the executors (and register the source again after it).
     session.dataSource.register(pipeline.LanceDataSource)
