@@ -26,7 +26,7 @@ from collections.abc import Mapping
 import lance_namespace
 from lance_namespace import LanceNamespace, register_namespace_impl
 
-from backends.properties import ConfigurationError
+from backends.core.settings import ConfigurationError
 from backends.tables.errors import without_source_location
 
 # The registry lines: one alias and class path per catalog backend.

@@ -1,5 +1,5 @@
 """The `dir` backend's table operations that are pylance's native ones as they are, their
-errors given the spec's codes by `_native` (see `backends.directory.DirectoryBackend`)."""
+errors given the spec's codes by `_native` (see `backends.directory.backend.DirectoryBackend`)."""
 
 from __future__ import annotations
 

@@ -24,9 +24,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
-from backends.properties import STORAGE_PREFIX, ConfigurationError
+from backends.core.properties import STORAGE_PREFIX
 
 logger = logging.getLogger(__name__)
+
+
+class ConfigurationError(ValueError):
+    """A backend was configured with a missing or malformed property."""
 
 _SETTING = "lance.setting"
 _TRUE = ("true", "1", "yes", "on")

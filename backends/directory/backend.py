@@ -65,18 +65,9 @@ from lance_namespace import (
 
 from backends.base import MetadataNamespace
 from backends.containment import moving_table
-from backends.conventions import join_location, require_lance_table, storage_root
-from backends.directory_layout import (
-    listed_directory,
-    rename_root_table,
-    require_storable_id,
-    storable_id,
-)
-from backends.directory_native import NativeTableOperations
-from backends.directory_settings import DirectorySettings
-from backends.layouts import DirectoryLayout, TableLayout
-from backends.locations import resolve_stored
-from backends.modes import (
+from backends.core.lance_tables import require_lance_table
+from backends.core.locations import join_location, resolve_stored, storage_root
+from backends.core.modes import (
     CreateMode,
     DropBehavior,
     DropMode,
@@ -84,10 +75,20 @@ from backends.modes import (
     WriteMode,
     parse_mode,
 )
-from backends.names import ID_DELIMITER, joined_id
-from backends.orphans import local_root_path, manifest_tables, sweep_orphans
-from backends.paging import paginate
-from backends.settings import BackendSettings
+from backends.core.names import ID_DELIMITER, joined_id
+from backends.core.paging import paginate
+from backends.core.settings import BackendSettings
+from backends.directory.layout import (
+    DirectoryLayout,
+    listed_directory,
+    rename_root_table,
+    require_storable_id,
+    storable_id,
+)
+from backends.directory.native import NativeTableOperations
+from backends.directory.orphans import local_root_path, manifest_tables, sweep_orphans
+from backends.directory.settings import DirectorySettings
+from backends.layouts import TableLayout
 from backends.tables.access import TableLocation, open_dataset
 from backends.tables.errors import translate_native
 from backends.tables.history import staging_manifest_key
