@@ -1,4 +1,5 @@
-"""One convention for backend settings.
+"""One convention for backend settings, and `ConfigurationError`, the error of a missing or
+malformed one.
 
 Each backend declares a frozen dataclass subclassing `BackendSettings`; every field is made by
 `setting(...)` with its property key, default, unit and documentation. `from_properties` parses
