@@ -17,14 +17,14 @@ Why it is correct:
   its counters moved while it ran, so an answer read before a write is never stored after it.
 - Changes made elsewhere: on a local `dir` root every hit is validated against the storage
   (the modification times of the root, of the manifest's `_versions` directory and, for
-  DescribeTable, of the table's `_versions` directory). Anything else has no validator here
-  and is not stored, unless the operator opts in to `metadata_cache_ttl` seconds of blindness.
+  DescribeTable, of the table's `_versions` directory: `backends.directory.stamps`). Anything
+  else has no validator here and is not stored, unless the operator opts in to
+  `metadata_cache_ttl` seconds of blindness.
 """
 
 from __future__ import annotations
 
 import fcntl
-import functools
 import mmap
 import os
 import struct
@@ -36,9 +36,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
-from lance_namespace import InvalidInputError
-
-from backends.locations import resolve_stored
 
 CACHED_OPERATIONS = frozenset(
     {"DescribeTable", "TableExists", "ListTables", "ListNamespaces", "DescribeNamespace"}
@@ -310,44 +307,3 @@ class MetadataCache:
 
 def newest_change(stamp: Stamp) -> int:
     return max((time_ns for time_ns in stamp if time_ns is not None), default=0)
-
-
-def _modified_ns(path: Path) -> int | None:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
-
-
-@functools.lru_cache(maxsize=4096)  # asked on every validated hit of a DescribeTable entry
-def _local_path(location: str | None) -> Path | None:
-    """Where Lance opens `location` on the local file system (`backends.locations`)."""
-    if not location:
-        return None
-    try:
-        place = resolve_stored(location)
-    except InvalidInputError:
-        return None
-    return Path(place.uri) if place.scheme == "file" else None
-
-
-def directory_stamper(root: Path) -> Stamper:
-    """Stamps of a local `dir` root: what a change to a namespace, listing or table touches.
-
-    A table version, a manifest version (create, drop, declare, register, namespaces) and a
-    table or namespace directory all appear as a new file in a directory whose modification
-    time the stamp holds.
-    """
-    root = root.absolute()
-    watched = (root, root / "__manifest" / "_versions")
-
-    def stamp(operation_id: str, answer: Any) -> Stamp:
-        times = tuple(_modified_ns(path) for path in watched)
-        if operation_id != "DescribeTable":
-            return times
-        table = _local_path(getattr(answer, "location", None))
-        if table is None:
-            return (*times, None, None)
-        return (*times, _modified_ns(table), _modified_ns(table / "_versions"))
-
-    return stamp

@@ -27,7 +27,7 @@ from app.observability import log_config
 from app.server import create_app
 from app.workers import prepare_worker_environment
 from backends import ConfigurationError, load_namespace, resolve_impl
-from backends.properties import is_credential
+from backends.core.secrets import is_credential
 from backends.tables.errors import readable
 from backends.vending import VENDING_PREFIX, VendingSettings
 

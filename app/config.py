@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 import yaml
 from lance_namespace import LanceNamespaceError
 
-from backends.access import AccessPolicy
-from backends.settings import parse_bool
+from backends.core.access import AccessPolicy
+from backends.core.settings import parse_bool
 
 ENV_PREFIX = "LANCE_ADAPTER_"
 ENV_PROPERTY_PREFIX = "LANCE_ADAPTER_PROP_"
@@ -91,7 +91,7 @@ class Settings:
     allowed_origins: str = ""
     # Whether /metrics names the identities of auth_tokens_file in its `identity` labels.
     metrics_identities: bool = False
-    # With auth_mode token: what each identity of auth_tokens_file may do (backends.access),
+    # With auth_mode token: what each identity of auth_tokens_file may do (backends.core.access),
     # and what a caller without its own entry (a bare token) may do.
     access: dict[str, str] = field(default_factory=dict)
     access_default: str = "admin"

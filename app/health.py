@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from app.config import Settings
 from app.observability import METRICS_CONTENT_TYPE, Metrics, named_route
-from backends.directory_settings import DEFAULT_ROOT
+from backends.directory.settings import DEFAULT_ROOT
 
 logger = logging.getLogger("lance_adapter")
 _NO_STORE = {"cache-control": "no-store"}

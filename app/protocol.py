@@ -1,7 +1,7 @@
 """The names of the HTTP protocol the app reads and writes, in one place: media types,
 credential headers and the context-entry prefix of headers.
 
-The identifier delimiter is not here: backends share it, so it lives in `backends.names`.
+The identifier delimiter is not here: backends share it, so it lives in `backends.core.names`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The identifier is parsed here, once: a route's `a$b` (joined by the `delimiter` query
 parameter) becomes ["a", "b"]. Its names are not judged here: the backend validates them before
-it does anything with them (`backends.names`), for the server and for Python callers alike.
+it does anything with them (`backends.core.names`), for the server and for Python callers alike.
 
 Bodies are read within limits (`BodyLimits`): their size, as sent and, before they are decoded,
 what they decode to (`app.arrow_limits` for Arrow streams); the time they take; and the bytes
@@ -32,9 +32,16 @@ from app.errors import BodiesInFlightError, BodyTimeoutError, BodyTooLargeError
 from app.lancedb_remote import adapt_lancedb_request, is_lancedb_remote
 from app.protocol import API_KEY_HEADER, AUTHORIZATION_HEADER, CONTEXT_HEADER_PREFIX
 from app.spec import BodyKind, Operation, QueryParameter
-from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, WriteMode, parse_mode
-from backends.names import ID_DELIMITER
-from backends.properties import refused_client_storage_options
+from backends.core.modes import (
+    CreateMode,
+    DropBehavior,
+    DropMode,
+    RegisterMode,
+    WriteMode,
+    parse_mode,
+)
+from backends.core.names import ID_DELIMITER
+from backends.core.properties import refused_client_storage_options
 
 IDENTITY_HEADERS = frozenset({AUTHORIZATION_HEADER, API_KEY_HEADER})
 # Transport headers every request has; they are not caller context.

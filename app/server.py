@@ -19,7 +19,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.auth import IDENTITY_KEY, PRINCIPAL_KEY, AuthMiddleware, load_identities
 from app.browser_guard import BrowserGuard
-from app.cache import GENERATION_FILE, Generations, MetadataCache, directory_stamper
+from app.cache import GENERATION_FILE, Generations, MetadataCache
 from app.config import Settings, access_policy
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
@@ -42,8 +42,9 @@ from app.responses import render, render_model
 from app.routing import LanceRoutes, RouteTable
 from app.spec import Operation, load_operations
 from backends import IMPLS
-from backends.access import AccessPolicy, Grants, Level, check_access
-from backends.properties import credential_values, without_credentials
+from backends.core.access import AccessPolicy, Grants, Level, check_access
+from backends.core.secrets import credential_values, without_credentials
+from backends.directory.stamps import directory_stamper
 from backends.vending import CredentialVendor, credential_vendor, with_vended
 
 RequestReader = Callable[

@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel
 
 from app.protocol import ARROW_FILE, ARROW_STREAM, JSON
-from backends import extensions
+from backends.core import extensions
 
 SPEC_PATH = Path(__file__).with_name("rest.yaml")
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

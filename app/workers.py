@@ -17,13 +17,11 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from app.config import Settings
 from app.observability import MULTIPROC_ENV
-
-if TYPE_CHECKING:
-    from app.server import AdapterApp
+from app.server import AdapterApp, create_app
+from backends import load_namespace
 
 SETTINGS_FILE_ENV = "LANCE_ADAPTER_SETTINGS_FILE"
 RUNTIME_DIR_ENV = "LANCE_ADAPTER_RUNTIME_DIR"
@@ -76,9 +74,6 @@ def _end_with_supervisor() -> None:
 
 def create_app_from_environment() -> AdapterApp:
     """The uvicorn factory used by worker processes: settings come from the supervisor."""
-    from app.server import create_app
-    from backends import load_namespace
-
     _end_with_supervisor()
     settings = Settings.from_json(Path(os.environ[SETTINGS_FILE_ENV]).read_text())
     if os.environ.get(MULTIPROC_ENV):

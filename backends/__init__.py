@@ -9,7 +9,7 @@ Importing `backends` registers the catalog backends' aliases with
 (lance_namespace 0.13 discovers no entry points: the import is the registration.) `dir` is one
 of lance_namespace's native aliases, which win over registered ones, so `connect("dir", …)`
 stays pylance's `DirectoryNamespace`; the server serves `dir` with
-`backends.directory.DirectoryBackend`, that class with this adapter's fixes.
+`backends.directory.DirectoryBackend`, which holds that class and adds this adapter's fixes.
 
 `load_namespace` builds what the server serves through `lance_namespace.connect`, then gives a
 plain `LanceNamespace` plug-in the generic table operations (`backends.plugin`) and turns on
@@ -26,7 +26,7 @@ from collections.abc import Mapping
 import lance_namespace
 from lance_namespace import LanceNamespace, register_namespace_impl
 
-from backends.properties import ConfigurationError
+from backends.core.settings import ConfigurationError
 from backends.tables.errors import without_source_location
 
 # The registry lines: one alias and class path per catalog backend.

@@ -98,7 +98,7 @@ from lance_namespace import (
     UpdateTableTagResponse,
 )
 
-from backends.arrow_schema import arrow_schema_to_json
+from backends.capabilities import list_operations, unsupported
 from backends.containment import (
     CHECKED_OPERATIONS,
     Containment,
@@ -106,24 +106,14 @@ from backends.containment import (
     holds_other_tables,
     moving_table,
 )
-from backends.extensions import (
-    ListOperationsRequest,
-    ListOperationsResponse,
-)
+from backends.core.arrow_schema import arrow_schema_to_json
+from backends.core.extensions import ListOperationsRequest, ListOperationsResponse
+from backends.core.locations import resolve_stored
+from backends.core.modes import CreateMode, WriteMode, parse_mode
+from backends.core.names import ID_DELIMITER, joined_id
+from backends.guard import FRONT_DOOR_MARK, FRONT_DOORS, call_with_valid_id, front_door
 from backends.layouts import TableLayout
-from backends.locations import resolve_stored
-from backends.modes import CreateMode, WriteMode, parse_mode
-from backends.names import ID_DELIMITER, call_with_valid_id, joined_id
-from backends.operations import (
-    FRONT_DOOR_MARK,
-    FRONT_DOORS,
-    NO_JOBS,
-    NO_MANIFEST_STORE,
-    AdapterLimits,
-    front_door,
-    list_operations,
-    unsupported,
-)
+from backends.limits import NO_JOBS, NO_MANIFEST_STORE, AdapterLimits
 from backends.tables import history, indexes, lifecycle, reads, schema, writes
 from backends.tables.access import (
     TableLocation,
@@ -143,7 +133,7 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
     """A catalog backend; every table operation is done with pylance at the table location.
 
     Every operation a subclass has, its own or inherited, is a front door to `guard`, the one
-    guard of the backend: the request's id is validated (`backends.names`), so a subclass never
+    guard of the backend: the request's id is validated (`backends.core.names`), so a subclass never
     sees a bad name, and once the server has loaded the backend (`check_locations`) the location
     checks of `backends.containment` stand in front of RegisterTable, DeclareTable and DropTable.
     """

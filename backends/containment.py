@@ -1,7 +1,7 @@
 """Where a client may point a table, and which data DropTable may delete, decided from the
 table's own catalog entry and the backend's layout (`backends.layouts`): no catalog search.
 
-Locations are read by the one parser of `backends.locations`: a client-named location
+Locations are read by the one parser of `backends.core.locations`: a client-named location
 strictly (`parse_location` refuses query, fragment, percent-encoding, `.`/`..`, empty
 segments, backslashes and invalid bucket names, every form Lance would open elsewhere than the
 check reads), a stored one as Lance opens it (`resolve_stored`).
@@ -47,11 +47,11 @@ from lance_namespace import (
     TableNotFoundError,
 )
 
-from backends.conventions import open_lance_table
+from backends.core.lance_tables import open_lance_table
+from backends.core.locations import StorageLocation, parse_location, resolve_stored
+from backends.core.names import joined_id
+from backends.core.settings import ConfigurationError
 from backends.layouts import TableLayout
-from backends.locations import StorageLocation, parse_location, resolve_stored
-from backends.names import joined_id
-from backends.properties import ConfigurationError
 
 # Files of the directory backend's catalog, directly below its root.
 CATALOG_ENTRIES = frozenset({"__manifest"})

@@ -9,14 +9,11 @@ ids; it never calls the catalog.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-from backends.names import ID_DELIMITER
-
-# Tables the server creates on glue and iceberg: `<name>.lance` below the namespace levels.
+# The directory of a Lance table named `<name>`: glue and iceberg tables below their namespace
+# levels, `dir`'s root tables below the root.
 TABLE_SUFFIX = ".lance"
-_NESTED_TABLE = re.compile(r"[0-9a-f]{8}_(.+)")
 
 
 class TableLayout:
@@ -132,22 +129,3 @@ def _suffixed(name: str) -> bool:
 
 def _database(name: str) -> bool:
     return name.endswith(".db") and len(name) > 3
-
-
-class DirectoryLayout(TableLayout):
-    """pylance's directory layout: a root table at `<root>/<name>.lance`, a table inside a
-    namespace at `<root>/<8 hex>_<namespace$…$table>` (the hex digits differ per creation)."""
-
-    def home(self, table_id: Sequence[str]) -> tuple[str, ...] | None:
-        return (table_id[0] + TABLE_SUFFIX,) if len(table_id) == 1 else None
-
-    def owner(self, relative: tuple[str, ...]) -> tuple[str, ...] | None:
-        if len(relative) != 1:
-            return None
-        name = relative[0]
-        nested = _NESTED_TABLE.fullmatch(name)
-        if nested is not None and ID_DELIMITER in nested.group(1):
-            return tuple(nested.group(1).split(ID_DELIMITER))
-        if _suffixed(name) and len(name) > len(TABLE_SUFFIX):
-            return (name[: -len(TABLE_SUFFIX)],)
-        return None

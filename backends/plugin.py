@@ -10,7 +10,7 @@ from typing import Any
 from lance_namespace import DescribeTableRequest, DescribeTableResponse, LanceNamespace
 
 from backends.base import MetadataNamespace
-from backends.operations import EXTENSION_METHODS, implements, operation_methods
+from backends.capabilities import EXTENSION_METHODS, implements, operation_methods
 
 # The plug-in's describe_table is the catalog entry the base's describe_table completes.
 _COMPLETED_HERE = frozenset({"describe_table"})

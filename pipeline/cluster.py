@@ -166,7 +166,7 @@ def is_local_location(location: str) -> bool:
     Driver only: the package shipped to executors does not hold `backends`."""
     from lance_namespace import InvalidInputError
 
-    from backends.locations import resolve_stored
+    from backends.core.locations import resolve_stored
 
     try:
         return resolve_stored(location).scheme == "file"

@@ -26,7 +26,7 @@ from pydantic.json_schema import models_json_schema
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.health import HEALTH_PATHS
 from app.protocol import ARROW_FILE, ARROW_STREAM
-from backends import extensions
+from backends.core import extensions
 
 REST_YAML = Path(__file__).resolve().parents[1] / "rest.yaml"
 

@@ -82,7 +82,7 @@ def support_matrix() -> str:
     A plug-in (`module.Class`) gets every generic table operation like the catalog backends.
     """
     from backends import IMPLS, resolve_impl
-    from backends.operations import supported_operations
+    from backends.capabilities import supported_operations
 
     supported = {impl: set(supported_operations(resolve_impl(impl))) for impl in IMPLS}
     aliases = {op.operation_id: op.target_id for op in load_operations() if op.target_id}
@@ -113,7 +113,7 @@ def error_codes() -> str:
 def settings_tables() -> dict[str, Callable[[], str]]:
     """Each backend's property table, under a marker named after its settings class."""
     from backends import IMPLS, resolve_impl
-    from backends.settings import settings_table
+    from backends.core.settings import settings_table
     from backends.vending import VendingSettings
 
     tables: dict[str, Callable[[], str]] = {}

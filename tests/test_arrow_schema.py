@@ -1,4 +1,4 @@
-"""The one converter between Arrow types and the spec's JSON form (`backends/arrow_schema.py`):
+"""The one converter between Arrow types and the spec's JSON form (`backends/core/arrow_schema.py`):
 what it writes reads back as the same type, decimals keep their scale, and what is not a type
 of the form is refused."""
 
@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from backends.arrow_schema import arrow_schema_to_json, arrow_type_from_json
+from backends.core.arrow_schema import arrow_schema_to_json, arrow_type_from_json
 from tests.support.arrow_types import COLUMNS
 
 

@@ -29,8 +29,8 @@ from lance_namespace import (
 )
 
 from backends import load_namespace
+from backends.core.settings import ConfigurationError
 from backends.glue import GlueNamespace
-from backends.properties import ConfigurationError
 from tests.support.glue import MotoEndpoint, glue_properties
 from tests.support.lance_data import sample_table, tree_snapshot
 

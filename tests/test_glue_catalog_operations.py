@@ -13,7 +13,7 @@ import pytest
 from botocore.stub import Stubber
 from moto.core.authorization import enable_iam_authentication
 
-from backends.extensions import AlterNamespaceRequest, AlterTableRequest
+from backends.core.extensions import AlterNamespaceRequest, AlterTableRequest
 from backends.glue import GlueNamespace
 from tests.support.common import free_port
 from tests.support.glue import MOTO_ACCOUNT_ID, MotoEndpoint, create_user_keys, glue_properties

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
+from backends.core.settings import ConfigurationError
 from backends.glue import GlueNamespace, GlueSettings
-from backends.properties import ConfigurationError
 
 # Building the namespace sends nothing: no AssumeRole here, and clients connect on first call.
 BASE = {
@@ -59,7 +59,7 @@ def test_old_keys_are_deprecated_aliases_in_their_old_units(
         "client.max_attempts": "4",
         "client.max_pool_connections": "3",
     }
-    with caplog.at_level(logging.WARNING, logger="backends.settings"):
+    with caplog.at_level(logging.WARNING, logger="backends.core.settings"):
         config = client_config(**old)
     assert (config.connect_timeout, config.read_timeout) == (2.5, 0.5)
     assert config.retries == {"total_max_attempts": 4, "mode": "standard"}

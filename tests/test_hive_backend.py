@@ -17,8 +17,8 @@ import pytest
 from hive_metastore.ttypes import NoSuchObjectException, PrincipalType
 
 from backends import resolve_impl
+from backends.core.settings import ConfigurationError
 from backends.hive import Hive2Namespace, Hive3Namespace
-from backends.properties import ConfigurationError
 from tests.support.common import unique
 from tests.support.hive import HiveMetastoreProcess, create_raw_table, metastore_client
 

@@ -12,7 +12,7 @@ import lance_namespace as ln
 import pyarrow as pa
 import pytest
 
-from backends.extensions import AlterNamespaceRequest, AlterTableRequest
+from backends.core.extensions import AlterNamespaceRequest, AlterTableRequest
 from backends.hive import Hive2Namespace, Hive3Namespace
 from tests.support.common import unique
 from tests.support.hive import HiveMetastoreProcess, create_raw_table, metastore_client

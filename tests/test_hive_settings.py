@@ -6,9 +6,9 @@ import logging
 
 import pytest
 
+from backends.core.settings import ConfigurationError
 from backends.hive import Hive2Namespace, Hive3Namespace, HiveSettings
 from backends.hive.client import MetastoreAddress
-from backends.properties import ConfigurationError
 
 
 def test_defaults() -> None:
@@ -22,7 +22,7 @@ def test_defaults() -> None:
 def test_old_timeout_keys_are_deprecated_aliases_in_seconds(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="backends.settings"):
+    with caplog.at_level(logging.WARNING, logger="backends.core.settings"):
         settings = HiveSettings.from_properties(
             {"client.connect-timeout": "2.5", "client.read-timeout": "7"}
         )
@@ -63,7 +63,7 @@ def test_the_namespaces_declare_and_parse_their_settings(
     namespace_class: type[Hive2Namespace], caplog: pytest.LogCaptureFixture
 ) -> None:
     """Built lazily: no metastore is needed until the first call."""
-    with caplog.at_level(logging.WARNING, logger="backends.settings"):
+    with caplog.at_level(logging.WARNING, logger="backends.core.settings"):
         namespace = namespace_class(
             uri="thrift://127.0.0.1:1", owner="ana", **{"client.connect-timeout": "1"}
         )

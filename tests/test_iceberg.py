@@ -46,8 +46,8 @@ from pyiceberg.exceptions import TableAlreadyExistsError as IcebergTableExistsEr
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
+from backends.core.settings import ConfigurationError
 from backends.iceberg import IcebergNamespace
-from backends.properties import ConfigurationError
 from tests.support.common import unique
 from tests.support.iceberg_stand_in import IcebergStandIn
 from tests.support.lance_data import write_ids

@@ -28,7 +28,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
-from backends.extensions import AlterNamespaceRequest, AlterTableRequest
+from backends.core.extensions import AlterNamespaceRequest, AlterTableRequest
 from backends.iceberg import IcebergNamespace
 from tests.support.common import unique
 from tests.support.iceberg_rest_server import IcebergRestServer

@@ -1,7 +1,7 @@
 """One identifier parse and one name validation per request, and one dataset open.
 
 The HTTP layer parses a route's `a$b` into a list; the backend validates the names at its front
-door (`backends.names`), once per request however many of its helpers ask again, and refuses
+door (`backends.core.names`), once per request however many of its helpers ask again, and refuses
 bad names when it is used from Python without the server too. DescribeTable opens the table's
 dataset once, for the declared check and the detailed metadata together.
 
@@ -27,7 +27,8 @@ from lance_namespace import (
     ListTablesRequest,
 )
 
-from backends import load_namespace, names
+from backends import load_namespace
+from backends.core import names
 from backends.directory import DirectoryBackend
 from tests.support.adapter import running_server
 from tests.support.glue import glue_properties

@@ -1,4 +1,4 @@
-"""`backends.locations` agrees with Lance: every location the parser accepts is the place
+"""`backends.core.locations` agrees with Lance: every location the parser accepts is the place
 Lance writes to, locally and on S3 (moto), and every name `child` is given lands in its own
 directory or prefix. Hand-written cases pin each accepted form and each refusal."""
 
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from lance_namespace import InvalidInputError
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
-from backends.locations import StorageLocation, parse_location, parse_root, resolve_stored
+from backends.core.locations import StorageLocation, parse_location, parse_root, resolve_stored
 
 BUCKETS = ("bkt", "other-bkt")
 TABLE = pa.table({"a": [1]})

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 from app.observability import redact, register_secrets
-from backends.properties import credential_values
+from backends.core.secrets import credential_values
 from tests.support.adapter import metric, running_server
 from tests.support.plugin_stand_ins import LEAKY_SECRET, SLOW_SECONDS, RecordingNamespace
 

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
+from backends.core.settings import ConfigurationError
 from backends.iceberg import IcebergSettings
-from backends.properties import ConfigurationError
 from backends.unity import UnitySettings
 
 
@@ -27,7 +27,7 @@ def test_old_client_keys_are_deprecated_aliases_in_the_same_unit(
     settings_class: type[UnitySettings], caplog: pytest.LogCaptureFixture
 ) -> None:
     old = {"connect_timeout": "1500", "read_timeout": "2500", "max_retries": "0"}
-    with caplog.at_level(logging.WARNING, logger="backends.settings"):
+    with caplog.at_level(logging.WARNING, logger="backends.core.settings"):
         settings = settings_class.from_properties({"endpoint": "http://h", **old})
     assert (settings.connect_timeout_ms, settings.read_timeout_ms) == (1500, 2500)
     assert settings.max_retries == 0

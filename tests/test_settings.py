@@ -1,4 +1,4 @@
-"""The settings convention of backends/settings.py, on a settings class made for the test."""
+"""The settings convention of backends/core/settings.py, on a settings class made for the test."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from backends.properties import ConfigurationError
-from backends.settings import (
+from backends.core.settings import (
     Alias,
     BackendSettings,
+    ConfigurationError,
     connect_timeout_ms,
     max_retries,
     setting,
@@ -49,7 +49,7 @@ def test_defaults_and_parsing() -> None:
 
 
 def test_deprecated_aliases_convert_units_and_warn(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="backends.settings"):
+    with caplog.at_level(logging.WARNING, logger="backends.core.settings"):
         settings = SampleSettings.from_properties(
             {"endpoint": "e", "client.connect-timeout": "2.5", "client.max_attempts": "5"}
         )

@@ -46,8 +46,8 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
-from backends.extensions import AlterNamespaceRequest, AlterTableRequest, ListOperationsRequest
-from backends.operations import list_operations
+from backends.capabilities import list_operations
+from backends.core.extensions import AlterNamespaceRequest, AlterTableRequest, ListOperationsRequest
 from backends.plugin import PluginNamespace
 from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
 from tests.support.plugin_stand_ins import MetadataOnlyNamespace, RecordingNamespace

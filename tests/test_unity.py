@@ -61,7 +61,7 @@ from unitycatalog.client.models import (
     UpdateSchema,
 )
 
-from backends.properties import ConfigurationError
+from backends.core.settings import ConfigurationError
 from backends.unity import UnityNamespace, unity_columns
 from tests.support.common import unique
 from tests.support.unity_stand_in import UnityStandIn

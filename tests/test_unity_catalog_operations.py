@@ -26,7 +26,7 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
-from backends.extensions import AlterNamespaceRequest, AlterTableRequest, ListOperationsRequest
+from backends.core.extensions import AlterNamespaceRequest, AlterTableRequest, ListOperationsRequest
 from backends.unity import UnityNamespace
 from tests.support.common import unique
 from tests.support.unity_stand_in import API, UnityStandIn, running_unity_stand_in

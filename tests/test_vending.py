@@ -24,7 +24,8 @@ import pytest
 import backends.vending.vendor as vendor_module
 from app.auth import load_identities
 from app.config import Settings, SettingsError
-from backends.properties import ConfigurationError, is_credential
+from backends.core.secrets import is_credential
+from backends.core.settings import ConfigurationError
 from backends.vending import (
     READ,
     READ_WRITE,

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from lance_namespace import InvalidInputError
 
-from backends.names import require_object_identifier, validate_identifier, validate_name
+from backends.core.names import require_object_identifier, validate_identifier, validate_name
 
 MAX_GLUE_NAME_LENGTH = 255
 MAX_PARAMETER_KEY_LENGTH = 255

@@ -43,14 +43,19 @@ from lance_namespace import (
 )
 
 from backends.base import MetadataNamespace
-from backends.catalog_operations import PropertyChanges, page_of_table_ids
-from backends.conventions import TABLE_TYPE_KEY, require_lance_table, storage_root
-from backends.extensions import (
+from backends.core.extensions import (
     AlterNamespaceRequest,
     AlterNamespaceResponse,
     AlterTableRequest,
     AlterTableResponse,
 )
+from backends.core.lance_tables import TABLE_TYPE_KEY, require_lance_table
+from backends.core.locations import storage_root
+from backends.core.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
+from backends.core.names import joined_id
+from backends.core.paging import page_of_table_ids, paginate
+from backends.core.properties import PropertyChanges
+from backends.core.settings import BackendSettings
 from backends.glue.catalog import GlueCatalog, namespace_not_found
 from backends.glue.errors import glue_errors
 from backends.glue.names import (
@@ -78,10 +83,6 @@ from backends.glue.tables import (
     table_uri,
 )
 from backends.layouts import SuffixLayout, TableLayout
-from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
-from backends.names import joined_id
-from backends.paging import paginate
-from backends.settings import BackendSettings
 
 # Reserved CreateNamespace property choosing what to create in `catalogs` mode; not stored.
 NAMESPACE_TYPE_PROPERTY = "glue.namespace_type"

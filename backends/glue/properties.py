@@ -14,10 +14,9 @@ from typing import Any
 
 from lance_namespace import InvalidInputError
 
-from backends.catalog_operations import PropertyChanges
-from backends.conventions import join_location
+from backends.core.locations import join_location, parse_location, resolve_stored
+from backends.core.properties import PropertyChanges
 from backends.glue.names import validate_parameters
-from backends.locations import parse_location, resolve_stored
 
 DESCRIPTION = "Description"
 LOCATION_URI = "LocationUri"

@@ -22,10 +22,10 @@ from botocore.credentials import (
 )
 from botocore.exceptions import NoRegionError
 
-from backends.properties import ConfigurationError
-from backends.settings import (
+from backends.core.settings import (
     Alias,
     BackendSettings,
+    ConfigurationError,
     connect_timeout_ms,
     max_retries,
     pool_size,

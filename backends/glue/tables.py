@@ -17,15 +17,15 @@ from typing import Any
 
 from lance_namespace import InvalidInputError
 
-from backends.conventions import (
+from backends.core.lance_tables import (
     EXTERNAL_TABLE,
     LANCE_TABLE_TYPE,
     TABLE_TYPE_KEY,
     has_lance_table_type,
-    join_location,
 )
+from backends.core.locations import join_location
+from backends.core.names import joined_id
 from backends.glue.names import validate_parameters
-from backends.names import joined_id
 
 EMPTY_TABLE_KEY = "empty_table"
 

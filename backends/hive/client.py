@@ -36,7 +36,7 @@ from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
-from backends.properties import ConfigurationError
+from backends.core.settings import ConfigurationError
 
 T = TypeVar("T")
 

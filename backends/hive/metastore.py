@@ -28,7 +28,10 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
-from backends.conventions import EXTERNAL_TABLE, LANCE_TABLE_TYPE, TABLE_TYPE_KEY, join_location
+from backends.core.lance_tables import EXTERNAL_TABLE, LANCE_TABLE_TYPE, TABLE_TYPE_KEY
+from backends.core.locations import join_location
+from backends.core.modes import CreateMode
+from backends.core.paging import paginate
 from backends.hive.client import MetastoreClientPool
 from backends.hive.names import DEFAULT_CATALOG, DEFAULT_DATABASE, DatabaseRef, HiveLevels
 from backends.hive.objects import (
@@ -44,8 +47,6 @@ from backends.hive.objects import (
     marked_empty,
     marked_written,
 )
-from backends.modes import CreateMode
-from backends.paging import paginate
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from lance_namespace import InvalidInputError
 
-from backends.names import validate_identifier
+from backends.core.names import validate_identifier
 
 DEFAULT_CATALOG = "hive"
 DEFAULT_DATABASE = "default"

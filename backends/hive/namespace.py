@@ -46,14 +46,18 @@ from lance_namespace import (
 )
 
 from backends.base import MetadataNamespace
-from backends.catalog_operations import PropertyChanges, page_of_table_ids
-from backends.conventions import open_lance_table, require_lance_table, storage_root
-from backends.extensions import (
+from backends.core.extensions import (
     AlterNamespaceRequest,
     AlterNamespaceResponse,
     AlterTableRequest,
     AlterTableResponse,
 )
+from backends.core.lance_tables import open_lance_table, require_lance_table
+from backends.core.locations import storage_root
+from backends.core.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
+from backends.core.paging import page_of_table_ids, paginate
+from backends.core.properties import PropertyChanges
+from backends.core.settings import BackendSettings
 from backends.hive.client import MetastoreClientPool
 from backends.hive.metastore import Metastore
 from backends.hive.names import (
@@ -76,9 +80,6 @@ from backends.hive.objects import (
 )
 from backends.hive.settings import HiveSettings
 from backends.layouts import HiveLayout, TableLayout
-from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
-from backends.paging import paginate
-from backends.settings import BackendSettings
 
 
 class _HiveNamespace(MetadataNamespace):

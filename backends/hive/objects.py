@@ -28,7 +28,7 @@ from hive_metastore.ttypes import (
 )
 from lance_namespace import InvalidInputError
 
-from backends.conventions import (
+from backends.core.lance_tables import (
     EXTERNAL_TABLE,
     LANCE_TABLE_TYPE,
     TABLE_TYPE_KEY,

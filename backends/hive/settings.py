@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from backends.hive.client import MetastoreAddress, Timeouts
-from backends.properties import ConfigurationError
-from backends.settings import (
+from backends.core.settings import (
     Alias,
     BackendSettings,
+    ConfigurationError,
     connect_timeout_ms,
     pool_size,
     read_timeout_ms,
@@ -17,6 +16,7 @@ from backends.settings import (
     setting,
     storage_settings,
 )
+from backends.hive.client import MetastoreAddress, Timeouts
 
 DEFAULT_URI = "thrift://localhost:9083"
 

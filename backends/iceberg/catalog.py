@@ -14,7 +14,8 @@ from urllib.parse import quote
 
 from lance_namespace import InvalidInputError, NamespaceNotEmptyError, NamespaceNotFoundError
 
-from backends.conventions import LANCE_TABLE_TYPE, TABLE_TYPE_KEY, has_lance_table_type
+from backends.core.lance_tables import LANCE_TABLE_TYPE, TABLE_TYPE_KEY, has_lance_table_type
+from backends.core.properties import string_map
 from backends.iceberg.errors import (
     COMMIT_ERRORS,
     CREATE_TABLE_ERRORS,
@@ -25,7 +26,6 @@ from backends.iceberg.errors import (
     WAREHOUSE_ERRORS,
 )
 from backends.iceberg.names import encoded_namespace, is_namespace, parent_params
-from backends.properties import string_map
 from backends.rest_catalog import ErrorRules, RestCatalogClient
 from backends.vending import S3Credentials
 

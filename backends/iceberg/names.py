@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from lance_namespace import InvalidInputError
 
-from backends.names import require_object_identifier
+from backends.core.names import require_object_identifier
 
 NAMESPACE_SEPARATOR = "%1F"  # the unit separator \x1F, URL-encoded
 PARENT_SEPARATOR = "\x1f"  # the same in a `parent` query parameter

@@ -38,19 +38,19 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
-from backends.catalog_operations import PropertyChanges
-from backends.conventions import (
-    TABLE_TYPE_KEY,
-    has_lance_table_type,
-    require_lance_table,
-    storage_root,
-)
-from backends.extensions import (
+from backends.core.extensions import (
     AlterNamespaceRequest,
     AlterNamespaceResponse,
     AlterTableRequest,
     AlterTableResponse,
 )
+from backends.core.lance_tables import TABLE_TYPE_KEY, has_lance_table_type, require_lance_table
+from backends.core.locations import storage_root
+from backends.core.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
+from backends.core.names import joined_id, validate_identifier
+from backends.core.paging import paginate
+from backends.core.properties import PropertyChanges
+from backends.core.settings import BackendSettings
 from backends.iceberg.catalog import (
     IcebergCatalog,
     s3_credentials,
@@ -60,9 +60,6 @@ from backends.iceberg.catalog import (
 from backends.iceberg.names import namespace_identifier, table_identifier
 from backends.iceberg.settings import IcebergSettings
 from backends.layouts import SuffixLayout, TableLayout
-from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
-from backends.names import joined_id, validate_identifier
-from backends.paging import paginate
 from backends.rest_catalog import (
     OAuth2ClientCredentials,
     RestCatalogClient,
@@ -70,7 +67,6 @@ from backends.rest_catalog import (
     acts_for_the_caller,
     validate_location,
 )
-from backends.settings import BackendSettings
 from backends.vending import S3Credentials
 
 LOAD_CONCURRENCY = 8

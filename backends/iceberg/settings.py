@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backends.properties import ConfigurationError
+from backends.core.settings import ConfigurationError, root_setting, setting
 from backends.rest_catalog.settings import RestCatalogSettings, endpoint_setting
-from backends.settings import root_setting, setting
 
 
 @dataclass(frozen=True, kw_only=True)

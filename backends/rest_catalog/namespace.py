@@ -14,7 +14,7 @@ from lance_namespace import (
 )
 
 from backends.base import MetadataNamespace
-from backends.conventions import open_lance_table
+from backends.core.lance_tables import open_lance_table
 from backends.rest_catalog.client import RestCatalogClient
 from backends.vending import S3Credentials
 

@@ -9,7 +9,7 @@ import time
 import httpx
 from lance_namespace import ServiceUnavailableError, UnauthenticatedError
 
-from backends.properties import ConfigurationError
+from backends.core.settings import ConfigurationError
 from backends.rest_catalog.errors import error_for, parse_error_reply
 
 

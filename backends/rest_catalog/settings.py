@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from backends.settings import (
+from backends.core.settings import (
     Alias,
     BackendSettings,
     connect_timeout_ms,

@@ -11,7 +11,7 @@ import pyarrow as pa
 from lance import LanceDataset
 from lance_namespace import InvalidInputError, InvalidTableStateError, TableBranchNotFoundError
 
-from backends.names import joined_id
+from backends.core.names import joined_id
 from backends.tables.errors import lance_errors
 
 

@@ -28,8 +28,8 @@ from lance_namespace import (
 )
 from lance_namespace_urllib3_client.models import BranchContents, TagContents
 
-from backends.paging import paginate
-from backends.properties import string_map
+from backends.core.paging import paginate
+from backends.core.properties import string_map
 from backends.tables.errors import lance_errors
 from backends.tables.refs import MAIN_BRANCH
 

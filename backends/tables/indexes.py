@@ -16,7 +16,7 @@ from lance_namespace import (
 )
 from lance_namespace_urllib3_client.models import IndexContent
 
-from backends.paging import paginate
+from backends.core.paging import paginate
 from backends.tables.errors import lance_errors
 
 VECTOR_INDEX_TYPES = frozenset(

@@ -27,9 +27,9 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
-from backends.modes import CreateMode
-from backends.names import ID_DELIMITER, joined_id, validate_name
-from backends.paging import paginate
+from backends.core.modes import CreateMode
+from backends.core.names import ID_DELIMITER, joined_id, validate_name
+from backends.core.paging import paginate
 from backends.tables.access import TableLocation, has_data, latest_dataset, remove_data
 from backends.tables.writes import write_rows
 

@@ -18,7 +18,7 @@ from lance_namespace import (
     UpdateFieldMetadataResponse,
 )
 
-from backends.arrow_schema import arrow_type_from_json
+from backends.core.arrow_schema import arrow_type_from_json
 from backends.tables.errors import lance_errors
 
 

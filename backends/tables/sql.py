@@ -1,6 +1,6 @@
 """The SQL expressions a request carries (filters, predicates, update and column expressions),
 checked before any storage is touched (`check_sql_expressions`, at every backend's front door,
-`backends.names.call_with_valid_id`) for what Lance's SQL planner does not implement: it
+`backends.guard.call_with_valid_id`) for what Lance's SQL planner does not implement: it
 panics on them, so they are refused here with code 13.
 
 Outside quoted strings and identifiers: placeholders (`?`, `$1`, `$name`, `:name`, but not

@@ -17,7 +17,7 @@ from lance_namespace import (
     UpdateTableResponse,
 )
 
-from backends.modes import WriteMode
+from backends.core.modes import WriteMode
 from backends.tables.access import TableLocation
 from backends.tables.errors import lance_errors
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from lance_namespace import InvalidInputError, LanceNamespaceError, NamespaceNotFoundError
 
-from backends.conventions import LANCE_TABLE_TYPE, TABLE_TYPE_KEY, has_lance_table_type
+from backends.core.lance_tables import LANCE_TABLE_TYPE, TABLE_TYPE_KEY, has_lance_table_type
 from backends.rest_catalog import RestCatalogClient
 from backends.unity.errors import (
     CREATE_TABLE_ERRORS,

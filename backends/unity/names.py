@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from lance_namespace import InvalidInputError
 
-from backends.names import require_object_identifier, validate_identifier
+from backends.core.names import require_object_identifier, validate_identifier
 
 API_PATH = "/api/2.1/unity-catalog"
 # Unity Catalog's own rule for catalog, schema and table names.

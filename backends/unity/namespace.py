@@ -54,21 +54,21 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
-from backends.catalog_operations import PropertyChanges
-from backends.conventions import open_lance_table, require_lance_table, storage_root
-from backends.extensions import AlterNamespaceRequest, AlterNamespaceResponse
+from backends.core.extensions import AlterNamespaceRequest, AlterNamespaceResponse
+from backends.core.lance_tables import open_lance_table, require_lance_table
+from backends.core.locations import storage_root
+from backends.core.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
+from backends.core.names import joined_id
+from backends.core.paging import paginate
+from backends.core.properties import PropertyChanges, string_map
+from backends.core.settings import BackendSettings
 from backends.layouts import FixedDepthLayout, TableLayout
-from backends.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
-from backends.names import joined_id
-from backends.paging import paginate
-from backends.properties import string_map
 from backends.rest_catalog import (
     RestCatalogClient,
     RestCatalogNamespace,
     acts_for_the_caller,
     validate_location,
 )
-from backends.settings import BackendSettings
 from backends.unity.catalog import UnityCatalog, is_lance, s3_credentials
 from backends.unity.columns import unity_columns
 from backends.unity.errors import NAMESPACE_ERRORS

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from backends.core.settings import root_setting
 from backends.rest_catalog.settings import (
     RestCatalogSettings,
     endpoint_setting,
     read_timeout_setting,
 )
-from backends.settings import root_setting
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 from lance_namespace import InvalidInputError
 
-from backends.locations import resolve_stored
+from backends.core.locations import resolve_stored
 from backends.vending.settings import READ_WRITE
 
 READ_ACTIONS = ("s3:GetObject",)
@@ -26,7 +26,7 @@ class TablePrefix:
 
     @classmethod
     def of(cls, location: str) -> TablePrefix | None:
-        """The prefix of an S3 location, read as Lance opens it (`backends.locations`); None
+        """The prefix of an S3 location, read as Lance opens it (`backends.core.locations`); None
         for any other storage and for a location that names no one place (query, fragment,
         wildcard or invalid bucket names are thereby never granted)."""
         if "?" in location or "#" in location:

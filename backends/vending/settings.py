@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from backends.properties import ConfigurationError
-from backends.settings import BackendSettings, setting
+from backends.core.settings import BackendSettings, ConfigurationError, setting
 
 VENDING_PREFIX = "vending."
 READ = "read"

@@ -18,8 +18,9 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
 from lance_namespace import ServiceUnavailableError
 
-from backends.names import joined_id
-from backends.properties import ConfigurationError, storage_options
+from backends.core.names import joined_id
+from backends.core.properties import storage_options
+from backends.core.settings import ConfigurationError
 from backends.vending.policy import TablePrefix, session_policy
 from backends.vending.settings import READ, VendingSettings
 

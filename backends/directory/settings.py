@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from backends.conventions import storage_root
-from backends.settings import BackendSettings, root_setting, setting, storage_settings
+from backends.core.locations import storage_root
+from backends.core.settings import BackendSettings, root_setting, setting, storage_settings
 
 DEFAULT_ROOT = "./lance-data"
 

@@ -1,24 +1,34 @@
-"""The `dir` backend: pylance's `DirectoryNamespace` (Rust, manifest-enabled by default), with
-fixes where the native operation fails or answers wrongly on a nested-namespace root.
+"""The `dir` backend: a `MetadataNamespace` holding pylance's `DirectoryNamespace` (Rust,
+manifest-enabled by default), to which it delegates an explicit list of operations, with fixes
+where the native operation fails or answers wrongly on a nested-namespace root.
 
-Native: namespaces, table registration, data, indexes, tags, branches, restore, stats, query
-plans, transactions. From `MetadataNamespace` (pylance at the table location, located by the
-native DescribeTable): ListAllTables (natively only the root's tables), UpdateFieldMetadata
-(natively unsupported), RenameTable (natively unsupported: register the same data under the new
-id, then deregister the old), CreateTableIndex (natively ignores num_sub_vectors),
-AlterTableAlterColumns (natively wants data_type as a JSON string), the table
-versions (natively dicts in and out, and server paths as manifest paths), ListOperations and
-the code-0 answers. Modes are parsed once (`parse_mode`) before the native call, which accepts
-only some spellings and ignores the namespace and registration modes.
+Native as they are (`NATIVE_OPERATIONS`): DescribeNamespace, NamespaceExists and the
+transactions. Native, their errors given the spec's codes and a table the native lookup misses
+served by the generic operation (`NATIVE_TABLE_OPERATIONS`): row writes other than insert,
+counts, stats, scalar indexes, tags, branch listing and deletion, restore, dropping columns and
+schema metadata. Native behind this module's fixes: the other namespace operations, table
+registration, create, insert, declare, describe, exists and the queries; modes are parsed
+once (`parse_mode`) before the native call, which accepts only some spellings and ignores the
+namespace and registration modes.
+
+Everything else is `MetadataNamespace`'s (pylance at the table location, located by the
+native DescribeTable), because natively it fails or answers wrongly: ListAllTables (only the
+root's tables), UpdateFieldMetadata (unsupported), RenameTable (unsupported: register the same
+data under the new id, then deregister the old), CreateTableIndex (ignores num_sub_vectors),
+CreateTableBranch (a missing source version is invalid input, a missing source branch an
+internal error), AlterTableAddColumns (computed and virtual columns taken for SQL
+expressions), AlterTableAlterColumns (data_type wanted as a JSON string), the table versions
+(dicts in and out, server paths as manifest paths), AlterTableBackfillColumns and the
+materialized views (a Python NotImplementedError, a 500), ListOperations and the code-0
+answers.
 """
-
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import os
-from collections.abc import Iterator
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar, TypeVar
 
 from lance.namespace import DirectoryNamespace
 from lance_namespace import (
@@ -65,18 +75,9 @@ from lance_namespace import (
 
 from backends.base import MetadataNamespace
 from backends.containment import moving_table
-from backends.conventions import join_location, require_lance_table, storage_root
-from backends.directory_layout import (
-    listed_directory,
-    rename_root_table,
-    require_storable_id,
-    storable_id,
-)
-from backends.directory_native import NativeTableOperations
-from backends.directory_settings import DirectorySettings
-from backends.layouts import DirectoryLayout, TableLayout
-from backends.locations import resolve_stored
-from backends.modes import (
+from backends.core.lance_tables import require_lance_table
+from backends.core.locations import join_location, resolve_stored, storage_root
+from backends.core.modes import (
     CreateMode,
     DropBehavior,
     DropMode,
@@ -84,10 +85,20 @@ from backends.modes import (
     WriteMode,
     parse_mode,
 )
-from backends.names import ID_DELIMITER, joined_id
-from backends.orphans import local_root_path, manifest_tables, sweep_orphans
-from backends.paging import paginate
-from backends.settings import BackendSettings
+from backends.core.names import ID_DELIMITER, joined_id
+from backends.core.paging import paginate
+from backends.core.settings import BackendSettings
+from backends.directory.layout import (
+    DirectoryLayout,
+    listed_directory,
+    rename_root_table,
+    require_storable_id,
+    storable_id,
+)
+from backends.directory.orphans import local_root_path, manifest_tables, sweep_orphans
+from backends.directory.settings import DirectorySettings
+from backends.guard import front_door
+from backends.layouts import TableLayout
 from backends.tables.access import TableLocation, open_dataset
 from backends.tables.errors import translate_native
 from backends.tables.history import staging_manifest_key
@@ -118,6 +129,40 @@ def _quoted_for_sql(request: Any) -> Any:
     return request.model_copy(update={"id": names})
 
 
+# pylance's operations served as they are.
+NATIVE_OPERATIONS = ("describe_namespace", "namespace_exists", "describe_transaction",
+                     "alter_transaction")
+# pylance's table operations served as they are, their errors given the spec's codes; a table
+# the native lookup misses is served by the generic operation (`DirectoryBackend._native`).
+NATIVE_TABLE_OPERATIONS = (
+    "merge_insert_into_table", "update_table", "delete_from_table", "count_table_rows",
+    "create_table_scalar_index", "list_table_indices", "describe_table_index_stats",
+    "drop_table_index", "restore_table", "update_table_schema_metadata", "get_table_stats",
+    "alter_table_drop_columns", "list_table_tags", "get_table_tag_version", "create_table_tag",
+    "update_table_tag", "delete_table_tag", "list_table_branches", "delete_table_branch",
+)
+BackendT = TypeVar("BackendT", bound=type)
+
+
+def _delegating(backend: BackendT) -> BackendT:
+    """`backend` with an operation, behind its guard, for each native operation it delegates."""
+    for name in NATIVE_OPERATIONS:
+        setattr(backend, name, front_door(_delegated(name, backend._as_is)))
+    for name in NATIVE_TABLE_OPERATIONS:
+        setattr(backend, name, front_door(_delegated(name, backend._native)))
+    return backend
+
+
+def _delegated(name: str, call_native: Callable[..., Any]) -> Callable[..., Any]:
+    """The operation `name`: `call_native(self, name, request, ...)`."""
+
+    def operation(self: Any, request: Any, *arguments: Any) -> Any:
+        return call_native(self, name, request, *arguments)
+
+    operation.__name__ = operation.__qualname__ = name
+    return operation
+
+
 # The spellings the native operations accept.
 _NATIVE_CREATE_MODES = {
     CreateMode.CREATE: "Create",
@@ -126,18 +171,26 @@ _NATIVE_CREATE_MODES = {
 }
 
 
-class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamespace):
-    """`DirectoryNamespace` first in the method order: its native operations win; the base
-    supplies what it lacks and the fixes below choose the base explicitly."""
+@_delegating
+class DirectoryBackend(MetadataNamespace):
+    """pylance's `DirectoryNamespace`, held and delegated to by name (`NATIVE_OPERATIONS`,
+    `NATIVE_TABLE_OPERATIONS`, and the native calls of the fixes below); every other operation
+    is this class's own or `MetadataNamespace`'s."""
 
     settings_class: ClassVar[type[BackendSettings]] = DirectorySettings
 
     def __init__(self, **properties: str) -> None:
         settings = DirectorySettings.from_properties(properties)
-        super().__init__(**settings.native_properties(properties))
+        self._pylance = DirectoryNamespace(**settings.native_properties(properties))
         self._root = storage_root(settings.root)
         self._storage_options = dict(settings.storage)
         sweep_orphans(self._root)
+
+    def namespace_id(self) -> str:
+        return self._pylance.namespace_id()
+
+    def __repr__(self) -> str:
+        return repr(self._pylance)
 
     def backend_name(self) -> str:
         return "DirectoryNamespace"
@@ -179,17 +232,15 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
         mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
         native = request.model_copy(update={"mode": None})
         try:
-            return DirectoryNamespace.create_namespace(self, native)
+            return self._pylance.create_namespace(native)
         except NamespaceAlreadyExistsError:
             if mode is CreateMode.CREATE:
                 raise
         if mode is CreateMode.OVERWRITE:
-            DirectoryNamespace.drop_namespace(
-                self, DropNamespaceRequest(id=request.id, **caller(request))
-            )
-            return DirectoryNamespace.create_namespace(self, native)
-        described = DirectoryNamespace.describe_namespace(
-            self, DescribeNamespaceRequest(id=request.id, **caller(request))
+            self._pylance.drop_namespace(DropNamespaceRequest(id=request.id, **caller(request)))
+            return self._pylance.create_namespace(native)
+        described = self._pylance.describe_namespace(
+            DescribeNamespaceRequest(id=request.id, **caller(request))
         )
         return CreateNamespaceResponse(properties=described.properties)
 
@@ -204,7 +255,7 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
             )
         native = request.model_copy(update={"mode": None, "behavior": None})
         try:
-            return DirectoryNamespace.drop_namespace(self, native)
+            return self._pylance.drop_namespace(native)
         except NamespaceNotFoundError:
             if not skip_missing:
                 raise
@@ -215,22 +266,20 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
     def _require_namespace(self, namespace: list[str], request: Any) -> None:
         """NamespaceNotFoundError (code 1) unless `namespace` (not the root) exists."""
         if namespace:
-            DirectoryNamespace.namespace_exists(
-                self, NamespaceExistsRequest(id=namespace, **caller(request))
-            )
+            self._pylance.namespace_exists(NamespaceExistsRequest(id=namespace, **caller(request)))
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
-        return DirectoryNamespace.list_namespaces(self, _quoted_for_sql(request))
+        return self._pylance.list_namespaces(_quoted_for_sql(request))
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         namespace = list(request.id or [])
         self._require_namespace(namespace, request)
         if namespace:
-            return DirectoryNamespace.list_tables(self, _quoted_for_sql(request))
+            return self._pylance.list_tables(_quoted_for_sql(request))
         # Natively the root lists `<name>.lance` directories and misses root tables registered
         # at another location; the manifest holds them.
         whole = request.model_copy(update={"page_token": None, "limit": None})
-        listed = DirectoryNamespace.list_tables(self, whole).tables
+        listed = self._pylance.list_tables(whole).tables
         registered = [key for key in self._manifest_tables() or {} if ID_DELIMITER not in key]
         page, token = paginate([*listed, *registered], request.page_token, request.limit)
         return ListTablesResponse(tables=page, page_token=token)
@@ -265,25 +314,27 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
         require_lance_table(self._in_root(location), self._storage_options)
         native = request.model_copy(update={"mode": None, "location": location})
         if mode is RegisterMode.CREATE or not self._exists(request):
-            return DirectoryNamespace.register_table(self, native)
+            return self._pylance.register_table(native)
         previous = self.locate(request)
-        DirectoryNamespace.deregister_table(
-            self, DeregisterTableRequest(id=request.id, **caller(request))
-        )
+        self._pylance.deregister_table(DeregisterTableRequest(id=request.id, **caller(request)))
         try:
-            return DirectoryNamespace.register_table(self, native)
+            return self._pylance.register_table(native)
         except BaseException:  # put the previous registration back: nothing half-done
             restored = native.model_copy(update={"location": self.registered_location(previous)})
-            DirectoryNamespace.register_table(self, restored)
+            self._pylance.register_table(restored)
             raise
 
     # -- native operations, with their errors given the spec's precise codes ----------------
+
+    def _as_is(self, name: str, *arguments: Any) -> Any:
+        """The native operation as it is."""
+        return getattr(self._pylance, name)(*arguments)
 
     def _translated(self, name: str, *arguments: Any) -> Any:
         """The native operation, its errors given the spec's codes (a name too long for the
         file system is bad input, not an internal error)."""
         try:
-            return getattr(DirectoryNamespace, name)(self, *arguments)
+            return self._as_is(name, *arguments)
         except BaseException as error:  # a native panic is a BaseException
             translated = translate_native(error, self.storage_root())
             if translated is error:
@@ -298,7 +349,7 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
         except TableNotFoundError as error:
             request = arguments[0]
             if self._from_manifest(request) is not None and not self._natively_found(request):
-                return getattr(MetadataNamespace, name)(self, *arguments)
+                return getattr(super(), name)(*arguments)
             if not self._exists(request):
                 raise
             table = joined_id(arguments[0].id)
@@ -344,7 +395,7 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
     def _as_lance_opens(self, location: str | None) -> str | None:
         """The native lookup answers a table on object storage with its directory name as
         stored (`s3://b/root/?.lance`), which Lance would open elsewhere: the same place,
-        its names escaped once (`backends.locations`)."""
+        its names escaped once (`backends.core.locations`)."""
         root = self.storage_root()
         if not location or "://" not in root or not location.startswith(root + "/"):
             return location
@@ -370,7 +421,7 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
         except TableNotFoundError:
             if self._from_manifest(request) is None:
                 raise
-        return MetadataNamespace.describe_table(self, request)
+        return super().describe_table(request)
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         """Natively a root table listed by its `<name>.lance` directory "deregisters" and is
@@ -389,11 +440,9 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
         """Natively a registered table at a nested location cannot be dropped (its path is
         re-encoded as one name): deregister, then delete the data at the location described."""
         with _deregistering_itself():
-            return MetadataNamespace.drop_table(self, request)
+            return super().drop_table(request)
 
     # -- native operations that fail or answer wrongly: the generic ones instead ------------
-
-    list_all_tables = MetadataNamespace.list_all_tables
 
     def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
         """A root table found only by its `<name>.lance` directory has no manifest entry to
@@ -408,26 +457,10 @@ class DirectoryBackend(NativeTableOperations, DirectoryNamespace, MetadataNamesp
         table = self.locate(request)
         directory = listed_directory(local_root_path(self._root), table)
         if directory is None:
-            return MetadataNamespace.rename_table(self, request)
+            return super().rename_table(request)
         with moving_table(table.id), _deregistering_itself():
             rename_root_table(self, request, table, directory)
         return RenameTableResponse()
-
-    create_table_index = MetadataNamespace.create_table_index
-    # Natively a missing source version is invalid input and a missing source branch an
-    # internal error.
-    create_table_branch = MetadataNamespace.create_table_branch
-    # Natively computed and virtual columns are taken for SQL expressions (code 0 here).
-    alter_table_add_columns = MetadataNamespace.alter_table_add_columns
-    # Natively data_type must be a JSON string, though the official model makes it an object.
-    alter_table_alter_columns = MetadataNamespace.alter_table_alter_columns
-    list_table_versions = MetadataNamespace.list_table_versions
-    describe_table_version = MetadataNamespace.describe_table_version
-    batch_delete_table_versions = MetadataNamespace.batch_delete_table_versions
-    # Natively a Python NotImplementedError (a 500): the code-0 answer instead.
-    alter_table_backfill_columns = MetadataNamespace.alter_table_backfill_columns
-    create_materialized_view = MetadataNamespace.create_materialized_view
-    refresh_materialized_view = MetadataNamespace.refresh_materialized_view
 
     def create_table_version(
         self, request: CreateTableVersionRequest

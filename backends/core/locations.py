@@ -23,6 +23,9 @@ storage (Lance reads it literally, so a name needs no escaping there), and
 `?`, `#`, and spaces ending the text, which it strips) is percent-encoded exactly once.
 `parse_location` refuses `%`, `?` and `#` in any text and white space at its ends, so it
 reads back every `uri` except one holding those; it never reads one as another location.
+
+Also the text forms the catalogs store: a storage root made absolute (`storage_root`) and a
+location joined below one (`join_location`).
 """
 
 from __future__ import annotations
@@ -165,6 +168,20 @@ def resolve_stored(text: str, root: StorageLocation | None = None) -> StorageLoc
     authority = authority.rpartition("@")[2].partition(":")[0] if name != "az" else authority
     bucket = _bucket(name, authority)
     return _below(StorageLocation(name, bucket), unquote(path).split("/"))
+
+
+def storage_root(root: str | None) -> str:
+    """A storage root without a trailing slash; unset means the working directory and a
+    local path is made absolute (a catalog must not resolve it against its own directory)."""
+    if not root:
+        return os.getcwd()
+    if "://" in root:
+        return root.rstrip("/")
+    return os.path.abspath(os.path.expanduser(root))
+
+
+def join_location(base: str, *names: str) -> str:
+    return "/".join([base.rstrip("/"), *names])
 
 
 def _below(base: StorageLocation, segments: list[str]) -> StorageLocation:

@@ -1,4 +1,5 @@
-"""One convention for backend settings.
+"""One convention for backend settings, and `ConfigurationError`, the error of a missing or
+malformed one.
 
 Each backend declares a frozen dataclass subclassing `BackendSettings`; every field is made by
 `setting(...)` with its property key, default, unit and documentation. `from_properties` parses
@@ -24,9 +25,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
-from backends.properties import STORAGE_PREFIX, ConfigurationError
+from backends.core.properties import STORAGE_PREFIX
 
 logger = logging.getLogger(__name__)
+
+
+class ConfigurationError(ValueError):
+    """A backend was configured with a missing or malformed property."""
 
 _SETTING = "lance.setting"
 _TRUE = ("true", "1", "yes", "on")

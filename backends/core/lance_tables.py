@@ -1,10 +1,8 @@
-"""Conventions the catalog backends share: how a catalog marks a Lance table, where the
-storage root is (made absolute), how locations are joined below it, and how a Lance table at
-a location is opened or required. (Request modes are parsed in `backends.modes`.)"""
+"""What makes something a Lance table: the marker a catalog entry carries (`table_type=lance`),
+and Lance data at a location, opened or required."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,20 +21,6 @@ def has_lance_table_type(parameters: Mapping[str, Any] | None) -> bool:
         if key.lower() == TABLE_TYPE_KEY:
             return isinstance(value, str) and value.lower() == LANCE_TABLE_TYPE
     return False
-
-
-def storage_root(root: str | None) -> str:
-    """A storage root without a trailing slash; unset means the working directory and a
-    local path is made absolute (a catalog must not resolve it against its own directory)."""
-    if not root:
-        return os.getcwd()
-    if "://" in root:
-        return root.rstrip("/")
-    return os.path.abspath(os.path.expanduser(root))
-
-
-def join_location(base: str, *names: str) -> str:
-    return "/".join([base.rstrip("/"), *names])
 
 
 def open_lance_table(location: str, options: Mapping[str, str] | None) -> LanceDataset | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from lance_namespace import PermissionDeniedError
 
-from backends.names import ID_DELIMITER, joined_id, validate_identifier
+from backends.core.names import ID_DELIMITER, joined_id, validate_identifier
 
 
 class Level(enum.IntEnum):

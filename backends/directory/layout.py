@@ -1,5 +1,5 @@
-"""How the `dir` backend lays tables out on storage: which ids fit the file system, and
-renaming a root table of a local root.
+"""How the `dir` backend lays tables out on storage: `DirectoryLayout` (each id's own path),
+which ids fit the file system, and renaming a root table of a local root.
 
 The native namespace also finds root tables by listing `<name>.lance` directories, so a root
 table renamed by re-registering alone would still be listed (and its name taken) under its
@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -25,13 +27,14 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
-from backends.names import joined_id
+from backends.core.names import ID_DELIMITER, joined_id
+from backends.layouts import TABLE_SUFFIX, TableLayout
 from backends.tables import lifecycle
 from backends.tables.access import TableLocation, has_data
 from backends.tables.lifecycle import renamed_id
 from backends.tables.refs import MAX_FILE_NAME_BYTES
 
-ROOT_TABLE_SUFFIX = ".lance"
+_NESTED_TABLE = re.compile(r"[0-9a-f]{8}_(.+)")
 
 
 # The native storage layer percent-encodes a name's bytes when it walks the root, so a
@@ -69,7 +72,7 @@ def listed_directory(root: Path | None, table: TableLocation) -> Path | None:
     """The directory that makes `table` a listed root table, if it has one."""
     if len(table.id) != 1:
         return None
-    name = f"{table.id[0]}{ROOT_TABLE_SUFFIX}"
+    name = f"{table.id[0]}{TABLE_SUFFIX}"
     if root is None:
         if table.location.rstrip("/").endswith(f"/{name}"):
             raise UnsupportedOperationError(
@@ -93,7 +96,7 @@ def rename_root_table(
         return
     new_id = renamed_id(request)
     if len(new_id) == 1:
-        new_name = f"{new_id[0]}{ROOT_TABLE_SUFFIX}"
+        new_name = f"{new_id[0]}{TABLE_SUFFIX}"
     else:  # never listed as a root table: no `.lance` suffix
         new_name = f"{uuid.uuid4().hex[:8]}_{'$'.join(new_id)}"
     new = old.parent / new_name
@@ -106,3 +109,22 @@ def rename_root_table(
     except BaseException:
         os.rename(new, old)
         raise
+
+
+class DirectoryLayout(TableLayout):
+    """pylance's directory layout: a root table at `<root>/<name>.lance`, a table inside a
+    namespace at `<root>/<8 hex>_<namespace$…$table>` (the hex digits differ per creation)."""
+
+    def home(self, table_id: Sequence[str]) -> tuple[str, ...] | None:
+        return (table_id[0] + TABLE_SUFFIX,) if len(table_id) == 1 else None
+
+    def owner(self, relative: tuple[str, ...]) -> tuple[str, ...] | None:
+        if len(relative) != 1:
+            return None
+        name = relative[0]
+        nested = _NESTED_TABLE.fullmatch(name)
+        if nested is not None and ID_DELIMITER in nested.group(1):
+            return tuple(nested.group(1).split(ID_DELIMITER))
+        if name.endswith(TABLE_SUFFIX) and len(name) > len(TABLE_SUFFIX):
+            return (name[: -len(TABLE_SUFFIX)],)
+        return None

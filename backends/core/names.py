@@ -7,10 +7,10 @@ used from Python without the server refuses bad names just as the server does:
 
 - every operation method of a `backends.base.MetadataNamespace` subclass (every backend of this
   adapter, a wrapped plug-in's methods, and the location checks of `backends.containment`)
-  runs through `call_with_valid_id`, which validates `request.id` with `validate_identifier`
-  (and the tag and branch names and SQL expressions the request holds, `backends.tables.refs`
-  and `backends.tables.sql`) before the method's body, so no catalog or storage sees an
-  unvalidated name;
+  runs through `backends.guard.call_with_valid_id`, which validates `request.id` with
+  `validate_identifier` (and the tag and branch names and SQL expressions the request holds,
+  `backends.tables.refs` and `backends.tables.sql`) before the method's body, so no catalog
+  or storage sees an unvalidated name;
 - inside that call (one operation, whatever other operations and helpers it calls), every
   name validated is remembered: a catalog's own helpers, which validate again on their way to
   their stricter rules (`validate_identifier`, `validate_name`), get the remembered answer.
@@ -22,13 +22,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterator, Sequence
 
 from lance_namespace import InvalidInputError
-
-from backends.tables.refs import check_ref_names
-from backends.tables.sql import check_sql_expressions
 
 MAX_NAME_LENGTH = 256
 # Joins the parts of an id wherever one is kept as one string: a route's path segment (the
@@ -49,7 +45,6 @@ def joined_id(parts: Sequence[str] | None) -> str:
 _validated: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
     "validated_names", default=None
 )
-ResultT = TypeVar("ResultT")
 
 
 def validate_name(name: object, kind: str = "name") -> str:
@@ -103,7 +98,7 @@ def require_object_identifier(parts: Sequence[str] | None, kind: str = "table") 
 
 
 @contextlib.contextmanager
-def _operation_scope() -> Iterator[None]:
+def remembering_names() -> Iterator[None]:
     """Remember validated names until the outermost operation call ends."""
     if _validated.get() is not None:
         yield
@@ -113,19 +108,3 @@ def _operation_scope() -> Iterator[None]:
         yield
     finally:
         _validated.reset(token)
-
-
-def call_with_valid_id(
-    call: Callable[..., ResultT], request: Any, *arguments: Any, **keywords: Any
-) -> ResultT:
-    """`call(request, ...)` with `request.id` validated first (and in NFC), and the tag and
-    branch names and SQL expressions it holds: the front door of every backend operation."""
-    with _operation_scope():
-        identifier = getattr(request, "id", None)
-        if identifier is not None:
-            validated = validate_identifier(identifier)
-            if validated != identifier:
-                request = request.model_copy(update={"id": validated})
-        check_ref_names(request)
-        check_sql_expressions(request)
-        return call(request, *arguments, **keywords)

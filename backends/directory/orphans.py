@@ -17,7 +17,7 @@ from pathlib import Path
 
 import lance
 
-from backends.conventions import join_location, storage_root
+from backends.core.locations import join_location, storage_root
 
 logger = logging.getLogger("lance_adapter")
 

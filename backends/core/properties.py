@@ -1,17 +1,42 @@
-"""Pieces of the catalog-level operations (AlterNamespace, AlterTable, ListAllTables) that do
-not depend on the catalog: validating property changes and paging table ids across namespaces.
-"""
+"""Properties, the string key/value pairs of backends' configuration and of catalog entries:
+reading them as strings, the `storage.*` ones as Lance storage options (and which of those a
+client may set itself), and the validated changes of AlterNamespace and AlterTable."""
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from lance_namespace import InvalidInputError
 
-from backends.names import ID_DELIMITER
-from backends.paging import paginate
+STORAGE_PREFIX = "storage."
+
+
+def string_map(values: object) -> dict[str, str]:
+    """A map from a catalog or a request as strings; anything that is not a map is empty."""
+    if not isinstance(values, Mapping):
+        return {}
+    return {str(key): str(value) for key, value in values.items()}
+
+
+def storage_options(properties: Mapping[str, str]) -> dict[str, str]:
+    """The `storage.*` properties with the prefix removed, as Lance storage options."""
+    return {
+        key[len(STORAGE_PREFIX):]: str(value)
+        for key, value in properties.items()
+        if key.startswith(STORAGE_PREFIX)
+    }
+
+
+# What a client may set in storage_options: nothing that changes where the server's requests
+# go, which credentials sign them, or how TLS is checked.
+CLIENT_STORAGE_OPTIONS = frozenset(
+    {"timeout", "connect_timeout", "client_max_retries", "client_retry_timeout",
+     "download_retry_count", "pool_idle_timeout"}
+)
+def refused_client_storage_options(options: Mapping[str, object]) -> list[str]:
+    """The keys of a client's storage_options it may not set, sorted."""
+    return sorted(str(key) for key in options if key not in CLIENT_STORAGE_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -56,37 +81,3 @@ class PropertyChanges:
         changed = {key: value for key, value in current.items() if key not in self.removals}
         changed.update(self.updates)
         return changed
-
-
-def page_of_table_ids(
-    namespaces: Iterable[Sequence[str]],
-    lance_tables: Callable[[Sequence[str]], Iterable[str]],
-    page_token: str | None,
-    limit: int | None,
-) -> tuple[list[str], str | None]:
-    """One page of every `namespace$table` id, sorted, asking `lance_tables` only for the
-    namespaces that can hold ids of this page.
-
-    Namespaces are visited in the order of their id prefix `namespace$`, which is a lower bound
-    of every id of that namespace and of all later ones; so the walk stops as soon as more than
-    `limit` ids after the token sort below the next prefix.
-    """
-    if limit is not None and limit < 0:
-        raise InvalidInputError(f"limit must not be negative, got {limit}")
-    prefixes = sorted(
-        (ID_DELIMITER.join(namespace) + ID_DELIMITER, namespace)
-        for namespace in namespaces
-    )
-    ids: list[str] = []
-    for prefix, namespace in prefixes:
-        if page_token and page_token[: len(prefix)] > prefix:
-            continue  # every id of this namespace sorts before the token
-        if limit and _ids_between(ids, page_token, prefix) > limit:
-            break
-        ids = sorted([*ids, *(prefix + table for table in lance_tables(namespace))])
-    return paginate(ids, page_token, limit)
-
-
-def _ids_between(ordered_ids: list[str], after: str | None, below: str) -> int:
-    start = bisect_right(ordered_ids, after) if after else 0
-    return max(0, bisect_left(ordered_ids, below) - start)
