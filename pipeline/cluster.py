@@ -162,7 +162,7 @@ def refuse_unshared_local_storage(location: str, table: str, shared: bool) -> No
 
 def is_local_location(location: str) -> bool:
     """Whether Lance opens `location` on the local file system (read as Lance reads it,
-    `backends.locations`; a location it cannot read is taken as local, the cautious side).
+    `backends.core.locations`; a location it cannot read is taken as local, the cautious side).
     Driver only: the package shipped to executors does not hold `backends`."""
     from lance_namespace import InvalidInputError
 

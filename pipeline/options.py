@@ -129,7 +129,7 @@ def _positive_int(options: Mapping[str, str], name: str, default: int) -> int:
 
 def _boolean(options: Mapping[str, str], name: str, default: bool) -> bool:
     """Spark's own spelling of a boolean option, `true` or `false`. (Not the server's parser
-    in `backends.settings`: this package runs on executors without the server's packages.)"""
+    in `backends.core.settings`: this package runs on executors without the server's packages.)"""
     raw = options.get(name)
     if raw is None or raw == "":
         return default
