@@ -22,7 +22,7 @@ from pipeline.schema import conform_read_batch, spark_schema_for
 # Spark counts a batch's rows in an int; a read of no columns stays far below that.
 MAX_ROWS_PER_EMPTY_BATCH = 1 << 24
 # The one column of a read that counts rows (pipeline/jvm/PruneLanceColumns.java's
-# ROWS_COLUMN): one row per fragment, its row count. Never a table's own column.
+# ROWS_COLUMN): one row, the table's row count (TableRowCount). Never a table's own column.
 ROW_COUNT_COLUMN = "__lance_fragment_rows"
 
 

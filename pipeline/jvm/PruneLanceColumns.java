@@ -9,32 +9,32 @@
 // reader is made for them. The rebuilt scan reuses the source instance made when the
 // DataFrame was loaded (the table version it pinned) and the filters pushed to it.
 // A count of all rows, count() or COUNT(*) with no grouping, over a scan left with no
-// columns becomes a sum over the reserved column ROWS_COLUMN, which the reader answers
-// with one row per fragment holding that fragment's row count from Lance's metadata
-// (less the rows its deletion file removes): no column data is read. Without filters,
-// the reader plans that read as one partition holding the whole count (ROW_COUNT_PARTITION);
-// the rule plans it at once, reads the number from the pickled partition and puts it in
-// place of the aggregate, so that no task runs at all. Should that number not be there,
-// the sum runs as a job and gives the same answer.
+// columns is read from the reserved column ROWS_COLUMN, which the reader plans as one
+// partition holding the table's row count from Lance's metadata (each fragment's rows
+// less those its deletion file removes; ROW_COUNT_PARTITION): no column data is read.
+// The rule plans that read at once, takes the number from the pickled partition and
+// puts it in place of the aggregate, so that no task runs at all. Should the number not
+// be there, the count runs as a sum over that column, a one-task job with the same answer.
 // Where anything is not as expected (another Spark, another source), the plan is left
 // as it was.
 package lance.adapter.spark;
 
 import java.lang.reflect.Field;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import net.razorvine.pickle.Unpickler;
 import net.razorvine.pickle.objects.ClassDict;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.AttributeSet;
 import org.apache.spark.sql.catalyst.expressions.Coalesce;
 import org.apache.spark.sql.catalyst.expressions.Expression;
-import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Count;
@@ -208,24 +208,24 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
     if (partitions.length != 1 || !(partitions[0] instanceof PythonInputPartition partition)) {
       return null;
     }
+    Object unpickled;
     try {
-      Object unpickled = new Unpickler().loads(partition.pickedPartition());
-      if (unpickled instanceof ClassDict planned
-          && ROW_COUNT_PARTITION.equals(planned.getClassName())
-          && planned.get("rows") instanceof Number rows) {
-        return rows.longValue();
-      }
+      unpickled = new Unpickler().loads(partition.pickedPartition());
     } catch (Exception notOurs) { // a pickle the unpickler cannot read: not a row count
       return null;
     }
-    return null;
+    return unpickled instanceof ClassDict planned
+            && ROW_COUNT_PARTITION.equals(planned.getClassName())
+            && planned.get("rows") instanceof Number rows
+        ? rows.longValue()
+        : null;
   }
 
   /** One row of `aggregate`'s columns (each a count of all rows) holding `rows`. */
   private static LogicalPlan counted(Aggregate aggregate, long rows) {
     List<Attribute> output = CollectionConverters.asJava(aggregate.output());
     Object[] values = new Object[output.size()];
-    java.util.Arrays.fill(values, rows);
+    Arrays.fill(values, rows);
     InternalRow row = new GenericInternalRow(values);
     return new LocalRelation(seq(output), seq(List.of(row)), false, Option.empty());
   }
