@@ -1,5 +1,6 @@
 """The one front door of every backend operation: the request's id (and the tag and branch
-names and SQL expressions it holds) validated before the operation's body runs
+names and SQL expressions it holds, and the column types of its Arrow data) validated before
+the operation's body runs
 (`call_with_valid_id`), and `front_door`, which puts a `MetadataNamespace` method behind its
 namespace's `guard` (which adds the location checks of `backends.containment`)."""
 
@@ -11,6 +12,7 @@ from typing import Any, TypeVar
 
 from backends.capabilities import EXTENSION_METHODS, operation_methods
 from backends.core.names import remembering_names, validate_identifier
+from backends.tables.access import check_storable_stream
 from backends.tables.refs import check_ref_names
 from backends.tables.sql import check_sql_expressions
 
@@ -39,7 +41,9 @@ def call_with_valid_id(
     call: Callable[..., ResultT], request: Any, *arguments: Any, **keywords: Any
 ) -> ResultT:
     """`call(request, ...)` with `request.id` validated first (and in NFC), and the tag and
-    branch names and SQL expressions it holds: the front door of every backend operation."""
+    branch names and SQL expressions it holds, and the column types of its Arrow data (the
+    one positional argument of the operations that take data): the front door of every
+    backend operation."""
     with remembering_names():
         identifier = getattr(request, "id", None)
         if identifier is not None:
@@ -48,4 +52,5 @@ def call_with_valid_id(
                 request = request.model_copy(update={"id": validated})
         check_ref_names(request)
         check_sql_expressions(request)
+        check_storable_stream(keywords.get("request_data", arguments[0] if arguments else None))
         return call(request, *arguments, **keywords)

@@ -18,6 +18,20 @@ ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
 JSON = {"content-type": "application/json"}
 GOOD_ROWS = arrow_stream(sample_table(3))
 
+
+def _with_column(name: str, column: pa.Array) -> bytes:
+    """GOOD_ROWS' first row and a column of a type Lance cannot store."""
+    return arrow_stream(sample_table(1).append_column(name, column))
+
+
+# Types Lance's writer refuses, at the top and nested: answered before anything is written.
+UNION_ROWS = _with_column("u", pa.UnionArray.from_sparse(
+    pa.array([0], pa.int8()), [pa.array([1]), pa.array(["x"])]))
+INTERVAL_ROWS = _with_column("i", pa.array([pa.MonthDayNano([1, 2, 3])],
+                                           pa.month_day_nano_interval()))
+RUN_END_ROWS = _with_column("r", pa.RunEndEncodedArray.from_arrays([1], ["x"]))
+NESTED_DECIMAL32_ROWS = _with_column("d", pa.array([[1]], pa.list_(pa.decimal32(5, 2))))
+
 BAD_REQUESTS: dict[str, tuple[str, str, dict, object]] = {
     # name: (method, url, headers, body)
     "malformed json": ("POST", "/v1/namespace/b/create", JSON, b"{not json"),
@@ -70,6 +84,12 @@ BAD_REQUESTS: dict[str, tuple[str, str, dict, object]] = {
                            b'{"properties":' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
     "zero-width character in name": ("POST", "/v1/namespace/a$x%E2%80%8By/create", JSON, {}),
     "bidi override in name": ("POST", "/v1/namespace/a$x%E2%80%AEy/create", JSON, {}),
+    "union column on create": ("POST", "/v1/table/a$u/create", ARROW, UNION_ROWS),
+    "interval column on insert": ("POST", "/v1/table/a$t/insert", ARROW, INTERVAL_ROWS),
+    "run-end column on merge insert": (
+        "POST", "/v1/table/a$t/merge_insert?on=id&when_matched_update_all=true"
+        "&when_not_matched_insert_all=true", ARROW, RUN_END_ROWS),
+    "nested decimal32 on create": ("POST", "/CreateTable?id=a$u", ARROW, NESTED_DECIMAL32_ROWS),
     "tags route with a slashed id": ("POST", "/v1/table/a/t/tags/create", JSON, {"tag": "x"}),
 }
 

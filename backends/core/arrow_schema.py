@@ -1,5 +1,6 @@
 """Arrow types and schemas in the JSON form of the Lance Namespace spec (`JsonArrowSchema`),
-both ways, written as pylance's DirectoryNamespace writes them.
+both ways, written as pylance's DirectoryNamespace writes them; and which Arrow types Lance
+cannot store (`unstorable_columns`).
 
 The form gives a type's name and, where the type has them, its child `fields` and a `length`: a
 fixed size, or a decimal's `precision * 1000 + scale`. It has no unit or time zone: timestamps,
@@ -115,6 +116,34 @@ def _extension_metadata(data_type: pa.BaseExtensionType) -> dict[str, str]:
 
 def _text_map(metadata: Mapping[bytes, bytes] | None) -> dict[str, str] | None:
     return {key.decode(): value.decode() for key, value in (metadata or {}).items()} or None
+
+
+# -- what Lance stores --------------------------------------------------------------------------
+
+# Arrow types Lance's writer refuses (pylance 14: "Unsupported data type"), at any depth.
+_UNSTORABLE = (
+    pa.types.is_union,
+    pa.types.is_interval,
+    pa.types.is_list_view,
+    pa.types.is_large_list_view,
+    pa.types.is_run_end_encoded,
+    lambda data_type: pa.types.is_decimal(data_type) and data_type.bit_width < 128,
+)
+
+
+def unstorable_columns(schema: pa.Schema) -> list[str]:
+    """`name (type)` for each column whose type, or a type nested in it, Lance cannot store."""
+    return [f"{field.name} ({field.type})" for field in schema if not _storable(field.type)]
+
+
+def _storable(data_type: pa.DataType) -> bool:
+    if isinstance(data_type, pa.BaseExtensionType):
+        return _storable(data_type.storage_type)
+    if any(refused(data_type) for refused in _UNSTORABLE):
+        return False
+    if pa.types.is_dictionary(data_type):
+        return _storable(data_type.value_type)
+    return all(_storable(data_type.field(i).type) for i in range(data_type.num_fields))
 
 
 # -- JSON → Arrow ------------------------------------------------------------------------------

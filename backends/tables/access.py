@@ -11,6 +11,7 @@ import pyarrow as pa
 from lance import LanceDataset
 from lance_namespace import InvalidInputError, InvalidTableStateError, TableBranchNotFoundError
 
+from backends.core.arrow_schema import unstorable_columns
 from backends.core.names import joined_id
 from backends.tables.errors import lance_errors
 
@@ -98,6 +99,25 @@ def read_arrow_stream(data: bytes | None) -> pa.Table:
         return pa.ipc.open_stream(data, options=_ALIGNED).read_all()
     except (pa.ArrowInvalid, OSError) as error:
         raise InvalidInputError(f"data is not an Arrow IPC stream: {error}") from None
+
+
+def check_storable_stream(data: object) -> None:
+    """Refuse a request body whose Arrow IPC stream has a column Lance cannot store, from its
+    schema alone, before anything is written (Lance would fail mid-write with an internal
+    error). A body that is not a stream is left to the operation, which says so."""
+    if not isinstance(data, bytes | bytearray | memoryview) or not data:
+        return
+    try:
+        schema = pa.ipc.open_stream(data).schema
+    except (pa.ArrowInvalid, OSError):
+        return
+    refused = unstorable_columns(schema)
+    if refused:
+        raise InvalidInputError(
+            f"Lance cannot store column{'s' if len(refused) > 1 else ''} {', '.join(refused)}: "
+            "it stores no unions, intervals, list views, run-end encoded arrays or decimals "
+            "narrower than 128 bits"
+        )
 
 
 def arrow_file(table: pa.Table) -> bytes:
