@@ -53,19 +53,21 @@ def register(spark: SparkSession, *, check_executors: bool = True) -> None:
 
     It also ships this package to the executors (SparkContext.addPyFile, before the
     registration, which captures the files shipped so far) and, on a cluster, checks that
-    the executors import pyarrow and pylance, failing at once with what to install. In a
+    the executors import pyarrow and pylance, failing at once with what to install (a read
+    that also starts the executors' Python for the reads, `check_executor_modules`). In a
     local session the source's Python processes run PYSPARK_PYTHON or else this Python,
     through `local_python`'s launcher (`local_python.local_source_python`).
     """
     spark.conf.set(PUSHDOWN_CONF, "true")
     context = spark.sparkContext
-    ship_package(spark)
-    if check_executors and not is_local_master(context.master):
-        check_executor_modules(spark)
     # The Python processes that plan reads and writes learn the master from here.
     context.environment[MASTER_ENV] = context.master  # type: ignore[attr-defined]
     os.environ[MASTER_ENV] = context.master
+    ship_package(spark)
     register_source(spark, LanceDataSource)
+    # After the registration, with the same environment: the check warms the reads' Python.
+    if check_executors and not is_local_master(context.master):
+        check_executor_modules(spark)
     install_column_pruning(spark, LanceDataSource.name())
 
 

@@ -6,6 +6,7 @@ docs/spark.md, "Running on a cluster".
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -14,10 +15,12 @@ import socket
 import stat
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
 
 from pipeline.options import LanceSourceError
 
@@ -108,18 +111,29 @@ def is_local_master(master: str | None) -> bool:
     return not master or master.startswith("local")
 
 
+# The data source `check_executor_modules` reads: a read of a Python data source, as the
+# `lance` source's reads are, so that it starts the Python daemon those reads use.
+EXECUTOR_CHECK_SOURCE = "lance_executor_check"
+
+
 def check_executor_modules(spark: SparkSession, modules: dict[str, str] | None = None) -> None:
     """Fail at once, naming what to install, when executors cannot import what the tasks
-    need (pyarrow, pylance, lance-namespace), instead of every task failing later."""
+    need (pyarrow, pylance, lance-namespace), instead of every task failing later.
+
+    The check is a read of a data source of its own, registered (after this package is
+    shipped) exactly as the `lance` source is: Spark then keys both on one Python and one
+    environment, so the check starts each executor's Python daemon, and loads the reader's
+    modules in a worker, for the reads that follow. A first read then starts neither."""
     modules = EXECUTOR_MODULES if modules is None else modules
-    context = spark.sparkContext
-    slots = max(context.defaultParallelism, 1)
+    spark.dataSource.register(ExecutorImportCheck)
+    slots = max(spark.sparkContext.defaultParallelism, 1)
     answers = (
-        context.parallelize(range(slots), slots)
-        .map(lambda _: _import_failures(list(modules)))
+        spark.read.format(EXECUTOR_CHECK_SOURCE)
+        .options(modules=",".join(modules), slots=str(slots))
+        .load()
         .collect()
     )
-    missing = {(host, name, error) for host, failures in answers for name, error in failures}
+    missing = {(row.host, row.module, row.error) for row in answers}
     if not missing:
         return
     host, name, error = sorted(missing)[0]
@@ -131,6 +145,40 @@ def check_executor_modules(spark: SparkSession, modules: dict[str, str] | None =
         "with venv-pack (or conda-pack) and start Spark with "
         "--conf spark.archives=env.tar.gz#env --conf spark.pyspark.python=./env/bin/python"
     )
+
+
+class ExecutorImportCheck(DataSource):
+    """Rows (host, module, error) for each module of option `modules` that an executor
+    cannot import, read in option `slots` partitions (one per executor core)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return EXECUTOR_CHECK_SOURCE
+
+    def schema(self) -> str:
+        return "host string, module string, error string"
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _ImportCheckReader(self.options["modules"].split(","), int(self.options["slots"]))
+
+
+class _ImportCheckReader(DataSourceReader):
+    def __init__(self, modules: list[str], slots: int) -> None:
+        self.modules = modules
+        self.slots = slots
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(slot) for slot in range(self.slots)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[str, str, str]]:
+        host, failures = _import_failures(self.modules)
+        if not failures:
+            # The reader's own modules, loaded in this worker for the reads that follow;
+            # should they fail, a read reports it.
+            with contextlib.suppress(ImportError):
+                import pipeline.read  # noqa: F401
+        for name, error in failures:
+            yield host, name, error
 
 
 def _import_failures(names: list[str]) -> tuple[str, list[tuple[str, str]]]:

@@ -29,7 +29,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 import pipeline
-from pipeline.cluster import check_executor_modules
+from pipeline.cluster import EXECUTOR_CHECK_SOURCE, MASTER_ENV, check_executor_modules
 from tests.support import pipeline as pipeline_support
 from tests.support.adapter import running_server
 from tests.support.common import skip_unless_ci
@@ -270,6 +270,48 @@ def test_missing_native_dependencies_fail_once_with_what_to_install(spark: Spark
     message = str(raised.value)
     assert "cannot import no_such_module_xq" in message
     assert "pip install no-such-package-xq" in message and "spark.archives" in message
+
+
+def test_the_executor_check_starts_the_python_that_reads_use(
+    spark: SparkSession, adapter_url: str
+) -> None:
+    """Spark keys an executor's Python daemon on the function's Python and environment: the
+    check, a read registered as the `lance` source is, starts the daemon its reads use."""
+    pipeline.register(spark)
+    manager = spark._jsparkSession.sessionState().dataSourceManager()  # type: ignore[union-attr]
+    check, source = (
+        manager.lookupDataSource(name).dataSourceCls() for name in (EXECUTOR_CHECK_SOURCE, "lance")
+    )
+    assert check.pythonExec() == source.pythonExec()
+    assert dict(check.envVars()) == dict(source.envVars())
+    assert dict(source.envVars())[MASTER_ENV] == spark.sparkContext.master
+    started = _executor_daemons(spark)
+    assert len(started) >= 2, started  # the check ran on both executors
+    pipeline_support.write_with_pylance(adapter_url, "first_read", pa.table({"id": [1, 2, 3]}))
+    helper = pipeline.read_table(spark, "first_read", uri=adapter_url, shared_storage="true")
+    assert sorted(row.id for row in helper.collect()) == [1, 2, 3]
+    options = pipeline_support.lance_options(adapter_url, "first_read", shared_storage="true")
+    plain = spark.read.format("lance").options(**options).load()
+    assert sorted(row.id for row in plain.collect()) == [1, 2, 3]
+    assert _executor_daemons(spark) == started  # the reads started no daemon of their own
+
+
+def _executor_daemons(spark: SparkSession) -> set[int]:
+    """The Python daemons the executors of this application started (from /proc)."""
+    processes = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            arguments = (entry / "cmdline").read_bytes().split(b"\0")
+            parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # not a process, or one that ended meanwhile
+        processes[entry.name] = (parent, [a.decode(errors="replace") for a in arguments])
+    application = spark.sparkContext.applicationId
+    executors = {int(pid) for pid, (_, arguments) in processes.items()
+                 if any(a.endswith("CoarseGrainedExecutorBackend") for a in arguments)
+                 and application in arguments}
+    return {int(pid) for pid, (parent, arguments) in processes.items()
+            if parent in executors and "pyspark.daemon" in arguments}
 
 
 def test_files_the_driver_cannot_see_are_never_committed(
