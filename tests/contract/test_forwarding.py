@@ -25,6 +25,7 @@ from tests.support.contract_backends import (
     Forwarding,
 )
 from tests.support.lance_data import arrow_stream, sample_table
+from tests.support.official_client import OfficialClient
 
 pytestmark = pytest.mark.parametrize("backend", FORWARDING_BACKENDS, indirect=True)
 
@@ -46,7 +47,7 @@ def fresh_namespace(backend: ContractBackend, forwarding: Forwarding) -> list[st
     token = uuid.uuid4().hex[:10]
     forwarding.prepare(token)
     namespace = backend.conventions.namespace(token, "forwarded")
-    client = forwarding.client(forwarding.forwarding_url, CALLER_TOKEN)
+    client = OfficialClient(forwarding.forwarding_url, CALLER_TOKEN)
     client.create_namespace(CreateNamespaceRequest(id=namespace))
     return namespace
 
@@ -60,8 +61,8 @@ def test_the_static_token_or_the_forwarded_callers_token_reaches_the_catalog(
 ) -> None:
     namespace = fresh_namespace(backend, forwarding)
     describe = DescribeNamespaceRequest(id=namespace)
-    forwards = forwarding.client(forwarding.forwarding_url, CALLER_TOKEN)
-    static = forwarding.client(forwarding.static_url, CALLER_TOKEN)
+    forwards = OfficialClient(forwarding.forwarding_url, CALLER_TOKEN)
+    static = OfficialClient(forwarding.static_url, CALLER_TOKEN)
 
     forwarding.control.required_token = CALLER_TOKEN
     forwards.describe_namespace(describe)
@@ -82,7 +83,7 @@ def test_forwarding_covers_the_inherited_table_operations(
     backend: ContractBackend, forwarding: Forwarding
 ) -> None:
     table = [*fresh_namespace(backend, forwarding), "t"]
-    forwards = forwarding.client(forwarding.forwarding_url, CALLER_TOKEN)
+    forwards = OfficialClient(forwarding.forwarding_url, CALLER_TOKEN)
     created = forwards.create_table(CreateTableRequest(id=table), arrow_stream(sample_table(3)))
 
     forwarding.control.required_token = CALLER_TOKEN
@@ -91,6 +92,6 @@ def test_forwarding_covers_the_inherited_table_operations(
     assert last_authorization(forwarding) == f"Bearer {CALLER_TOKEN}"
     assert forwards.count_table_rows(CountTableRowsRequest(id=table)).count == 3
     assert last_authorization(forwarding) == f"Bearer {CALLER_TOKEN}"
-    static = forwarding.client(forwarding.static_url, CALLER_TOKEN)
+    static = OfficialClient(forwarding.static_url, CALLER_TOKEN)
     with pytest.raises(UnauthenticatedError, match=REFUSED):
         static.count_table_rows(CountTableRowsRequest(id=table))

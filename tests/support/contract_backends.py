@@ -121,9 +121,6 @@ class Forwarding:
     control: StandInControl
     prepare: Callable[[str], None] = _no_preparation
 
-    def client(self, url: str, token: str) -> OfficialClient:
-        return OfficialClient(url, token)
-
 
 @dataclass(frozen=True)
 class ContractBackend:
