@@ -236,7 +236,11 @@ def test_invalid_properties_and_identifiers(glue: GlueNamespace):
 # -- tables ----------------------------------------------------------------------------------
 
 
-def test_declare_describe_deregister(glue: GlueNamespace, clean_moto: MotoEndpoint, tmp_path):
+def test_a_declared_table_is_an_external_glue_table(
+    glue: GlueNamespace, clean_moto: MotoEndpoint, tmp_path
+):
+    """How Glue stores a declared table and how the backend describes it (the operations
+    themselves: tests/contract/test_registration.py)."""
     create_db(glue, "db")
     declared = glue.declare_table(DeclareTableRequest(id=["db", "events"], properties={"k": "v"}))
     assert declared.location == str(tmp_path / "warehouse" / "db" / "events.lance")
@@ -248,22 +252,9 @@ def test_declare_describe_deregister(glue: GlueNamespace, clean_moto: MotoEndpoi
     assert stored["StorageDescriptor"]["Location"] == declared.location
 
     described = glue.describe_table(DescribeTableRequest(id=["db", "events"], with_table_uri=True))
-    assert described.location == declared.location
     assert described.table_uri == Path(declared.location).as_uri()
     assert described.properties == {"k": "v", "table_type": "lance"}
     assert described.var_schema is None and described.version is None
-
-    with pytest.raises(TableAlreadyExistsError, match=r"table db\$events already exists"):
-        glue.declare_table(DeclareTableRequest(id=["db", "events"]))
-    gone = glue.deregister_table(DeregisterTableRequest(id=["db", "events"]))
-    assert gone.location == declared.location and gone.id == ["db", "events"]
-    for call in (
-        lambda: glue.describe_table(DescribeTableRequest(id=["db", "events"])),
-        lambda: glue.table_exists(TableExistsRequest(id=["db", "events"])),
-        lambda: glue.deregister_table(DeregisterTableRequest(id=["db", "events"])),
-    ):
-        with pytest.raises(TableNotFoundError, match="table events not found"):
-            call()
 
 
 def test_declare_uses_explicit_location_and_database_location(

@@ -6,8 +6,9 @@ That is: several warehouses, each behind its own prefix, announced in `overrides
 (the reference server is one catalog without a prefix); the request log that shows the wire
 format, the cached config and the pages followed; server-side pages of 2 and slow LoadTable
 answers (bounded concurrent loading); an injected failure in the middle of an overwrite; and
-the OAuth2 token endpoint and bearer checks the reference server lacks. Everything else the
-backend does runs on the real server in `tests/test_iceberg_real_server.py`. The stand-in itself
+the OAuth2 token endpoint the reference server lacks (its bearer checks serve the forwarding
+tests of the contract suite, `tests/contract/test_forwarding.py`). Everything else the backend
+does runs on the real server in `tests/test_iceberg_real_server.py`. The stand-in itself
 is checked with pyiceberg's RestCatalog (the official client) first.
 """
 
@@ -21,7 +22,6 @@ from pathlib import Path
 import httpx
 import pytest
 from lance_namespace import (
-    CountTableRowsRequest,
     CreateNamespaceRequest,
     DeclareTableRequest,
     DescribeNamespaceRequest,
@@ -33,9 +33,7 @@ from lance_namespace import (
     NamespaceExistsRequest,
     NamespaceNotFoundError,
     RegisterTableRequest,
-    UnauthenticatedError,
 )
-from lance_namespace_urllib3_client.models import Identity
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import (
     CommitFailedException,
@@ -344,41 +342,3 @@ def test_a_credential_gets_its_token_from_the_catalogs_token_endpoint(
     iceberg.control.issued_tokens.clear()  # the catalog revokes every token
     ns.describe_namespace(DescribeNamespaceRequest(id=db))
     assert iceberg.control.token_requests == 2
-
-
-def test_the_static_token_or_the_forwarded_callers_token_reaches_the_catalog(
-    iceberg: IcebergStandIn, make_namespace: Factory, db: list[str]
-) -> None:
-    iceberg.control.required_token = "caller-token"
-    forwarding = make_namespace(auth_token="static-token", forward_caller_token="true")
-    caller = Identity(auth_token="caller-token")
-    forwarding.list_namespaces(ListNamespacesRequest(id=db, identity=caller))
-    with pytest.raises(
-        UnauthenticatedError, match="401: NotAuthorizedException: missing or invalid token"
-    ):
-        forwarding.list_namespaces(ListNamespacesRequest(id=db))
-    not_forwarding = make_namespace(auth_token="static-token")
-    with pytest.raises(
-        UnauthenticatedError, match="401: NotAuthorizedException: missing or invalid token"
-    ):
-        not_forwarding.list_namespaces(ListNamespacesRequest(id=db, identity=caller))
-    iceberg.control.required_token = "static-token"  # the static token is what it sends
-    not_forwarding.list_namespaces(ListNamespacesRequest(id=db, identity=caller))
-    last = iceberg.control.requests_to("/namespaces", "GET")[-1]
-    assert last.authorization == "Bearer static-token"
-
-
-def test_forwarding_covers_the_inherited_table_operations(
-    iceberg: IcebergStandIn, ns: IcebergNamespace, make_namespace: Factory, db: list[str],
-    tmp_path: Path,
-) -> None:
-    location = str(tmp_path / "forwarded")
-    write_ids(location)
-    ns.register_table(RegisterTableRequest(id=[*db, "t"], location=location))
-    iceberg.control.required_token = "caller-token"
-    forwarding = make_namespace(auth_token="static-token", forward_caller_token="true")
-    caller = Identity(auth_token="caller-token")
-    described = forwarding.describe_table(DescribeTableRequest(id=[*db, "t"], identity=caller))
-    assert described.location == location
-    count = CountTableRowsRequest(id=[*db, "t"], identity=caller)
-    assert forwarding.count_table_rows(count).count == 3

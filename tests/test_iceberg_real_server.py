@@ -28,7 +28,6 @@ from lance_namespace import (
     InvalidInputError,
     ListNamespacesRequest,
     ListTablesRequest,
-    NamespaceAlreadyExistsError,
     NamespaceExistsRequest,
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
@@ -270,23 +269,6 @@ def test_a_table_in_a_missing_namespace_is_not_created(
     assert (missing,) not in catalog.list_namespaces()
     with pytest.raises(NamespaceNotFoundError, match=f"Namespace does not exist: {missing}"):
         ns.list_tables(ListTablesRequest(id=["wh", missing]))
-
-
-def test_create_namespace_modes(ns: IcebergNamespace, db: list[str]) -> None:
-    with pytest.raises(NamespaceAlreadyExistsError, match=f"Namespace already exists: {db[1]}"):
-        ns.create_namespace(CreateNamespaceRequest(id=db, properties={"x": "1"}))
-    kept = ns.create_namespace(
-        CreateNamespaceRequest(id=db, mode="exist_ok", properties={"x": "1"})
-    )
-    assert set_by_callers(kept.properties) == {}
-    replaced = ns.create_namespace(
-        CreateNamespaceRequest(id=db, mode="Overwrite", properties={"x": "1"})
-    )
-    assert set_by_callers(replaced.properties) == {"x": "1"}
-    with pytest.raises(
-        InvalidInputError, match="mode must be one of create, exist_ok, overwrite, got 'sometimes'"
-    ):
-        ns.create_namespace(CreateNamespaceRequest(id=db, mode="sometimes"))
 
 
 def test_missing_namespaces(ns: IcebergNamespace) -> None:

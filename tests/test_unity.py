@@ -17,14 +17,12 @@ import lance
 import pyarrow as pa
 import pytest
 from lance_namespace import (
-    CountTableRowsRequest,
     CreateNamespaceRequest,
     DeclareTableRequest,
     DeregisterTableRequest,
     DescribeNamespaceRequest,
     DescribeTableRequest,
     DropNamespaceRequest,
-    InternalError,
     InvalidInputError,
     ListNamespacesRequest,
     ListTablesRequest,
@@ -35,12 +33,9 @@ from lance_namespace import (
     RegisterTableRequest,
     RenameTableRequest,
     TableAlreadyExistsError,
-    TableExistsRequest,
     TableNotFoundError,
-    UnauthenticatedError,
     UnsupportedOperationError,
 )
-from lance_namespace_urllib3_client.models import Identity
 from unitycatalog.client import (
     ApiClient,
     CatalogsApi,
@@ -493,32 +488,22 @@ def test_bad_table_identifiers_are_invalid_input(
 # Tables
 
 
-def test_declare_describe_deregister(
+def test_a_declared_table_is_an_external_lance_entry_without_columns(
     unity: UnityStandIn, make_namespace: Factory, schema: list[str], tmp_path: Path
 ) -> None:
+    """How Unity stores a declared table and what the backend adds to it (the operations
+    themselves: tests/contract/test_registration.py)."""
     ns = make_namespace(**{"storage.access_key_id": "key"})
     declared = ns.declare_table(DeclareTableRequest(id=[*schema, "t"], properties={"o": "me"}))
-    location = f"{tmp_path}/root/{schema[0]}/{schema[1]}/t"
-    assert declared.location == location
+    assert declared.location == f"{tmp_path}/root/{schema[0]}/{schema[1]}/t"
     assert declared.storage_options == {"access_key_id": "key"}
     assert declared.properties == {"o": "me", "table_type": "lance"}
     stored = unity.state.tables[(schema[0], schema[1], "t")]
     assert stored["table_type"] == "EXTERNAL" and stored["data_source_format"] == "TEXT"
     assert stored["columns"] == []  # nothing written yet, so no columns
-
     described = ns.describe_table(DescribeTableRequest(id=[*schema, "t"]))
-    assert described.location == location
     assert described.storage_options == {"access_key_id": "key"}
     assert described.properties == {"o": "me", "table_type": "lance"}
-    ns.table_exists(TableExistsRequest(id=[*schema, "t"]))
-    assert ns.list_tables(ListTablesRequest(id=schema)).tables == ["t"]
-
-    write_lance(location)
-    deregistered = ns.deregister_table(DeregisterTableRequest(id=[*schema, "t"]))
-    assert deregistered.location == location
-    with pytest.raises(TableNotFoundError, match=r"Table not found: .*\.sch\.t"):
-        ns.table_exists(TableExistsRequest(id=[*schema, "t"]))
-    assert lance.dataset(location).count_rows() == 3
 
 
 def test_declare_at_a_location_with_data_gets_columns(
@@ -554,22 +539,6 @@ def test_register_table(
     ):
         ns.register_table(RegisterTableRequest(id=[*schema, "x"], location=str(tmp_path / "none")))
     assert (schema[0], schema[1], "x") not in unity.state.tables
-
-
-def test_failed_overwrite_keeps_the_previous_registration(
-    unity: UnityStandIn, ns: UnityNamespace, schema: list[str], tmp_path: Path
-) -> None:
-    old, new = str(tmp_path / "old"), str(tmp_path / "new")
-    write_lance(old)
-    write_lance(new, pa.table({"other": ["x"]}))
-    ns.register_table(RegisterTableRequest(id=[*schema, "t"], location=old, properties={"v": "1"}))
-    unity.control.fail_next(1, 500, method="POST", path="/tables")
-    with pytest.raises(InternalError, match="catalog returned HTTP 500: InjectedFault"):
-        ns.register_table(RegisterTableRequest(id=[*schema, "t"], location=new, mode="overwrite"))
-    described = ns.describe_table(DescribeTableRequest(id=[*schema, "t"]))
-    assert described.location == old and described.properties["v"] == "1"
-    columns = unity.state.tables[(schema[0], schema[1], "t")]["columns"]
-    assert [column["name"] for column in columns] == ["id"]
 
 
 @pytest.mark.parametrize("legacy", [False, True])
@@ -709,45 +678,3 @@ def test_unity_columns_cover_arrow_types() -> None:
     assert (columns["price"]["type_precision"], columns["price"]["type_scale"]) == (10, 2)
     assert columns["flag"]["nullable"] is False and columns["tiny"]["nullable"] is True
     assert [column["position"] for column in unity_columns(schema)] == list(range(len(schema)))
-
-
-# Tokens: how the properties reach the REST client (its behaviour: test_rest_catalog_client.py)
-
-
-def test_the_static_token_or_the_forwarded_callers_token_reaches_unity(
-    unity: UnityStandIn, make_namespace: Factory, catalog: str
-) -> None:
-    unity.control.required_token = "caller-token"
-    forwarding = make_namespace(auth_token="static-token", forward_caller_token="true")
-    caller = Identity(auth_token="caller-token")
-    forwarding.list_namespaces(ListNamespacesRequest(id=[catalog], identity=caller))
-    assert unity.control.requests_to("/schemas", "GET")[-1].authorization == "Bearer caller-token"
-    with pytest.raises(
-        UnauthenticatedError, match="401: NotAuthorizedException: missing or invalid token"
-    ):  # no caller token: the static one is refused
-        forwarding.list_namespaces(ListNamespacesRequest(id=[catalog]))
-    not_forwarding = make_namespace(auth_token="static-token")
-    with pytest.raises(
-        UnauthenticatedError, match="401: NotAuthorizedException: missing or invalid token"
-    ):  # forwarding is off: the caller's token is ignored
-        not_forwarding.list_namespaces(ListNamespacesRequest(id=[catalog], identity=caller))
-    unity.control.required_token = "static-token"  # the static token is what it sends
-    not_forwarding.list_namespaces(ListNamespacesRequest(id=[catalog], identity=caller))
-    assert unity.control.requests_to("/schemas", "GET")[-1].authorization == "Bearer static-token"
-
-
-def test_forwarding_covers_the_inherited_table_operations(
-    unity: UnityStandIn, ns: UnityNamespace, make_namespace: Factory, schema: list[str],
-    tmp_path: Path,
-) -> None:
-    location = str(tmp_path / "forwarded")
-    write_lance(location)
-    ns.register_table(RegisterTableRequest(id=[*schema, "t"], location=location))
-    unity.control.required_token = "caller-token"
-    forwarding = make_namespace(auth_token="static-token", forward_caller_token="true")
-    caller = Identity(auth_token="caller-token")
-    described = forwarding.describe_table(DescribeTableRequest(id=[*schema, "t"], identity=caller))
-    assert described.location == location
-    count = CountTableRowsRequest(id=[*schema, "t"], identity=caller)
-    assert forwarding.count_table_rows(count).count == 3
-    assert unity.control.requests_to("/tables", "GET")[-1].authorization == "Bearer caller-token"

@@ -307,6 +307,8 @@ class DirectoryBackend(MetadataNamespace):
         return self._native("insert_into_table", native, request_data)
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
+        """The native answer names the location relative to the root: answered as DescribeTable
+        names it."""
         mode = parse_mode(request.mode, RegisterMode, RegisterMode.CREATE)
         require_storable_id(list(request.id or []))
         self._require_namespace(list(request.id or [])[:-1], request)
@@ -314,7 +316,15 @@ class DirectoryBackend(MetadataNamespace):
         require_lance_table(self._in_root(location), self._storage_options)
         native = request.model_copy(update={"mode": None, "location": location})
         if mode is RegisterMode.CREATE or not self._exists(request):
-            return self._pylance.register_table(native)
+            registered = self._pylance.register_table(native)
+        else:
+            registered = self._overwrite_registration(request, native)
+        described = self._described(DescribeTableRequest(id=request.id, **caller(request)))
+        return registered.model_copy(update={"location": described.location})
+
+    def _overwrite_registration(
+        self, request: RegisterTableRequest, native: RegisterTableRequest
+    ) -> RegisterTableResponse:
         previous = self.locate(request)
         self._pylance.deregister_table(DeregisterTableRequest(id=request.id, **caller(request)))
         try:

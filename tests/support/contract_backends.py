@@ -2,6 +2,12 @@
 layout: where a table lives, which namespace RenameTable moves it to, and what the backend cannot
 do. The session fixture `backend` runs each contract test once per name of `CONVENTIONS`.
 
+Two capabilities only some entries have: `fail_next_catalog_write`, where the catalog is a
+stand-in that fails on demand (unity), and `forwarding`, for the backends that can forward the
+caller's bearer token to their catalog (unity and iceberg), served by two more adapters in auth
+mode `forward` over a stand-in catalog that checks bearer tokens (unity's own; for iceberg, whose
+reference server accepts any caller, the Iceberg stand-in).
+
 Each backend follows its own conventions: `dir` and the metadata-only plug-in nest `cat$sub`,
 hive2 and glue use one database, hive3 `hive$database`, unity `catalog$schema`, iceberg
 `warehouse$namespace`. Every layout has fresh names, so tests sharing an adapter (and xdist
@@ -23,12 +29,15 @@ from lance_namespace import CreateNamespaceRequest
 from tests.support.adapter import running_server
 from tests.support.glue import glue_properties
 from tests.support.iceberg_rest_server import shared_iceberg_rest_server
+from tests.support.iceberg_stand_in import running_iceberg_stand_in
 from tests.support.official_client import OfficialClient
+from tests.support.rest_catalog_stand_in import StandInControl
 from tests.support.table_steps import TableLayout
 from tests.support.tables import STAND_IN
 from tests.support.unity_stand_in import API, running_unity_stand_in
 
 NAMESPACE_PROPERTIES = {"owner": "contract"}
+STATIC_TOKEN = "static-token"  # the token the backends of `Forwarding` are configured with
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,10 @@ class Conventions:
     alters_namespaces: bool = True
     alters_tables: bool = True
     cascades: bool = True
+    forwards_tokens: bool = False  # can send the caller's bearer token to its catalog
+    # Whether RegisterTable keeps the properties it is given (dir's native RegisterTable drops
+    # them: tests/contract/test_registration.py holds that as an expected failure).
+    keeps_registered_properties: bool = True
 
     def layout(self, token: str) -> TableLayout:
         base = self.fixed(token)
@@ -64,6 +77,7 @@ CONVENTIONS = {
         alters_namespaces=False,
         alters_tables=False,
         cascades=False,
+        keeps_registered_properties=False,
     ),
     "metadata-only": Conventions(
         "MetadataOnlyNamespace",
@@ -71,16 +85,41 @@ CONVENTIONS = {
         alters_namespaces=False,
         alters_tables=False,
         cascades=False,
+        keeps_registered_properties=False,
     ),
     "hive2": Conventions("Hive2Namespace"),
     "hive3": Conventions("Hive3Namespace", fixed=lambda token: ["hive"]),
     "glue": Conventions("glue", cascades=False),
     "unity": Conventions(
-        "unity", fixed=lambda token: [f"cat_{token}"], alters_tables=False, cascades=False
+        "unity",
+        fixed=lambda token: [f"cat_{token}"],
+        alters_tables=False,
+        cascades=False,
+        forwards_tokens=True,
     ),
-    "iceberg": Conventions("iceberg", fixed=lambda token: ["wh"], cascades=False),
+    "iceberg": Conventions(
+        "iceberg", fixed=lambda token: ["wh"], cascades=False, forwards_tokens=True
+    ),
 }
 BACKEND_NAMES = tuple(CONVENTIONS)
+FORWARDING_BACKENDS = tuple(name for name in CONVENTIONS if CONVENTIONS[name].forwards_tokens)
+
+
+def _no_preparation(token: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Forwarding:
+    """Two adapters in auth mode `forward` (any bearer token is let through to the backend) over
+    a catalog stand-in that checks tokens (`control.required_token`) and logs what it gets: at
+    `forwarding_url` the backend sends the caller's token instead of STATIC_TOKEN, at
+    `static_url` (forwarding off) STATIC_TOKEN whatever the caller sends."""
+
+    forwarding_url: str
+    static_url: str
+    control: StandInControl
+    prepare: Callable[[str], None] = _no_preparation
 
 
 @dataclass(frozen=True)
@@ -92,6 +131,9 @@ class ContractBackend:
     conventions: Conventions
     # Makes what the backend needs before namespaces named with `token` can be created.
     prepare: Callable[[str], None]
+    # Makes the catalog answer its next table write with HTTP 500 (None: it cannot).
+    fail_next_catalog_write: Callable[[], None] | None = None
+    forwarding: Forwarding | None = None  # None: the backend does not forward tokens
 
     def client(self) -> OfficialClient:
         return OfficialClient(self.url)
@@ -115,10 +157,6 @@ class ContractBackend:
         return self.conventions.namespace(token, name)
 
 
-def _no_preparation(token: str) -> None:
-    return None
-
-
 @dataclass(frozen=True)
 class Catalog:
     """What the adapter is started with for a backend, and how its namespaces are prepared."""
@@ -126,6 +164,23 @@ class Catalog:
     impl: str
     properties: dict[str, str]
     prepare: Callable[[str], None] = _no_preparation
+    fail_next_write: Callable[[], None] | None = None
+    forwarding: Forwarding | None = None
+
+
+def _forwarding(
+    stack: contextlib.ExitStack, impl: str, properties: dict[str, str], control: StandInControl,
+    prepare: Callable[[str], None] = _no_preparation,
+) -> Forwarding:
+    """The two adapters of `Forwarding` for backend `impl` on `properties`."""
+    urls = [
+        stack.enter_context(running_server(
+            impl, {**properties, "auth_token": STATIC_TOKEN, "forward_caller_token": forwards},
+            auth_mode="forward",
+        ))
+        for forwards in ("true", "false")
+    ]
+    return Forwarding(*urls, control=control, prepare=prepare)
 
 
 def _directory_catalog(name: str, root: Path) -> Catalog:
@@ -153,7 +208,12 @@ def _unity_catalog(stack: contextlib.ExitStack, root: Path) -> Catalog:
         body = {"name": f"cat_{token}", "properties": NAMESPACE_PROPERTIES}
         httpx.post(f"{unity.url}{API}/catalogs", json=body, timeout=30).raise_for_status()
 
-    return Catalog("unity", {"endpoint": unity.url, "root": str(root)}, create_catalog)
+    def fail_next_write() -> None:
+        unity.control.fail_next(1, 500, method="POST", path="/tables")
+
+    properties = {"endpoint": unity.url, "root": str(root)}
+    forwarding = _forwarding(stack, "unity", properties, unity.control, create_catalog)
+    return Catalog("unity", properties, create_catalog, fail_next_write, forwarding)
 
 
 def _iceberg_catalog(stack: contextlib.ExitStack, root: Path) -> Catalog:
@@ -162,7 +222,11 @@ def _iceberg_catalog(stack: contextlib.ExitStack, root: Path) -> Catalog:
     namespace names."""
     iceberg = stack.enter_context(shared_iceberg_rest_server(root / "catalog"))
     properties = {"endpoint": iceberg.url, "root": str(root / "lance"), "warehouses": "wh"}
-    return Catalog("iceberg", properties)
+    (root / "stand-in").mkdir()
+    checking = stack.enter_context(running_iceberg_stand_in(root / "stand-in", ("wh",)))
+    forwarding_properties = {"endpoint": checking.url, "root": str(root / "forwarded")}
+    forwarding = _forwarding(stack, "iceberg", forwarding_properties, checking.control)
+    return Catalog("iceberg", properties, forwarding=forwarding)
 
 
 def _catalog(
@@ -187,7 +251,10 @@ def serve_backend(
     with contextlib.ExitStack() as stack:
         catalog = _catalog(name, request, root, stack)
         url = stack.enter_context(running_server(catalog.impl, catalog.properties))
-        yield ContractBackend(name, url, CONVENTIONS[name], catalog.prepare)
+        yield ContractBackend(
+            name, url, CONVENTIONS[name], catalog.prepare, catalog.fail_next_write,
+            catalog.forwarding,
+        )
 
 
 @pytest.fixture(scope="session", params=BACKEND_NAMES)

@@ -34,10 +34,12 @@ def typed_errors() -> Iterator[None]:
 
 
 class OfficialClient(RestNamespace):
-    """pylance's RestNamespace at `url`, every operation taking and answering its model."""
+    """pylance's RestNamespace at `url`, every operation taking and answering its model; with
+    `token`, RestNamespace's own requests carry it as `Authorization: Bearer`."""
 
-    def __init__(self, url: str) -> None:
-        super().__init__(uri=url)
+    def __init__(self, url: str, token: str | None = None) -> None:
+        headers = {} if token is None else {"header.Authorization": f"Bearer {token}"}
+        super().__init__(uri=url, **headers)
         self.api_client = ApiClient(Configuration(host=url))
 
     def update_field_metadata(

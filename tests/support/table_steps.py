@@ -171,7 +171,8 @@ def indexes(namespace: LanceNamespace, layout: TableLayout) -> None:
             name="vec_idx",
             distance_type="l2",
             num_partitions=2,
-            num_sub_vectors=2,
+            num_sub_vectors=4,
+            num_bits=4,
         )
     )
     namespace.create_table_scalar_index(
@@ -180,8 +181,13 @@ def indexes(namespace: LanceNamespace, layout: TableLayout) -> None:
     namespace.create_table_index(
         CreateTableIndexRequest(id=table, column="name", index_type="BITMAP", name="name_idx")
     )
-    on_disk = {index.name: index for index in read_back(namespace, table).describe_indices()}
+    dataset = read_back(namespace, table)
+    on_disk = {index.name: index for index in dataset.describe_indices()}
     assert set(on_disk) == {"vec_idx", "id_idx", "name_idx"}
+    # Built with the PQ parameters asked for (not the partitions: Lance trains at most one per
+    # 256 rows, here one).
+    pq = dataset.stats.index_stats("vec_idx")["indices"][0]["sub_index"]
+    assert (pq["num_sub_vectors"], pq["nbits"]) == (4, 4)
     listed = namespace.list_table_indices(ListTableIndicesRequest(id=table)).indexes
     assert {(i.index_name, tuple(i.columns)) for i in listed} == {
         ("vec_idx", ("vector",)),
