@@ -29,6 +29,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from backends.core.secrets import CREDENTIAL_WORDS
+
 ACCESS_LOGGER = logging.getLogger("lance_adapter.access")
 REQUEST_ID_HEADER = b"x-request-id"
 # Keys the endpoints and the auth middleware set in the ASGI scope for the access log.
@@ -55,23 +57,23 @@ LATENCY_BUCKETS = (
 
 # ---------------------------------------------------------------- secrets never reach a log
 
-_SECRET_WORDS = (
-    r"authorization|x-api-key|api[_-]?key|auth[_-]?token|access[_-]?token|session[_-]?token"
-    r"|refresh[_-]?token|token|secret[_-]?access[_-]?key|secret|access[_-]?key[_-]?id"
-    r"|password|passwd|credential|client[_-]?secret"
-)
+# A key in log text hides its value when its name holds a word of `is_credential` (the rule
+# that keeps credentials out of answers), or one that names a secret only in text: the
+# Authorization header and Unix's `passwd`.
+_TEXT_ONLY_WORDS = ("authorization", "passwd")
+_KEY_WORDS = "|".join(re.escape(word) for word in (*CREDENTIAL_WORDS, *_TEXT_ONLY_WORDS))
 _SECRET_PATTERNS = (
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=:-]+"), r"\1 [REDACTED]"),
     (
         re.compile(
-            rf"(?i)((?<![A-Za-z0-9])(?:{_SECRET_WORDS})[\"']?\s*[:=]\s*[\"']?)"
+            rf"(?i)((?<![\w.-])[\w.-]*?(?:{_KEY_WORDS})[\w.-]*[\"']?\s*[:=]\s*[\"']?)"
             r"(?!\[REDACTED\])[^\s\"',;&}\]]+"
         ),
         r"\1[REDACTED]",
     ),
 )
 # Cheap first test: the patterns only run on a line holding one of these words.
-_TRIGGERS = ("bearer", "basic", "token", "key", "secret", "passw", "credential", "authoriz")
+_TRIGGERS = ("bearer", "basic", *CREDENTIAL_WORDS, *_TEXT_ONLY_WORDS)
 _known_secrets: set[str] = set()
 
 
