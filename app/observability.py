@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from prometheus_client import (
@@ -35,7 +35,9 @@ ACCESS_LOGGER = logging.getLogger("lance_adapter.access")
 REQUEST_ID_HEADER = b"x-request-id"
 # Keys the endpoints and the auth middleware set in the ASGI scope for the access log.
 ERROR_CODE_KEY = "lance_adapter.code"
-OPERATION_ATTRIBUTE = "operation_name"
+# The attribute of an endpoint that names its requests (set by `named_endpoint` only).
+_OPERATION_ATTRIBUTE = "operation_name"
+_Endpoint = TypeVar("_Endpoint")
 UNMATCHED = "unmatched"
 NO_CODE = "none"
 # The `identity` label of a named caller when /metrics may not name identities.
@@ -264,13 +266,19 @@ def _request_id(headers: Iterable[tuple[bytes, bytes]]) -> str:
 
 
 def operation_of(scope: Scope) -> str:
-    return getattr(scope.get("endpoint"), OPERATION_ATTRIBUTE, None) or UNMATCHED
+    return getattr(scope.get("endpoint"), _OPERATION_ATTRIBUTE, None) or UNMATCHED
+
+
+def named_endpoint(endpoint: _Endpoint, name: str) -> _Endpoint:
+    """`endpoint`, whose requests the metrics and the access log name `name`: the one way
+    a route (a Lance operation's or a GET route's) gets its name."""
+    setattr(endpoint, _OPERATION_ATTRIBUTE, name)
+    return endpoint
 
 
 def named_route(path: str, endpoint: Callable[..., Any], name: str) -> Route:
     """A GET route whose requests the metrics and the access log name `name`."""
-    setattr(endpoint, OPERATION_ATTRIBUTE, name)
-    return Route(path, endpoint, methods=["GET"], name=name)
+    return Route(path, named_endpoint(endpoint, name), methods=["GET"], name=name)
 
 
 class ObservabilityMiddleware:

@@ -32,9 +32,9 @@ from app.errors import (
 )
 from app.health import Readiness, health_routes, local_root
 from app.observability import (
-    OPERATION_ATTRIBUTE,
     Metrics,
     ObservabilityMiddleware,
+    named_endpoint,
     register_secrets,
 )
 from app.requests import BodyLimits, read_operation_request, read_route_request, release_body
@@ -77,7 +77,7 @@ class OperationEndpoint:
         self.service = service
         self.read = read
         self.answer = answer
-        setattr(self, OPERATION_ATTRIBUTE, name)
+        named_endpoint(self, name)
 
     async def asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
