@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextvars
 import itertools
 import logging
-import os
 import random
 import re
 import time
@@ -42,7 +41,6 @@ UNMATCHED = "unmatched"
 NO_CODE = "none"
 # The `identity` label of a named caller when /metrics may not name identities.
 HIDDEN_IDENTITY = "hidden"
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -149,11 +147,16 @@ class Metrics:
     """The adapter's Prometheus metrics; one registry per application.
 
     Identity labels name the caller only with `name_identities`: a scrape is unauthenticated.
+    With `multiprocess_dir`, the directory the workers of one server share their metrics in
+    (`app.workers`), /metrics answers for all of them.
     """
 
-    def __init__(self, name_identities: bool = False) -> None:
+    def __init__(
+        self, name_identities: bool = False, multiprocess_dir: str | None = None
+    ) -> None:
         self.name_identities = name_identities
-        self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
+        self.multiprocess_dir = multiprocess_dir
+        self.multiprocess = multiprocess_dir is not None
         self.registry = CollectorRegistry(auto_describe=True)
         if not self.multiprocess:
             ProcessCollector(registry=self.registry)
@@ -249,7 +252,7 @@ class Metrics:
         if not self.multiprocess:
             return generate_latest(self.registry)
         registry = CollectorRegistry()
-        MultiProcessCollector(registry)
+        MultiProcessCollector(registry, path=self.multiprocess_dir)
         return generate_latest(registry)
 
 

@@ -13,7 +13,6 @@ server sets it to `false` when it writes a table's first data
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from lance_namespace import InvalidInputError
@@ -24,7 +23,7 @@ from backends.core.lance_tables import (
     TABLE_TYPE_KEY,
     has_lance_table_type,
 )
-from backends.core.locations import join_location
+from backends.core.locations import join_location, local_directory
 from backends.core.names import joined_id
 from backends.glue.names import validate_parameters
 
@@ -73,6 +72,6 @@ def default_location(
 
 
 def table_uri(location: str) -> str:
-    if "://" in location:
-        return location
-    return Path(location).absolute().as_uri()
+    """`location` as a URI: a local directory as `file:///…`."""
+    directory = local_directory(location)
+    return location if directory is None else directory.as_uri()
