@@ -123,12 +123,10 @@ _SCALAR_FIELDS = set(_FIELD_TYPES) - _MAPPING_FIELDS
 
 
 def _boolean(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
     try:
-        return parse_bool(str(value))
-    except ValueError:
-        raise SettingsError(f"setting '{name}' must be true or false, got {value!r}") from None
+        return parse_bool(value)
+    except ValueError as error:
+        raise SettingsError(f"setting '{name}' {error}") from None
 
 
 def _typed(name: str, value: Any) -> Any:

@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from app.config import Settings
 from app.observability import METRICS_CONTENT_TYPE, Metrics, named_route
-from backends.directory.settings import DEFAULT_ROOT
+from backends.directory.settings import DirectorySettings
 
 logger = logging.getLogger("lance_adapter")
 _NO_STORE = {"cache-control": "no-store"}
@@ -27,13 +27,11 @@ Probe = Callable[[], None]
 
 
 def local_root(settings: Settings) -> Path | None:
-    """The directory backend's root when it is on the local filesystem."""
+    """The directory backend's root when it is on the local filesystem, as the backend reads
+    its settings."""
     if settings.impl != "dir":
         return None
-    root = settings.properties.get("root", DEFAULT_ROOT)
-    if root.startswith("file://"):
-        return Path(root.removeprefix("file://"))
-    return None if "://" in root else Path(root)
+    return DirectorySettings.from_properties(settings.properties).local_root()
 
 
 def check_writable(root: Path) -> None:

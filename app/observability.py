@@ -5,14 +5,13 @@ from __future__ import annotations
 import contextvars
 import itertools
 import logging
-import os
 import random
 import re
 import time
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from prometheus_client import (
@@ -29,16 +28,19 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from backends.core.secrets import CREDENTIAL_WORDS
+
 ACCESS_LOGGER = logging.getLogger("lance_adapter.access")
 REQUEST_ID_HEADER = b"x-request-id"
 # Keys the endpoints and the auth middleware set in the ASGI scope for the access log.
 ERROR_CODE_KEY = "lance_adapter.code"
-OPERATION_ATTRIBUTE = "operation_name"
+# The attribute of an endpoint that names its requests (set by `named_endpoint` only).
+_OPERATION_ATTRIBUTE = "operation_name"
+_Endpoint = TypeVar("_Endpoint")
 UNMATCHED = "unmatched"
 NO_CODE = "none"
 # The `identity` label of a named caller when /metrics may not name identities.
 HIDDEN_IDENTITY = "hidden"
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -55,23 +57,23 @@ LATENCY_BUCKETS = (
 
 # ---------------------------------------------------------------- secrets never reach a log
 
-_SECRET_WORDS = (
-    r"authorization|x-api-key|api[_-]?key|auth[_-]?token|access[_-]?token|session[_-]?token"
-    r"|refresh[_-]?token|token|secret[_-]?access[_-]?key|secret|access[_-]?key[_-]?id"
-    r"|password|passwd|credential|client[_-]?secret"
-)
+# A key in log text hides its value when its name holds a word of `is_credential` (the rule
+# that keeps credentials out of answers), or one that names a secret only in text: the
+# Authorization header and Unix's `passwd`.
+_TEXT_ONLY_WORDS = ("authorization", "passwd")
+_KEY_WORDS = "|".join(re.escape(word) for word in (*CREDENTIAL_WORDS, *_TEXT_ONLY_WORDS))
 _SECRET_PATTERNS = (
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=:-]+"), r"\1 [REDACTED]"),
     (
         re.compile(
-            rf"(?i)((?<![A-Za-z0-9])(?:{_SECRET_WORDS})[\"']?\s*[:=]\s*[\"']?)"
+            rf"(?i)((?<![\w.-])[\w.-]*?(?:{_KEY_WORDS})[\w.-]*[\"']?\s*[:=]\s*[\"']?)"
             r"(?!\[REDACTED\])[^\s\"',;&}\]]+"
         ),
         r"\1[REDACTED]",
     ),
 )
 # Cheap first test: the patterns only run on a line holding one of these words.
-_TRIGGERS = ("bearer", "basic", "token", "key", "secret", "passw", "credential", "authoriz")
+_TRIGGERS = ("bearer", "basic", *CREDENTIAL_WORDS, *_TEXT_ONLY_WORDS)
 _known_secrets: set[str] = set()
 
 
@@ -145,11 +147,16 @@ class Metrics:
     """The adapter's Prometheus metrics; one registry per application.
 
     Identity labels name the caller only with `name_identities`: a scrape is unauthenticated.
+    With `multiprocess_dir`, the directory the workers of one server share their metrics in
+    (`app.workers`), /metrics answers for all of them.
     """
 
-    def __init__(self, name_identities: bool = False) -> None:
+    def __init__(
+        self, name_identities: bool = False, multiprocess_dir: str | None = None
+    ) -> None:
         self.name_identities = name_identities
-        self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
+        self.multiprocess_dir = multiprocess_dir
+        self.multiprocess = multiprocess_dir is not None
         self.registry = CollectorRegistry(auto_describe=True)
         if not self.multiprocess:
             ProcessCollector(registry=self.registry)
@@ -245,7 +252,7 @@ class Metrics:
         if not self.multiprocess:
             return generate_latest(self.registry)
         registry = CollectorRegistry()
-        MultiProcessCollector(registry)
+        MultiProcessCollector(registry, path=self.multiprocess_dir)
         return generate_latest(registry)
 
 
@@ -262,13 +269,19 @@ def _request_id(headers: Iterable[tuple[bytes, bytes]]) -> str:
 
 
 def operation_of(scope: Scope) -> str:
-    return getattr(scope.get("endpoint"), OPERATION_ATTRIBUTE, None) or UNMATCHED
+    return getattr(scope.get("endpoint"), _OPERATION_ATTRIBUTE, None) or UNMATCHED
+
+
+def named_endpoint(endpoint: _Endpoint, name: str) -> _Endpoint:
+    """`endpoint`, whose requests the metrics and the access log name `name`: the one way
+    a route (a Lance operation's or a GET route's) gets its name."""
+    setattr(endpoint, _OPERATION_ATTRIBUTE, name)
+    return endpoint
 
 
 def named_route(path: str, endpoint: Callable[..., Any], name: str) -> Route:
     """A GET route whose requests the metrics and the access log name `name`."""
-    setattr(endpoint, OPERATION_ATTRIBUTE, name)
-    return Route(path, endpoint, methods=["GET"], name=name)
+    return Route(path, named_endpoint(endpoint, name), methods=["GET"], name=name)
 
 
 class ObservabilityMiddleware:

@@ -32,9 +32,9 @@ from app.errors import (
 )
 from app.health import Readiness, health_routes, local_root
 from app.observability import (
-    OPERATION_ATTRIBUTE,
     Metrics,
     ObservabilityMiddleware,
+    named_endpoint,
     register_secrets,
 )
 from app.requests import BodyLimits, read_operation_request, read_route_request, release_body
@@ -77,7 +77,7 @@ class OperationEndpoint:
         self.service = service
         self.read = read
         self.answer = answer
-        setattr(self, OPERATION_ATTRIBUTE, name)
+        named_endpoint(self, name)
 
     async def asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -244,10 +244,13 @@ class LanceFirst:
 
 
 def create_app(
-    namespace: LanceNamespace, settings: Settings | None = None, runtime_dir: Path | None = None
+    namespace: LanceNamespace,
+    settings: Settings | None = None,
+    runtime_dir: Path | None = None,
+    metrics_dir: str | None = None,
 ) -> AdapterApp:
-    """The application serving `namespace`; `runtime_dir` is the directory the workers of one
-    server share (`app.workers`), when there are several."""
+    """The application serving `namespace`; `runtime_dir` and `metrics_dir` are the
+    directories the workers of one server share (`app.workers`), when there are several."""
     settings = settings or Settings()
     app = AdapterApp(
         title="lance-namespace-adapter",
@@ -258,7 +261,7 @@ def create_app(
     )
     operations = load_operations()
     aliases = {op.operation_id: op.target_id for op in operations if op.target_id}
-    metrics = Metrics(name_identities=settings.metrics_identities)
+    metrics = Metrics(settings.metrics_identities, metrics_dir)
     dispatcher = Dispatcher(
         namespace, settings.max_concurrency, settings.backend_timeout, aliases,
         metadata_cache(settings, metrics, runtime_dir), metrics.observe_backend,

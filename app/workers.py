@@ -3,8 +3,10 @@ worker builds its app.
 
 The workers share a private runtime directory (the metadata cache's generation counter, and
 the settings, which may hold secrets: in a 0600 file, never in the environment) and a
-metrics directory. A worker ends with its supervisor, also when the supervisor is killed
-with SIGKILL and cannot stop it.
+metrics directory. Where they are, and the roots the supervisor already swept, cross the
+fork in the environment (`Handover`), the one place the server passes settings that way. A
+worker ends with its supervisor, also when the supervisor is killed with SIGKILL and cannot
+stop it.
 """
 
 from __future__ import annotations
@@ -16,69 +18,114 @@ import shutil
 import signal
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
+from prometheus_client.multiprocess import mark_process_dead
+
 from app.config import Settings
-from app.observability import MULTIPROC_ENV
 from app.server import AdapterApp, create_app
 from backends import load_namespace
+from backends.directory.orphans import mark_swept, swept_roots
 
 SETTINGS_FILE_ENV = "LANCE_ADAPTER_SETTINGS_FILE"
 RUNTIME_DIR_ENV = "LANCE_ADAPTER_RUNTIME_DIR"
 SUPERVISOR_PID_ENV = "LANCE_ADAPTER_SUPERVISOR_PID"
+SWEPT_ROOTS_ENV = "LANCE_ADAPTER_SWEPT_ROOTS"
+# prometheus_client's own: it reads it too, in every process, to keep its values in files.
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 _PR_SET_PDEATHSIG = 1
 
 
+@dataclass(frozen=True)
+class Handover:
+    """What each worker gets from its supervisor. uvicorn starts a worker by an import string,
+    so this crosses the fork in the environment: the one place the server passes settings
+    through the environment (they are arguments everywhere else)."""
+
+    settings_file: Path
+    runtime_dir: Path
+    metrics_dir: str
+    supervisor_pid: int
+    swept_roots: tuple[str, ...]
+
+    def export(self) -> None:
+        """In the supervisor: the environment the workers inherit."""
+        os.environ.update({
+            SETTINGS_FILE_ENV: str(self.settings_file),
+            RUNTIME_DIR_ENV: str(self.runtime_dir),
+            MULTIPROC_ENV: self.metrics_dir,
+            SUPERVISOR_PID_ENV: str(self.supervisor_pid),
+            SWEPT_ROOTS_ENV: os.pathsep.join(self.swept_roots),
+        })
+
+    @classmethod
+    def received(cls) -> Handover:
+        """In a worker: what the supervisor exported."""
+        swept = os.environ.get(SWEPT_ROOTS_ENV, "")
+        return cls(
+            Path(os.environ[SETTINGS_FILE_ENV]),
+            Path(os.environ[RUNTIME_DIR_ENV]),
+            os.environ[MULTIPROC_ENV],
+            int(os.environ[SUPERVISOR_PID_ENV]),
+            tuple(root for root in swept.split(os.pathsep) if root),
+        )
+
+
 def prepare_worker_environment(settings: Settings) -> None:
-    """In the supervisor, before uvicorn starts the workers."""
-    _prepare_multiprocess_metrics()
-    _prepare_runtime_dir(settings)
-    os.environ[SUPERVISOR_PID_ENV] = str(os.getpid())
+    """In the supervisor, after the backend was loaded and before uvicorn starts the workers."""
+    runtime_dir = _prepare_runtime_dir()
+    Handover(
+        _write_settings(settings, runtime_dir), runtime_dir, _prepare_multiprocess_metrics(),
+        os.getpid(), tuple(swept_roots()),
+    ).export()
 
 
-def _prepare_multiprocess_metrics() -> None:
-    """Workers share their metrics through files in PROMETHEUS_MULTIPROC_DIR."""
+def _prepare_multiprocess_metrics() -> str:
+    """Workers share their metrics through files in PROMETHEUS_MULTIPROC_DIR: the operator's
+    (docs/operations.md), emptied, else a temporary one."""
     directory = os.environ.get(MULTIPROC_ENV)
     if directory:
         Path(directory).mkdir(parents=True, exist_ok=True)
         for stale in Path(directory).glob("*.db"):
             stale.unlink()
-    else:
-        directory = tempfile.mkdtemp(prefix="lance-adapter-metrics-")
-        os.environ[MULTIPROC_ENV] = directory
-        atexit.register(shutil.rmtree, directory, ignore_errors=True)
+        return directory
+    directory = tempfile.mkdtemp(prefix="lance-adapter-metrics-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return directory
 
 
-def _prepare_runtime_dir(settings: Settings) -> None:
+def _prepare_runtime_dir() -> Path:
     directory = tempfile.mkdtemp(prefix="lance-adapter-run-")  # 0700
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
-    settings_file = Path(directory) / "settings.json"
+    return Path(directory)
+
+
+def _write_settings(settings: Settings, runtime_dir: Path) -> Path:
+    settings_file = runtime_dir / "settings.json"
     descriptor = os.open(settings_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w") as output:
         output.write(settings.to_json())
-    os.environ[RUNTIME_DIR_ENV] = directory
-    os.environ[SETTINGS_FILE_ENV] = str(settings_file)
+    return settings_file
 
 
-def _end_with_supervisor() -> None:
+def _end_with_supervisor(supervisor_pid: int) -> None:
     """Ask the kernel for SIGTERM when the supervisor dies (Linux), so no orphaned worker
     keeps serving; a supervisor already gone before the request is caught by its pid."""
     if not sys.platform.startswith("linux"):
         return
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    supervisor = os.environ.get(SUPERVISOR_PID_ENV)
-    if supervisor and os.getppid() != int(supervisor):
+    if os.getppid() != supervisor_pid:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
 def create_app_from_environment() -> AdapterApp:
     """The uvicorn factory used by worker processes: settings come from the supervisor."""
-    _end_with_supervisor()
-    settings = Settings.from_json(Path(os.environ[SETTINGS_FILE_ENV]).read_text())
-    if os.environ.get(MULTIPROC_ENV):
-        from prometheus_client.multiprocess import mark_process_dead
-
-        atexit.register(mark_process_dead, os.getpid())
+    handover = Handover.received()
+    _end_with_supervisor(handover.supervisor_pid)
+    settings = Settings.from_json(handover.settings_file.read_text())
+    atexit.register(mark_process_dead, os.getpid(), handover.metrics_dir)
+    mark_swept(handover.swept_roots)
     namespace = load_namespace(settings.impl, settings.properties)
-    return create_app(namespace, settings, Path(os.environ[RUNTIME_DIR_ENV]))
+    return create_app(namespace, settings, handover.runtime_dir, handover.metrics_dir)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import re
 import threading
 import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from app.observability import redact, register_secrets
-from backends.core.secrets import credential_values
+from backends.core.secrets import CREDENTIAL_WORDS, credential_values
 from tests.support.adapter import metric, running_server
+from tests.support.lance_data import arrow_stream, sample_table
 from tests.support.plugin_stand_ins import LEAKY_SECRET, SLOW_SECONDS, RecordingNamespace
 
 IMPL = "tests.support.plugin_stand_ins.RecordingNamespace"
@@ -178,3 +181,32 @@ def test_every_credential_property_is_kept_out_of_the_logs() -> None:
     cleaned = redact("opened with gsa-value-1 and sas-value-3 at /data, allow_http true")
     assert "gsa-value-1" not in cleaned and "sas-value-3" not in cleaned
     assert "/data" in cleaned and "true" in cleaned
+
+
+@pytest.mark.parametrize("word", CREDENTIAL_WORDS)
+def test_log_text_hides_the_value_of_any_key_that_is_a_credential(word: str) -> None:
+    """The log rule's key words are `is_credential`'s: a value the server never registered
+    is hidden after any key that names a credential, in JSON and in `key=value` text."""
+    key = f"storage.example_{word}_x"
+    cleaned = redact(f'{{"{key}": "unregistered-1"}} {key.upper()}=unregistered-2 {word}: u-3 '
+                     "region=eu-1")
+    assert "unregistered" not in cleaned and "u-3" not in cleaned
+    assert "region=eu-1" in cleaned
+
+
+def test_credential_properties_of_the_server_are_in_no_answer_and_no_log_line(
+    tmp_path: Path, log_lines: io.StringIO
+) -> None:
+    properties = {"root": str(tmp_path), "storage.google_service_account_key": "gsa-value-9"}
+    properties |= {f"storage.example_{word}": f"{word}-value-9" for word in CREDENTIAL_WORDS}
+    values = [value for key, value in properties.items() if key != "root"]
+    with running_server("dir", properties) as url:
+        created = httpx.post(f"{url}/v1/table/t/create", content=arrow_stream(sample_table(2)),
+                             headers={"content-type": "application/vnd.apache.arrow.stream"})
+        described = httpx.post(f"{url}/v1/table/t/describe", json={})
+        logging.getLogger("lance_adapter").warning("opened the root with %s", properties)
+    assert (created.status_code, described.status_code) == (200, 200), described.text
+    for value in values:
+        assert value not in created.text and value not in described.text
+        assert value not in log_lines.getvalue()
+    assert "opened the root with" in log_lines.getvalue()

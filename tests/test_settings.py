@@ -1,4 +1,5 @@
-"""The settings convention of backends/core/settings.py, on a settings class made for the test."""
+"""The settings convention of backends/core/settings.py, on a settings class made for the test,
+and the secrets every backend declares."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from app.config import SettingsError, load_settings
+from backends import IMPLS, resolve_impl
+from backends.core.secrets import is_credential
 from backends.core.settings import (
     Alias,
     BackendSettings,
@@ -18,6 +22,7 @@ from backends.core.settings import (
     settings_table,
     storage_settings,
 )
+from backends.vending import VendingSettings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,6 +89,21 @@ def test_bad_properties_are_configuration_errors(properties: dict[str, str], mes
         SampleSettings.from_properties(properties)
 
 
+@pytest.mark.parametrize("spelling", ["YES", "on", "1", " True "])
+def test_the_server_and_the_backends_read_a_switch_alike(spelling: str) -> None:
+    server = load_settings(environ={"LANCE_ADAPTER_METRICS_IDENTITIES": spelling})
+    backend = SampleSettings.from_properties({"endpoint": "e", "verbose": spelling})
+    assert server.metrics_identities is backend.verbose is True
+
+
+def test_the_server_and_the_backends_refuse_a_switch_in_the_same_words() -> None:
+    sentence = "must be true or false, got 'maybe'$"
+    with pytest.raises(SettingsError, match=f"^setting 'metrics_identities' {sentence}"):
+        load_settings(environ={"LANCE_ADAPTER_METRICS_IDENTITIES": "maybe"})
+    with pytest.raises(ConfigurationError, match=f"^property 'verbose' {sentence}"):
+        SampleSettings.from_properties({"endpoint": "e", "verbose": "maybe"})
+
+
 def test_an_unknown_key_is_refused_naming_the_nearest_known_one() -> None:
     with pytest.raises(ConfigurationError, match=r"^unknown property 'endpiont': did you mean "
                        r"'endpoint'\?$"):
@@ -117,3 +137,36 @@ def test_secrets_are_masked_in_the_repr() -> None:
 
 def test_choices_are_case_insensitive() -> None:
     assert SampleSettings.from_properties({"endpoint": "e", "mode": "SAFE"}).mode == "safe"
+
+
+def _every_declared_setting() -> list[tuple[str, str, bool]]:
+    classes = {VendingSettings}
+    for impl in IMPLS:
+        settings_class = getattr(resolve_impl(impl), "settings_class", None)
+        if settings_class is not None:
+            classes.add(settings_class)
+    return sorted({(cls.__name__, declared.key, declared.secret)
+                   for cls in classes for _, declared in cls.declared()})
+
+
+# Declared keys that hold a credential word but no credential: `is_credential` errs on the
+# side of caution (their values stay out of logs and `lance-adapter config` all the same),
+# while the settings' repr shows them. And the `storage.` prefix, whose options are only
+# partly credentials: masked whole in the repr, judged option by option elsewhere.
+_SECRET_BY_KEY_ONLY = {
+    "assume_role_session_name": "the name STS records for the session",
+    "vending.session-name": "the name STS records for a vend",
+    "forward_caller_token": "a switch",
+}
+_SECRET_BY_SETTING_ONLY = {"storage.": "a prefix of storage options, some of them credentials"}
+
+
+def test_a_setting_is_secret_exactly_when_its_key_names_a_credential() -> None:
+    """`Setting.secret` (masked in the repr) and `is_credential` (kept out of answers, logs
+    and `lance-adapter config`) agree on every key a backend declares but the ones above."""
+    declared = _every_declared_setting()
+    assert len({name for name, _, _ in declared}) >= 6
+    by_key_only = {key for _, key, secret in declared if is_credential(key) and not secret}
+    by_setting_only = {key for _, key, secret in declared if secret and not is_credential(key)}
+    assert by_key_only == set(_SECRET_BY_KEY_ONLY)
+    assert by_setting_only == set(_SECRET_BY_SETTING_ONLY)

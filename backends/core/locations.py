@@ -25,7 +25,8 @@ storage (Lance reads it literally, so a name needs no escaping there), and
 reads back every `uri` except one holding those; it never reads one as another location.
 
 Also the text forms the catalogs store: a storage root made absolute (`storage_root`) and a
-location joined below one (`join_location`).
+location joined below one (`join_location`); and the local directory a root or a stored
+location names (`local_directory`), None on object storage.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import os
 import re
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import unquote
 
 from lance_namespace import InvalidInputError
@@ -126,7 +128,7 @@ def parse_location(text: str, root: StorageLocation | None = None) -> StorageLoc
 
 def parse_root(text: str) -> StorageLocation:
     """The server's storage root; a relative local root lies below the current directory."""
-    if _SCHEME.match(text) is not None or text.startswith("/"):
+    if not is_relative(text):
         return parse_location(text)
     try:
         here = parse_location(os.getcwd())
@@ -175,9 +177,27 @@ def storage_root(root: str | None) -> str:
     local path is made absolute (a catalog must not resolve it against its own directory)."""
     if not root:
         return os.getcwd()
-    if "://" in root:
+    if _SCHEME.match(root):
         return root.rstrip("/")
     return os.path.abspath(os.path.expanduser(root))
+
+
+def local_directory(text: str, root: Path | None = None) -> Path | None:
+    """The local directory a root or a stored location names, as Lance opens it: a `file:`
+    URI resolved (`resolve_stored`), an absolute path as it is, a relative one below `root`
+    (the directory backend's convention) or, without one, made absolute (`storage_root`);
+    None for object storage. InvalidInputError for a `file:` URI that names no place."""
+    scheme = _SCHEME.match(text.lstrip())
+    if scheme is None:
+        return root / text if root is not None and is_relative(text) else Path(storage_root(text))
+    if scheme.group()[:-1].lower() != "file":
+        return None
+    return Path(resolve_stored(text).uri)
+
+
+def is_relative(text: str) -> bool:
+    """Whether `text` is a relative path: neither a URI nor an absolute path."""
+    return _SCHEME.match(text) is None and not text.startswith("/")
 
 
 def join_location(base: str, *names: str) -> str:

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# Words that mark a storage option as a credential: it never leaves the server.
-_CREDENTIAL_WORDS = ("key", "secret", "token", "password", "credential", "sas", "session",
+from backends.core.settings import SWITCH_WORDS
+
+# Words that mark a key (a property, a storage option, a field of a log line) as a credential:
+# its value never leaves the server and never reaches a log (app.observability).
+CREDENTIAL_WORDS = ("key", "secret", "token", "password", "credential", "sas", "session",
                      "service_account", "signature")
 
 
 def is_credential(key: str) -> bool:
     lowered = key.lower()
-    return any(word in lowered for word in _CREDENTIAL_WORDS)
+    return any(word in lowered for word in CREDENTIAL_WORDS)
 
 
 def credential_values(properties: Mapping[str, str]) -> list[str]:
@@ -24,7 +27,7 @@ def credential_values(properties: Mapping[str, str]) -> list[str]:
 
 
 def _plain(value: str) -> bool:
-    return value.lower() in ("true", "false", "yes", "no", "on", "off") or value.isdigit()
+    return value.lower() in SWITCH_WORDS or value.isdigit()
 
 
 def without_credentials(answer: object) -> object:

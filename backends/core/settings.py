@@ -36,6 +36,9 @@ class ConfigurationError(ValueError):
 _SETTING = "lance.setting"
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
+# Every spelling of a switch's value: not worth hiding as a secret (backends.core.secrets).
+SWITCH_WORDS = _TRUE + _FALSE
+_SWITCH = "true or false"
 
 CONNECT_TIMEOUT_KEY = "client.connect-timeout-ms"
 READ_TIMEOUT_KEY = "client.read-timeout-ms"
@@ -231,18 +234,21 @@ def _without_none(hint: Any) -> Any:
 
 def _describe(hint: Any) -> str:
     base = _without_none(hint)
-    return {bool: "true or false", int: "an integer", float: "a number"}.get(base, "text")
+    return {bool: _SWITCH, int: "an integer", float: "a number"}.get(base, "text")
 
 
-def parse_bool(raw: str) -> bool:
-    """`true`/`1`/`yes`/`on` or `false`/`0`/`no`/`off`, in any case; ValueError otherwise.
-    The one spelling of a switch in every setting (the server's and the backends')."""
-    lowered = raw.strip().lower()
+def parse_bool(raw: object) -> bool:
+    """`true`/`1`/`yes`/`on` or `false`/`0`/`no`/`off`, in any case (or a bool, as YAML reads
+    one); otherwise ValueError, whose message ends the sentence naming the setting: the one
+    spelling of a switch, and of its error, in every setting (the server's and the backends')."""
+    if isinstance(raw, bool):
+        return raw
+    lowered = str(raw).strip().lower()
     if lowered in _TRUE:
         return True
     if lowered in _FALSE:
         return False
-    raise ValueError(raw)
+    raise ValueError(f"must be {_SWITCH}, got {raw!r}")
 
 
 def _validate(declared: Setting, value: Any) -> None:

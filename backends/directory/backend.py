@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, TypeVar
 
@@ -76,7 +75,13 @@ from lance_namespace import (
 from backends.base import MetadataNamespace
 from backends.containment import moving_table
 from backends.core.lance_tables import require_lance_table
-from backends.core.locations import join_location, resolve_stored, storage_root
+from backends.core.locations import (
+    is_relative,
+    join_location,
+    local_directory,
+    resolve_stored,
+    storage_root,
+)
 from backends.core.modes import (
     CreateMode,
     DropBehavior,
@@ -95,7 +100,7 @@ from backends.directory.layout import (
     require_storable_id,
     storable_id,
 )
-from backends.directory.orphans import local_root_path, manifest_tables, sweep_orphans
+from backends.directory.orphans import manifest_tables, sweep_orphans
 from backends.directory.settings import DirectorySettings
 from backends.guard import front_door
 from backends.layouts import TableLayout
@@ -211,7 +216,9 @@ class DirectoryBackend(MetadataNamespace):
         return self._relative_to_root(table.location)
 
     def _in_root(self, location: str) -> str:
-        """A location as the native RegisterTable resolves it: relative ones below the root."""
+        """A location as the native RegisterTable resolves it: relative ones below the root.
+        Its rule, not Lance's (`is_relative`): what has no `://` and no leading `/` is
+        relative, `file:/x` included."""
         if "://" in location or location.startswith("/"):
             return location
         return join_location(storage_root(self._root), location)
@@ -219,12 +226,13 @@ class DirectoryBackend(MetadataNamespace):
     def _relative_to_root(self, location: str) -> str:
         """The native RegisterTable takes only locations relative to the root; one inside the
         root given in full (as DescribeTable answers it) is made relative."""
-        root = self._root.removeprefix("file://")
-        if "://" not in root:
-            root = os.path.abspath(root)
-        path = location.removeprefix("file://")
-        prefix = root.rstrip("/") + "/"
-        return path.removeprefix(prefix) if path.startswith(prefix) else location
+        root = local_directory(self._root)
+        if root is None:
+            return location.removeprefix(self._root.rstrip("/") + "/")
+        path = None if is_relative(location) else local_directory(location)
+        if path is None or path == root or not path.is_relative_to(root):
+            return location
+        return path.relative_to(root).as_posix()
 
     # -- modes parsed once, passed on in a spelling the native operation accepts -------------
 
@@ -407,7 +415,7 @@ class DirectoryBackend(MetadataNamespace):
         stored (`s3://b/root/?.lance`), which Lance would open elsewhere: the same place,
         its names escaped once (`backends.core.locations`)."""
         root = self.storage_root()
-        if not location or "://" not in root or not location.startswith(root + "/"):
+        if not location or local_directory(root) is not None or not location.startswith(root + "/"):
             return location
         names = location[len(root) + 1 :].split("/")
         return resolve_stored(root).child(*names).uri
@@ -465,7 +473,7 @@ class DirectoryBackend(MetadataNamespace):
                 "the manifest: RegisterTable it under the new name instead"
             )
         table = self.locate(request)
-        directory = listed_directory(local_root_path(self._root), table)
+        directory = listed_directory(local_directory(self._root), table)
         if directory is None:
             return super().rename_table(request)
         with moving_table(table.id), _deregistering_itself():

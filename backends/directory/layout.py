@@ -27,6 +27,7 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
+from backends.core.locations import local_directory
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.layouts import TABLE_SUFFIX, TableLayout
 from backends.tables import lifecycle
@@ -80,7 +81,7 @@ def listed_directory(root: Path | None, table: TableLocation) -> Path | None:
                 "moved atomically); tables in a namespace can"
             )
         return None
-    directory = Path(table.location.removeprefix("file://"))
+    directory = local_directory(table.location)
     return directory if directory == root / name else None
 
 

@@ -4,20 +4,24 @@ DeclareTable left behind, neither registered in the manifest nor holding a commi
 Only directories that look like tables are candidates: named `<name>.lance` or
 `<8 hex>_<id>` (the native layout of nested tables), holding nothing but Lance table entries.
 Any other directory is left alone (descended into, for nested layouts), never removed.
+
+A root is swept once per server: a worker must not sweep while its siblings serve, since
+their CreateTable in flight looks exactly like an orphan. The roots swept so far
+(`swept_roots`) reach the workers as an argument (`mark_swept`, called by `app.workers`).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import lance
+from lance_namespace import InvalidInputError
 
-from backends.core.locations import join_location, storage_root
+from backends.core.locations import join_location, local_directory, storage_root
 
 logger = logging.getLogger("lance_adapter")
 
@@ -27,18 +31,18 @@ TABLE_ENTRIES = frozenset(
 )
 _TABLE_NAME = re.compile(r"^(?:.+\.lance|[0-9a-f]{8}_.+)$")
 MAX_DEPTH = 4
-# Roots already swept by this process or its parent; a worker must not sweep while its
-# siblings serve, since their CreateTable in flight looks exactly like an orphan.
-SWEPT_ROOTS_ENV = "LANCE_ADAPTER_SWEPT_ROOTS"
+# Roots already swept by this process or, through `mark_swept`, by its supervisor.
+_swept: set[str] = set()
 
 
-def local_root_path(root: str) -> Path | None:
-    """The root as a local path, or None for object storage."""
-    if root.startswith("file://"):
-        root = root.removeprefix("file://")
-    elif "://" in root:
-        return None
-    return Path(os.path.abspath(root or "."))
+def swept_roots() -> list[str]:
+    """The local roots this process swept, or was told were swept."""
+    return sorted(_swept)
+
+
+def mark_swept(roots: Iterable[str]) -> None:
+    """Roots the supervisor swept: a worker does not sweep them again."""
+    _swept.update(roots)
 
 
 def manifest_tables(
@@ -47,7 +51,7 @@ def manifest_tables(
     """Each table of the manifest under `root` (a path or an object-store URI): its `$`-joined
     id and its location as stored (relative to the root, or a full URI); None when there is no
     readable manifest."""
-    local = local_root_path(root)
+    local = local_directory(root)
     if local is not None and not (local / MANIFEST_DIRECTORY).is_dir():
         return None
     manifest = str(local / MANIFEST_DIRECTORY) if local is not None else join_location(
@@ -70,11 +74,11 @@ def registered_locations(root: Path) -> set[Path] | None:
         return set()
     try:
         rows = lance.dataset(str(manifest)).to_table(columns=["location"]).column(0)
-    except (OSError, ValueError, RuntimeError) as error:
+        paths = [local_directory(location, root) for location in rows.to_pylist() if location]
+    except (OSError, ValueError, RuntimeError, InvalidInputError) as error:
         logger.warning("orphan sweep skipped: the manifest cannot be read: %s", error)
         return None
-    return {(root / location.removeprefix("file://")).resolve()
-            for location in rows.to_pylist() if location}
+    return {path.resolve() for path in paths if path is not None}
 
 
 def _looks_like_table(directory: Path) -> bool:
@@ -105,10 +109,9 @@ def orphan_directories(root: Path, registered: set[Path], depth: int = 0) -> lis
 
 
 def sweep_orphans(root: str) -> list[Path]:
-    """Remove the orphan table directories under a local `root` once per process tree."""
-    path = local_root_path(root)
-    swept = [p for p in os.environ.get(SWEPT_ROOTS_ENV, "").split(os.pathsep) if p]
-    if path is None or not path.is_dir() or str(path) in swept:
+    """Remove the orphan table directories under a local `root`, once per server."""
+    path = local_directory(root)
+    if path is None or not path.is_dir() or str(path) in _swept:
         return []
     registered = registered_locations(path)
     if registered is None:
@@ -118,5 +121,5 @@ def sweep_orphans(root: str) -> list[Path]:
         logger.warning("removing orphan table directory %s: not in the manifest and no "
                        "committed version (left by an interrupted create)", orphan)
         shutil.rmtree(orphan, ignore_errors=True)
-    os.environ[SWEPT_ROOTS_ENV] = os.pathsep.join([*swept, str(path)])
+    _swept.add(str(path))
     return orphans

@@ -6,10 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
-from backends.core.locations import storage_root
-from backends.core.settings import BackendSettings, root_setting, setting, storage_settings
+from lance_namespace import InvalidInputError
+
+from backends.core.locations import local_directory, storage_root
+from backends.core.settings import (
+    BackendSettings,
+    ConfigurationError,
+    root_setting,
+    setting,
+    storage_settings,
+)
 
 DEFAULT_ROOT = "./lance-data"
 
@@ -38,6 +47,13 @@ class DirectorySettings(BackendSettings):
     table_version_tracking_enabled: bool | None = setting(
         "table_version_tracking_enabled", None, "Track table versions in the manifest."
     )
+
+    def local_root(self) -> Path | None:
+        """The root's directory when it is on the local file system; None on object storage."""
+        try:
+            return local_directory(self.root)
+        except InvalidInputError as error:
+            raise ConfigurationError(f"property 'root' {self.root!r}: {error}") from None
 
     def native_properties(self, properties: Mapping[str, str]) -> dict[str, str]:
         """The properties for `DirectoryNamespace`, with the switches spelled as it parses."""

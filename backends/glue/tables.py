@@ -6,13 +6,13 @@ any case), whatever its `TableType`: lance-namespace-impls marks its tables with
 (`EXTERNAL_TABLE`, `table_type=lance`). impls also writes `managed_by=storage` (the table's
 versions are Lance's own manifests at the location, as everywhere in this server) and
 `empty_table=true` at DeclareTable; `empty_table` means "declared, no Lance data yet", so the
-server sets it to `false` when it writes a table's first data (`settled_parameters`).
+server sets it to `false` when it writes a table's first data
+(`backends.core.lance_tables.settled_parameters`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from lance_namespace import InvalidInputError
@@ -23,27 +23,13 @@ from backends.core.lance_tables import (
     TABLE_TYPE_KEY,
     has_lance_table_type,
 )
-from backends.core.locations import join_location
+from backends.core.locations import join_location, local_directory
 from backends.core.names import joined_id
 from backends.glue.names import validate_parameters
-
-EMPTY_TABLE_KEY = "empty_table"
 
 
 def is_lance_table(table: Mapping[str, Any]) -> bool:
     return has_lance_table_type(table.get("Parameters"))
-
-
-def settled_parameters(parameters: Mapping[str, str] | None) -> dict[str, str] | None:
-    """The Parameters of a table that now has data, when its `empty_table` flag (key in any
-    case) still says `true`; None when nothing is to change."""
-    stale = [
-        key for key, value in (parameters or {}).items()
-        if key.lower() == EMPTY_TABLE_KEY and str(value).lower() == "true"
-    ]
-    if not stale:
-        return None
-    return {**(parameters or {}), **dict.fromkeys(stale, "false")}
 
 
 def lance_parameters(properties: Mapping[str, str] | None) -> dict[str, str]:
@@ -86,6 +72,6 @@ def default_location(
 
 
 def table_uri(location: str) -> str:
-    if "://" in location:
-        return location
-    return Path(location).absolute().as_uri()
+    """`location` as a URI: a local directory as `file:///…`."""
+    directory = local_directory(location)
+    return location if directory is None else directory.as_uri()

@@ -28,7 +28,12 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
-from backends.core.lance_tables import EXTERNAL_TABLE, LANCE_TABLE_TYPE, TABLE_TYPE_KEY
+from backends.core.lance_tables import (
+    EXTERNAL_TABLE,
+    LANCE_TABLE_TYPE,
+    TABLE_TYPE_KEY,
+    settled_parameters,
+)
 from backends.core.locations import join_location
 from backends.core.modes import CreateMode
 from backends.core.paging import paginate
@@ -44,8 +49,6 @@ from backends.hive.objects import (
     is_lance_table,
     lance_table,
     made_external,
-    marked_empty,
-    marked_written,
 )
 
 T = TypeVar("T")
@@ -272,8 +275,10 @@ class Metastore:
         """After the server wrote Lance data to the table, `empty_table=true` (impls' marker of
         a declared table) becomes false; other tables are left as they are."""
         table = self.table_or_none(ref, name)
-        if table is not None and marked_empty(table):
-            self.alter_table(ref, name, marked_written(table))
+        settled = None if table is None else settled_parameters(table.parameters)
+        if settled is not None:
+            table.parameters = settled
+            self.alter_table(ref, name, table)
 
     @staticmethod
     def _managed_again(table: Table) -> Table:

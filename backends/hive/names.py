@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from lance_namespace import InvalidInputError
 
+from backends.core.locations import is_relative
 from backends.core.names import validate_identifier
 
 DEFAULT_CATALOG = "hive"
@@ -105,7 +106,7 @@ class DatabaseRef:
 def absolute_location(location: str | None) -> str | None:
     """`location` if it is a URI or an absolute path: the metastore would resolve a relative
     path against its own working directory, not the adapter's."""
-    if location and "://" not in location and not location.startswith(("/", "file:")):
+    if location and is_relative(location):
         raise InvalidInputError(f"table location must be absolute or a URI, got {location!r}")
     return location
 

@@ -52,8 +52,6 @@ CATALOG_LOCATION_KEY = "catalog.location.uri"
 # Table parameters the backend owns; request properties cannot override them.
 RESERVED_TABLE_PARAMETERS = frozenset({TABLE_TYPE_KEY, "EXTERNAL"})
 MANAGED_TABLE = "MANAGED_TABLE"
-# lance-namespace-impls' marker of a table declared without data.
-EMPTY_TABLE_KEY = "empty_table"
 
 
 def is_lance_table(table: Table) -> bool:
@@ -73,17 +71,6 @@ def made_external(table: Table) -> Table:
     """`table` as an external table: HMS moves a managed table's directory when it is renamed."""
     table.tableType = EXTERNAL_TABLE
     table.parameters = {**(table.parameters or {}), "EXTERNAL": "TRUE"}
-    return table
-
-
-def marked_empty(table: Table) -> bool:
-    """Whether the table says (`empty_table=true`) that it has no Lance data yet."""
-    return (table.parameters or {}).get(EMPTY_TABLE_KEY, "").lower() == "true"
-
-
-def marked_written(table: Table) -> Table:
-    """`table` with `empty_table=false`: the server has written Lance data to it."""
-    table.parameters = {**(table.parameters or {}), EMPTY_TABLE_KEY: "false"}
     return table
 
 
