@@ -3,7 +3,8 @@
 # Run:    docker run -p 2333:2333 -v lance-data:/data lance-namespace-adapter
 ARG PYTHON_IMAGE=python:3.12-slim
 
-# ---- build stage: a virtual environment with the adapter, made by scripts/docker-install.sh
+# ---- build stage: a virtual environment with the adapter and every catalog client (its
+# extra [all]), made by scripts/docker-install.sh
 FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY scripts/docker-install.sh /usr/local/bin/docker-install.sh

@@ -29,7 +29,7 @@ from app.workers import prepare_worker_environment
 from backends import ConfigurationError, load_namespace, resolve_impl
 from backends.core.secrets import is_credential
 from backends.tables.errors import readable
-from backends.vending import VENDING_PREFIX, VendingSettings
+from backends.vending import check_vending
 
 MASK = "****"  # what `config` prints for a secret
 
@@ -157,6 +157,7 @@ def serve(settings: Settings) -> None:
     logging.config.dictConfig(log_config(settings.log_level))
     _check_local_root(settings)
     namespace = load_namespace(settings.impl, settings.properties)
+    check_vending(settings.properties)
     _check_object_store_root(namespace, settings)
     load_credentials(settings)
     listener = _listen(settings.host, settings.port)
@@ -190,8 +191,7 @@ def effective_settings(settings: Settings) -> dict[str, Any]:
     settings_class = getattr(resolve_impl(settings.impl), "settings_class", None)
     if settings_class is not None:
         settings_class.from_properties(settings.properties)
-    if any(key.startswith(VENDING_PREFIX) for key in settings.properties):
-        VendingSettings.from_backend_properties(settings.properties)
+    check_vending(settings.properties)
     secret_keys = {
         declared.key for _, declared in (settings_class.declared() if settings_class else [])
         if declared.secret and not declared.is_prefix

@@ -16,6 +16,10 @@ plain `LanceNamespace` plug-in the generic table operations (`backends.plugin`) 
 the location checks (`backends.containment`) of the one guard every operation passes,
 `MetadataNamespace.guard`. The catalog backends are `backends.base.MetadataNamespace`
 subclasses, used as they are.
+
+A backend's package, and the client library of its extra (`CATALOG_EXTRAS`), is imported only
+when that backend is built or resolved, never by `import backends`: without the extra, building
+it is one `ConfigurationError` naming the install command, and every other backend still works.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from collections.abc import Mapping
 import lance_namespace
 from lance_namespace import LanceNamespace, register_namespace_impl
 
+from backends.core.extras import GLUE, HIVE, Extra
 from backends.core.settings import ConfigurationError
 from backends.tables.errors import without_source_location
 
@@ -39,6 +44,8 @@ CATALOG_IMPLS: dict[str, str] = {
 }
 for _alias, _class_path in CATALOG_IMPLS.items():
     register_namespace_impl(_alias, _class_path)
+# The extra that installs a catalog backend's client library (unity and iceberg need none).
+CATALOG_EXTRAS: dict[str, Extra] = {"hive2": HIVE, "hive3": HIVE, "glue": GLUE}
 
 # What the server serves as `dir` (lance_namespace's `dir` is pylance's own class).
 DIRECTORY_BACKEND = "backends.directory.DirectoryBackend"
@@ -75,7 +82,9 @@ def _configuration_error(impl: str, cause: BaseException) -> ConfigurationError:
         known = ", ".join(IMPLS)
         return ConfigurationError(f"unknown impl '{impl}' (use one of {known} or module.Class)")
     if isinstance(cause, ImportError):
-        return ConfigurationError(f"cannot import impl '{impl}': {cause}")
+        extra = CATALOG_EXTRAS.get(impl)
+        missing = extra.missing(f"the {impl} backend", cause) if extra else None
+        return missing or ConfigurationError(f"cannot import impl '{impl}': {cause}")
     if isinstance(cause, OSError):  # e.g. an unreachable object-store root
         reason = without_source_location(str(cause))
         return ConfigurationError(f"cannot open the storage of impl '{impl}': {reason}")
@@ -101,6 +110,7 @@ def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> La
 
 
 __all__ = [
+    "CATALOG_EXTRAS",
     "CATALOG_IMPLS",
     "IMPLS",
     "ConfigurationError",

@@ -5,10 +5,10 @@
 #   scripts/docker-install.sh [SRC] [VENV]
 #
 # Creates the virtual environment VENV (default /opt/venv) unless it exists, installs the
-# adapter from the source tree SRC (default /src) into it as a regular, non-editable package,
-# then checks the install: rest.yaml is a real file inside the installed package, every
-# operation loads from it, the `lance-adapter` entry point and the health check run, and
-# every backend imports.
+# adapter from the source tree SRC (default /src) into it as a regular, non-editable package
+# with every catalog client (the extra `[all]`: the image serves any backend), then checks the
+# install: rest.yaml is a real file inside the installed package, every operation loads from
+# it, the `lance-adapter` entry point and the health check run, and every backend imports.
 #
 #   PYTHON     interpreter that creates the environment (default: python3)
 #   PIP_FLAGS  extra `pip install` flags (the tests use --no-deps --no-build-isolation)
@@ -24,7 +24,7 @@ fi
 
 # shellcheck disable=SC2086  # PIP_FLAGS holds several flags on purpose
 "$VENV/bin/python" -m pip install --no-cache-dir --disable-pip-version-check --quiet \
-    ${PIP_FLAGS:-} "$SRC"
+    ${PIP_FLAGS:-} "$SRC[all]"
 
 # Check from outside the source tree, so the installed package is the one imported.
 cd /

@@ -168,8 +168,9 @@ def test_the_start_up_line_names_the_backend_its_root_and_the_address(tmp_path: 
 
 
 @pytest.mark.parametrize("impl", ["hive2", "hive3"])
-def test_the_hive_backends_start_from_a_plain_install(impl: str) -> None:
-    """The metastore need not be up to start: the server is alive, /readyz tells."""
+def test_the_hive_backends_start_with_the_hive_extra(impl: str) -> None:
+    """The metastore need not be up to start: the server is alive, /readyz tells (without the
+    extra, tests/test_extras.py)."""
     line = start_up_line("--impl", impl, "--prop", "uri=thrift://127.0.0.1:1")
     assert line["message"].startswith(f"serving impl '{impl}' ({impl.title()}Namespace {{ uri:")
 
@@ -207,7 +208,10 @@ def pip_installs(calls: list[str]) -> list[str]:
 def test_run_installs_only_when_pyproject_changes_and_quietly(checkout: Path) -> None:
     first, calls = run_script(checkout, "serve", "--port", "1")
     assert first.returncode == 0
-    assert pip_installs(calls) == ["python -m pip install --disable-pip-version-check -e ."]
+    # `serve` installs every catalog client: the checkout serves any backend.
+    assert pip_installs(calls) == [
+        "python -m pip install --disable-pip-version-check -e .[all]"
+    ]
     assert calls[-1] == "lance-adapter serve --port 1"
     assert first.stdout == ""
     assert first.stderr.count("\n") == 1 and "installing" in first.stderr
@@ -219,7 +223,7 @@ def test_run_installs_only_when_pyproject_changes_and_quietly(checkout: Path) ->
     assert tests.returncode == 0
     assert pip_installs(calls) == ["python -m pip install --disable-pip-version-check -e .[test]"]
     assert calls[-1] == "python -m pytest -q"
-    assert pip_installs(run_script(checkout, "serve")[1]) == []  # [test] covers a plain install
+    assert pip_installs(run_script(checkout, "serve")[1]) == []  # [test] includes [all]
 
     with (checkout / "pyproject.toml").open("a") as pyproject:
         pyproject.write("\n# changed\n")

@@ -28,6 +28,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from app.spec import load_operations
+from backends.core.extras import EXTRAS, GLUE, HIVE, VENDING, Extra
 from tests.support.common import free_port
 from tests.support.helm_chart import CHART, render
 
@@ -387,24 +388,56 @@ def runtime_closure(requirements: list[str]) -> set[str]:
     return {name for name, _ in seen}
 
 
-def imported_top_level_modules(package: Path) -> set[str]:
+def imported_top_level_modules(source: Path) -> set[str]:
+    """The top-level modules one source file imports, beyond the standard library and its own."""
     modules = set()
-    for source in package.glob("*.py"):
-        for node in ast.walk(ast.parse(source.read_text())):
-            if isinstance(node, ast.Import):
-                modules.update(alias.name.partition(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                modules.add(node.module.partition(".")[0])
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module.partition(".")[0])
     return modules - set(sys.stdlib_module_names) - {"__future__", "app", "backends"}
 
 
+# The only code that imports a catalog client: what the registry or the vendor imports when
+# it builds the backend (or the minting) that needs it, each with its extra.
+EXTRA_USERS = {"backends/glue/": GLUE, "backends/hive/": HIVE, "backends/vending/sts.py": VENDING}
+
+
+def _extra_of(source: str) -> Extra | None:
+    return next((extra for user, extra in EXTRA_USERS.items() if source.startswith(user)), None)
+
+
 @pytest.mark.parametrize("package", ["app", "backends"])
-def test_every_module_the_server_imports_comes_with_a_plain_install(package: str) -> None:
-    """hive2/hive3 once needed `hive_metastore`, which only a test extra brought."""
-    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    installed = runtime_closure(declared)
+def test_every_module_the_server_imports_comes_with_a_plain_install_or_its_extra(
+    package: str,
+) -> None:
+    """hive2/hive3 once needed `hive_metastore`, which only a test extra brought; the catalog
+    clients are extras now, and only the code of the backend that needs one imports it."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    plain = runtime_closure(project["dependencies"])
     providers = metadata.packages_distributions()
-    for module in sorted(imported_top_level_modules(ROOT / package)):
-        distributions = {canonicalize_name(name) for name in providers.get(module, [])}
-        assert distributions & installed, f"{package} imports {module}, which no runtime " \
-            f"dependency installs (provided by {sorted(distributions) or 'nothing'})"
+    for source in sorted((ROOT / package).rglob("*.py")):
+        relative = source.relative_to(ROOT).as_posix()
+        extra = _extra_of(relative)
+        installed = plain | runtime_closure(
+            project["optional-dependencies"][extra.name] if extra else [])
+        for module in sorted(imported_top_level_modules(source)):
+            distributions = {canonicalize_name(name) for name in providers.get(module, [])}
+            assert distributions & installed, f"{relative} imports {module}, which neither a " \
+                f"runtime dependency nor its extra installs (provided by " \
+                f"{sorted(distributions) or 'nothing'})"
+
+
+def test_each_extra_installs_the_modules_its_error_names_and_test_installs_all() -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    providers = metadata.packages_distributions()
+    everything = runtime_closure(extras["all"])
+    assert runtime_closure(extras["test"]) >= everything
+    for extra in EXTRAS:
+        installed = runtime_closure(extras[extra.name])
+        for module in extra.modules:
+            distributions = {canonicalize_name(name) for name in providers.get(module, [])}
+            assert distributions & installed, f"[{extra.name}] does not install {module}"
+            assert distributions & everything, f"[all] does not install {module}"

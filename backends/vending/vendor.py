@@ -1,6 +1,9 @@
 """Table-scoped temporary credentials: relayed from a catalog that vends them (Unity, Iceberg
 REST) or minted with STS AssumeRole, cached until shortly before they expire, and handed out as
-the storage options Lance's object store reads."""
+the storage options Lance's object store reads.
+
+Minting needs boto3, the `vending` extra: `backends.vending.sts` is imported only when a vendor
+with a role is built, and `check_vending` asks for it before the server listens."""
 
 from __future__ import annotations
 
@@ -11,13 +14,10 @@ import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
-from lance_namespace import ServiceUnavailableError
-
+from backends.core.extras import VENDING
 from backends.core.names import joined_id
 from backends.core.properties import storage_options
 from backends.core.settings import ConfigurationError
@@ -30,7 +30,8 @@ logger = logging.getLogger("lance_adapter.vending")
 # before expiry), so clients refreshing near expiry get fresh credentials, not the same ones.
 _MARGIN_SHARE = 0.25
 _MAX_MARGIN_MS = 5 * 60 * 1000
-_STS_TIMEOUT_S = 10
+# What needs the `vending` extra, as its missing-extra error names it.
+_MINTING = "credential vending with vending.role-arn"
 
 
 MINTED = "minted"
@@ -98,7 +99,7 @@ class CredentialVendor:
         self.region = settings.region or storage.get("aws_region") or storage.get("region")
         self.endpoint = settings.s3_endpoint or storage.get("aws_endpoint")
         if sts is None and settings.role_arn:
-            sts = _sts_client(settings, storage, self.region)
+            sts = _sts_module().StsClient(settings, storage, self.region)
         self._sts = sts
         self._relay = relay
         # The backend's judgement of a location (`MetadataNamespace.holds_other_tables`).
@@ -188,15 +189,12 @@ class CredentialVendor:
 
     def _mint(self, prefix: TablePrefix, access: str) -> VendedCredentials:
         policy = session_policy(prefix, access, self.region)
-        try:
-            answer = self._sts.assume_role(
-                RoleArn=self.settings.role_arn,
-                RoleSessionName=self.settings.session_name,
-                DurationSeconds=max(1, self.settings.duration_ms // 1000),
-                Policy=json.dumps(policy, separators=(",", ":")),
-            )
-        except (ClientError, BotoCoreError) as error:
-            raise ServiceUnavailableError(f"cannot vend credentials: {_reason(error)}") from None
+        answer = self._sts.assume_role(
+            RoleArn=self.settings.role_arn,
+            RoleSessionName=self.settings.session_name,
+            DurationSeconds=max(1, self.settings.duration_ms // 1000),
+            Policy=json.dumps(policy, separators=(",", ":")),
+        )
         credentials = answer["Credentials"]
         minted = S3Credentials(
             credentials["AccessKeyId"], credentials["SecretAccessKey"],
@@ -278,21 +276,17 @@ def credential_vendor(
     )
 
 
-def _sts_client(settings: VendingSettings, storage: Mapping[str, str], region: str | None) -> Any:
-    """STS signed with the storage's own keys when given, else the default provider chain.
-    Parameter validation is left to STS itself, which enforces the duration's bounds."""
-    session = boto3.Session(
-        aws_access_key_id=storage.get("aws_access_key_id"),
-        aws_secret_access_key=storage.get("aws_secret_access_key"),
-        aws_session_token=storage.get("aws_session_token"),
-        region_name=region,
-    )
-    config = Config(connect_timeout=_STS_TIMEOUT_S, read_timeout=_STS_TIMEOUT_S,
-                    retries={"mode": "standard"}, parameter_validation=False)
-    try:
-        return session.client("sts", endpoint_url=settings.sts_endpoint, config=config)
-    except (NoRegionError, ValueError) as error:
-        raise ConfigurationError(f"cannot build the STS client of vending: {error}") from error
+def check_vending(properties: Mapping[str, str]) -> VendingSettings:
+    """The `vending.*` settings as the vendor reads them; when they mint, boto3 (the `vending`
+    extra) must be installed too. Start-up and `config` ask before the server listens."""
+    settings = VendingSettings.from_backend_properties(properties)
+    if settings.enabled and settings.role_arn:
+        _sts_module()
+    return settings
+
+
+def _sts_module() -> ModuleType:
+    return VENDING.load("backends.vending.sts", _MINTING)
 
 
 def _as_utc(value: Any) -> datetime:
@@ -300,9 +294,3 @@ def _as_utc(value: Any) -> datetime:
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
 
-
-def _reason(error: Exception) -> str:
-    if isinstance(error, ClientError):
-        detail = error.response.get("Error", {})
-        return f"STS answered {detail.get('Code', 'an error')}"
-    return type(error).__name__
