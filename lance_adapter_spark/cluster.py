@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipeline.options import LanceSourceError
+from lance_adapter_spark.options import LanceSourceError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # The Spark master, as the driver saw it when the source was registered: handed to the
@@ -45,10 +45,12 @@ def package_zip() -> Path:
     def write(partial: Path) -> None:
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
             for source in sources:
-                archive.write(source, f"pipeline/{source.name}")
-                archive.writestr(f"pipeline/{source.stem}.pyc", _unchecked_byte_code(source))
+                archive.write(source, f"lance_adapter_spark/{source.name}")
+                archive.writestr(
+                    f"lance_adapter_spark/{source.stem}.pyc", _unchecked_byte_code(source)
+                )
 
-    return made_once(f"lance_pipeline-{digest.hexdigest()[:16]}.zip", write)
+    return made_once(f"lance_adapter_spark-{digest.hexdigest()[:16]}.zip", write)
 
 
 def made_once(name: str, write: Callable[[Path], None], mode: int = 0o644) -> Path:
