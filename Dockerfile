@@ -11,7 +11,7 @@ COPY scripts/docker-install.sh /usr/local/bin/docker-install.sh
 COPY pyproject.toml README.md rest.yaml ./
 COPY app/ app/
 COPY backends/ backends/
-COPY pipeline/ pipeline/
+COPY lance_adapter_spark/ lance_adapter_spark/
 RUN sh /usr/local/bin/docker-install.sh /src /opt/venv
 
 # ---- runtime stage: the environment only, run as an unprivileged user

@@ -41,7 +41,7 @@ from lance.namespace import RestNamespace
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import pipeline
+import lance_adapter_spark
 from examples.spark_runtime import embedded_adapter, local_spark
 
 VECTOR_SIZE = 128
@@ -92,7 +92,7 @@ def session(arguments: argparse.Namespace, app_name: str) -> SparkSession:
     spark = (
         SparkSession.builder.master(arguments.master)
         .appName(app_name)
-        .config(map=pipeline.session_conf())
+        .config(map=lance_adapter_spark.session_conf())
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", arguments.memory)
@@ -100,7 +100,7 @@ def session(arguments: argparse.Namespace, app_name: str) -> SparkSession:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    pipeline.register(spark)  # ships the package to the executors
+    lance_adapter_spark.register(spark)  # ships the package to the executors
     return spark
 
 
@@ -205,7 +205,7 @@ def run(arguments: argparse.Namespace, workdir: Path) -> None:
 def lance_options(url: str, arguments: argparse.Namespace) -> dict[str, str]:
     # On a cluster the table root is this machine's disk, which a one-machine cluster shares.
     shared = "true" if arguments.master and not arguments.master.startswith("local") else None
-    return pipeline.source_options(
+    return lance_adapter_spark.source_options(
         TABLE, uri=url, vector_columns=f"embedding:{VECTOR_SIZE}", shared_storage=shared
     )
 

@@ -1,5 +1,5 @@
 """Spark on the same data three ways: Parquet, lance-spark through this server, and the
-project's own Python data source (`pipeline`, format `lance`) through this server.
+project's own Python data source (`lance_adapter_spark`, format `lance`) through this server.
 
     .venv/bin/python bench/spark_three_way.py                      # 3M rows, local[2]
     .venv/bin/python bench/spark_three_way.py --rows 1000000 --cluster
@@ -32,7 +32,7 @@ import lance  # noqa: E402
 from lance.namespace import RestNamespace  # noqa: E402
 from lance_namespace import CreateNamespaceRequest  # noqa: E402
 
-import pipeline  # noqa: E402
+import lance_adapter_spark  # noqa: E402
 from bench.spark_lance_vs_parquet import (  # noqa: E402
     in_workdir,
     standalone_cluster,
@@ -55,7 +55,7 @@ QUERIES = {  # name: (SQL over {t}, action); every source prunes columns itself
     "count": ("SELECT count(*) FROM {t}", "collect"),
 }
 FORMATS = ("parquet4", "pipeline", "parquet35", "lance-spark")
-HEADINGS = {"parquet4": "Parquet (Spark 4)", "pipeline": "pipeline (Spark 4)",
+HEADINGS = {"parquet4": "Parquet (Spark 4)", "pipeline": "lance_adapter_spark (Spark 4)",
             "parquet35": "Parquet (Spark 3.5)", "lance-spark": "lance-spark (3.5)"}
 GENERATE = (
     "SELECT id, CAST(id % 1000 AS INT) AS category, (id * 7919 % 100000) / 100.0 AS price, "
@@ -118,13 +118,13 @@ class Bench:
 
     def pipeline_options(self, master: str) -> dict[str, str]:
         shared = "true" if master.startswith("spark://") else None
-        return pipeline.source_options(f"{NAMESPACE}.{PIPELINE_TABLE}", uri=self.url,
-                                       vector_columns=f"embedding:{DIMENSION}",
-                                       shared_storage=shared)
+        return lance_adapter_spark.source_options(
+            f"{NAMESPACE}.{PIPELINE_TABLE}", uri=self.url,
+            vector_columns=f"embedding:{DIMENSION}", shared_storage=shared)
 
     def record(self, master: str, operation: str, format_name: str, seconds: float) -> None:
         self.figures[(master, operation, format_name)] = seconds
-        print(f"  {master:<24}{operation:<16}{HEADINGS[format_name]:<22}{seconds:8.2f}s",
+        print(f"  {master:<24}{operation:<16}{HEADINGS[format_name]:<30}{seconds:8.2f}s",
               flush=True)
 
     def generate(self) -> None:
@@ -202,7 +202,7 @@ class Bench:
         for master in masters:
             print(f"\n{self.arguments.rows:,} rows with a {DIMENSION}-d float vector; "
                   f"master {master}; seconds (ratio to Parquet on the same Spark)")
-            header = f"| {'operation':<13}|" + "".join(f" {HEADINGS[f]:<22}|" for f in FORMATS)
+            header = f"| {'operation':<13}|" + "".join(f" {HEADINGS[f]:<30}|" for f in FORMATS)
             print(header + " lance-spark / Parquet (Spark 4) |")
             print("|" + "---|" * (len(FORMATS) + 2))
             for operation in operations:
@@ -214,7 +214,7 @@ class Bench:
                     reference = self.figures.get((master, operation, base)) if base else None
                     if seconds is not None and reference:
                         text += f" ({seconds / reference:.2f}x)"
-                    cells.append(f" {text:<22}|")
+                    cells.append(f" {text:<30}|")
                 spark_figure = self.figures.get((master, operation, "lance-spark"))
                 parquet_figure = self.figures.get((master, operation, "parquet4"))
                 cross = (f"{spark_figure / parquet_figure:.2f}x"

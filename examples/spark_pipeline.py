@@ -20,10 +20,10 @@ from lance_namespace import CreateNamespaceRequest, NamespaceExistsRequest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import pipeline
+import lance_adapter_spark
 from examples.spark_runtime import Progress, embedded_adapter, local_spark
-from pipeline.options import LanceSourceError, connect, parse_options
-from pipeline.tables import call_namespace
+from lance_adapter_spark.options import LanceSourceError, connect, parse_options
+from lance_adapter_spark.tables import call_namespace
 
 ZONES = ["Airport", "Downtown", "Harbor", "Midtown", "Old Town", "University"]
 
@@ -110,7 +110,7 @@ def summarize(table: DataFrame) -> DataFrame:
 def run(uri: str, arguments: argparse.Namespace, raw_dir: Path) -> None:
     spark = local_spark("lance-example-pipeline")
     progress = Progress(spark)
-    options = pipeline.source_options(arguments.table, uri=uri)
+    options = lance_adapter_spark.source_options(arguments.table, uri=uri)
     with progress.step(f"checking the namespace of '{arguments.table}' at {uri}"):
         ensure_namespace(options)
     with progress.step(f"writing {arguments.rows:,} raw trips (Parquet) and zones (CSV)"):
@@ -119,16 +119,16 @@ def run(uri: str, arguments: argparse.Namespace, raw_dir: Path) -> None:
         zones = spark.read.option("header", True).option("inferSchema", True).csv(str(zones_csv))
         cleaned = transform(spark.read.parquet(str(trips_parquet)), zones)
     with progress.step(f"writing Lance table '{arguments.table}' through {uri}"):
-        pipeline.save_table(
+        lance_adapter_spark.save_table(
             cleaned, arguments.table, mode="overwrite", uri=uri, vector_columns="route_embedding:8"
         )
     with progress.step("reading the table back through the namespace"):
         # One DataFrame per query: Spark 4.3 reuses a filtered scan for later unfiltered
         # queries on the same loaded DataFrame (see docs/spark.md, "Known limits").
-        table = pipeline.read_table(spark, arguments.table, uri=uri)
+        table = lance_adapter_spark.read_table(spark, arguments.table, uri=uri)
         rows = table.count()
         overall = summarize(table).collect()
-        shared = pipeline.read_table(spark, arguments.table, uri=uri)
+        shared = lance_adapter_spark.read_table(spark, arguments.table, uri=uri)
         busiest = summarize(shared.where("passengers >= 2")).collect()
     print(f"\nTable {arguments.table}: {rows:,} rows, columns: {', '.join(table.columns)}")
     print(f"{'zone':<12}{'trips':>10}{'avg km':>10}{'revenue':>16}{'fare/km':>10}")

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipeline.api import register, session_conf
+from lance_adapter_spark.api import register, session_conf
 
-REPO_ROOT = Path(__file__).resolve().parent.parent  # the checkout, beside pipeline/
+REPO_ROOT = Path(__file__).resolve().parent.parent  # the checkout, beside lance_adapter_spark/
 
 
 def local_spark(app_name: str, cores: int = 2, memory: str = "4g") -> SparkSession:

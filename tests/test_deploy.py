@@ -113,7 +113,7 @@ def copied_sources() -> list[str]:
     for instruction, arguments in dockerfile_stages(ROOT / "Dockerfile")[0]:
         if instruction == "COPY" and not arguments.startswith("--"):
             *paths, destination = arguments.split()
-            if destination.startswith(("./", "app/", "backends/", "pipeline/")):
+            if destination.startswith(("./", "app/", "backends/", "lance_adapter_spark/")):
                 sources += [path.rstrip("/") for path in paths]
     return sources
 

@@ -115,16 +115,16 @@ def test_pylance_creates_reads_and_drops_on_the_defaults(
 SPARK_JOB = """
 import json, sys
 from pyspark.sql import SparkSession
-import pipeline
+import lance_adapter_spark
 
 url = sys.argv[1]
-spark = (SparkSession.builder.master("local[2]").config(map=pipeline.session_conf())
+spark = (SparkSession.builder.master("local[2]").config(map=lance_adapter_spark.session_conf())
          .getOrCreate())
-pipeline.register(spark)
+lance_adapter_spark.register(spark)
 counts = {}
 for table in ("trips", "demo.trips"):
     frame = spark.range(5).selectExpr("id", "id * 2 AS doubled")
-    pipeline.save_table(frame, table, uri=url)
+    lance_adapter_spark.save_table(frame, table, uri=url)
     read = spark.read.format("lance").option("uri", url).option("table", table).load()
     counts[table] = [read.count(), sorted(row.doubled for row in read.collect())]
 
@@ -134,7 +134,7 @@ def failing(rows):
 
 broken = spark.range(3).repartition(1).rdd.mapPartitions(failing).toDF("id bigint")
 try:
-    pipeline.save_table(broken, "broken", uri=url)
+    lance_adapter_spark.save_table(broken, "broken", uri=url)
 except Exception as error:
     counts["broken"] = type(error).__name__
 print(json.dumps(counts))

@@ -18,10 +18,10 @@ import pytest
 from lance.namespace import RestNamespace
 from pyspark.sql.types import LongType, StructField, StructType
 
-from pipeline.api import source_options
-from pipeline.options import parse_options
-from pipeline.tables import WRITTEN_MARKERS
-from pipeline.write import LanceWriter, WritePlan, plan_write
+from lance_adapter_spark.api import source_options
+from lance_adapter_spark.options import parse_options
+from lance_adapter_spark.tables import WRITTEN_MARKERS
+from lance_adapter_spark.write import LanceWriter, WritePlan, plan_write
 
 SCHEMA = StructType([StructField("id", LongType(), False)])
 BATCH_ROWS = 1000
@@ -116,7 +116,8 @@ def test_abort_deletes_the_files_of_every_attempt(adapter_url: str, table_name: 
 
 @pytest.fixture(autouse=True)
 def _spawned_workers_import_this_checkout() -> Iterator[None]:
-    """Spawned processes import `tests` and `pipeline` from this checkout, like Spark's."""
+    """Spawned processes import `tests` and `lance_adapter_spark` from this checkout, like
+    Spark's."""
     previous = os.environ.get("PYTHONPATH")
     root = str(Path(__file__).resolve().parent.parent)
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, previous]))

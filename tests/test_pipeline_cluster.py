@@ -28,8 +28,12 @@ from pyspark import cloudpickle
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
-import pipeline
-from pipeline.cluster import EXECUTOR_CHECK_SOURCE, MASTER_ENV, check_executor_modules
+import lance_adapter_spark
+from lance_adapter_spark.cluster import (
+    EXECUTOR_CHECK_SOURCE,
+    MASTER_ENV,
+    check_executor_modules,
+)
 from tests.support import pipeline as pipeline_support
 from tests.support.adapter import running_server
 from tests.support.common import skip_unless_ci
@@ -126,7 +130,7 @@ def spark(cluster: Cluster) -> Iterator[SparkSession]:
     session = (
         SparkSession.builder.master(cluster.master_url)
         .appName("pipeline-cluster-tests")
-        .config(map=pipeline.session_conf())
+        .config(map=lance_adapter_spark.session_conf())
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.executor.memory", "640m")
@@ -146,7 +150,7 @@ def spark(cluster: Cluster) -> Iterator[SparkSession]:
     )
     # Registered before anything is shipped, as a user may do: the helpers must still
     # get the package to the executors (and register the source again after it).
-    session.dataSource.register(pipeline.LanceDataSource)
+    session.dataSource.register(lance_adapter_spark.LanceDataSource)
     yield session
     session.stop()
 
@@ -200,11 +204,13 @@ def test_helpers_ship_the_package_to_executors_that_lack_it(
     assert hidden == ["ModuleNotFoundError"], hidden
     # ... and registration came first (the fixture), yet the helpers work:
     frame = sample(spark, 2000)
-    pipeline.save_table(frame, "shipped", uri=adapter_url, shared_storage="true")
-    read = pipeline.read_table(spark, "shipped", uri=adapter_url, shared_storage="true")
+    lance_adapter_spark.save_table(frame, "shipped", uri=adapter_url, shared_storage="true")
+    read = lance_adapter_spark.read_table(spark, "shipped", uri=adapter_url, shared_storage="true")
     assert read.count() == 2000
-    where = context.parallelize([0], 1).map(lambda _: __import__("pipeline").__file__).collect()
-    assert "lance_pipeline-" in where[0], where  # imported from the shipped zip
+    where = context.parallelize([0], 1).map(
+        lambda _: __import__("lance_adapter_spark").__file__
+    ).collect()
+    assert "lance_adapter_spark-" in where[0], where  # imported from the shipped zip
 
 
 def _import_error(module: str) -> str:
@@ -225,7 +231,7 @@ def test_round_trip_is_exact_cell_by_cell(
     shared = {"shared_storage": "true"} if storage == "local" else {}
     frame = sample(spark, 60_000, partitions=6)
     vectors = {"vector_columns": f"embedding:{VECTOR}", "max_rows_per_file": 8000}
-    pipeline.save_table(frame, "round_trip", uri=url, **shared, **vectors)
+    lance_adapter_spark.save_table(frame, "round_trip", uri=url, **shared, **vectors)
     expected = pipeline_support.sorted_arrow(frame)
     options = pipeline_support.lance_options(url, "round_trip", **shared)
     actual = pipeline_support.sorted_arrow(spark.read.format("lance").options(**options).load())
@@ -239,18 +245,20 @@ def test_round_trip_is_exact_cell_by_cell(
         command.endswith("-m pyspark.daemon pyspark.sql.worker.create_data_source")
         for command in daemons
     ), daemons
-    assert not any("pipeline.worker_daemon" in command for command in daemons), daemons
+    assert not any("lance_adapter_spark.worker_daemon" in command for command in daemons), daemons
 
 
 def test_a_local_root_on_a_cluster_is_refused_unless_declared_shared(
     spark: SparkSession, adapter_url: str, shared_root: Path
 ) -> None:
-    with pytest.raises(pipeline.LanceSourceError, match="a local path, but Spark runs on"):
-        pipeline.save_table(sample(spark, 100), "not_declared", uri=adapter_url)
+    with pytest.raises(
+        lance_adapter_spark.LanceSourceError, match="a local path, but Spark runs on"
+    ):
+        lance_adapter_spark.save_table(sample(spark, 100), "not_declared", uri=adapter_url)
     # A table of its own (written by pylance), so that only the root can be what is refused.
     pipeline_support.write_with_pylance(adapter_url, "local_only", pa.table({"id": [1, 2]}))
-    with pytest.raises(pipeline.LanceSourceError, match="shared_storage=true"):
-        pipeline.read_table(spark, "local_only", uri=adapter_url)
+    with pytest.raises(lance_adapter_spark.LanceSourceError, match="shared_storage=true"):
+        lance_adapter_spark.read_table(spark, "local_only", uri=adapter_url)
     with pytest.raises(AnalysisException, match="a local path, but Spark runs on"):  # plain
         options = pipeline_support.lance_options(adapter_url, "local_only")
         spark.read.format("lance").options(**options).load().count()
@@ -264,7 +272,7 @@ def test_missing_native_dependencies_fail_once_with_what_to_install(spark: Spark
     check_executor_modules(spark)  # pyarrow, pylance, lance-namespace are there
     wanted = {"lance": "pylance", "no_such_module_xq": "no-such-package-xq"}
     with pytest.raises(
-        pipeline.LanceSourceError, match="cannot import no_such_module_xq"
+        lance_adapter_spark.LanceSourceError, match="cannot import no_such_module_xq"
     ) as raised:
         check_executor_modules(spark, wanted)
     message = str(raised.value)
@@ -277,7 +285,7 @@ def test_the_executor_check_starts_the_python_that_reads_use(
 ) -> None:
     """Spark keys an executor's Python daemon on the function's Python and environment: the
     check, a read registered as the `lance` source is, starts the daemon its reads use."""
-    pipeline.register(spark)
+    lance_adapter_spark.register(spark)
     manager = spark._jsparkSession.sessionState().dataSourceManager()  # type: ignore[union-attr]
     check, source = (
         manager.lookupDataSource(name).dataSourceCls() for name in (EXECUTOR_CHECK_SOURCE, "lance")
@@ -288,7 +296,9 @@ def test_the_executor_check_starts_the_python_that_reads_use(
     started = _executor_daemons(spark)
     assert len(started) >= 2, started  # the check ran on both executors
     pipeline_support.write_with_pylance(adapter_url, "first_read", pa.table({"id": [1, 2, 3]}))
-    helper = pipeline.read_table(spark, "first_read", uri=adapter_url, shared_storage="true")
+    helper = lance_adapter_spark.read_table(
+        spark, "first_read", uri=adapter_url, shared_storage="true"
+    )
     assert sorted(row.id for row in helper.collect()) == [1, 2, 3]
     options = pipeline_support.lance_options(adapter_url, "first_read", shared_storage="true")
     plain = spark.read.format("lance").options(**options).load()
@@ -319,13 +329,15 @@ def test_files_the_driver_cannot_see_are_never_committed(
 ) -> None:
     # The user declares a root shared that worker 1 sees as its own private directory.
     options = {"impl": "dir", "properties": {"root": str(private_root)}}
-    with pytest.raises(pipeline.LanceSourceError, match=r"not at .* as the driver sees it"):
-        pipeline.save_table(
+    with pytest.raises(
+        lance_adapter_spark.LanceSourceError, match=r"not at .* as the driver sees it"
+    ):
+        lance_adapter_spark.save_table(
             sample(spark, 40_000, partitions=8), "unshared", shared_storage="true", **options
         )
     # Nothing committed: the table is gone (its declaration undone) ...
-    with pytest.raises(pipeline.LanceSourceError, match="does not exist"):
-        pipeline.read_table(spark, "unshared", shared_storage="true", **options)
+    with pytest.raises(lance_adapter_spark.LanceSourceError, match="does not exist"):
+        lance_adapter_spark.read_table(spark, "unshared", shared_storage="true", **options)
     # ... no data file is left where the driver sees, and the other worker really wrote
     # files into its private directory, which is why the check fired.
     assert data_files(private_root / "unshared.lance") == set()
@@ -365,7 +377,7 @@ def test_a_worker_killed_mid_write_leaves_the_rows_exact(
 
     killer = threading.Thread(target=kill_when_tasks_run)
     killer.start()
-    pipeline.save_table(frame, "killed", uri=adapter_url, shared_storage="true",
+    lance_adapter_spark.save_table(frame, "killed", uri=adapter_url, shared_storage="true",
                         max_rows_per_file=1000)  # fmt: skip
     killer.join()
     assert killed.is_set(), "the write ended before a worker could be killed"

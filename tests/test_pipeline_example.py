@@ -39,7 +39,7 @@ def test_example_reports_an_unreachable_adapter(capsys: pytest.CaptureFixture[st
 
 def test_without_pyspark_the_error_names_the_spark_extra() -> None:
     # -S: no site-packages, so no pyspark, as after `./run serve` installed the project.
-    code = f"import sys; sys.path.insert(0, {str(REPO_ROOT)!r}); import pipeline"
+    code = f"import sys; sys.path.insert(0, {str(REPO_ROOT)!r}); import lance_adapter_spark"
     finished = subprocess.run(
         [sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60
     )

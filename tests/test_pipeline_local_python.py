@@ -1,6 +1,6 @@
 """The Python a local session starts for the `lance` source: pyspark from its cached byte
-code (pipeline.worker_daemon, through pipeline.local_python's launcher), and the private
-directory the launcher and the package zip live in."""
+code (lance_adapter_spark.worker_daemon, through lance_adapter_spark.local_python's
+launcher), and the private directory the launcher and the package zip live in."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from pipeline import cluster, local_python
-from pipeline.options import LanceSourceError
-from pipeline.worker_daemon import prefer_installed
+from lance_adapter_spark import cluster, local_python
+from lance_adapter_spark.options import LanceSourceError
+from lance_adapter_spark.worker_daemon import prefer_installed
 from tests.support.common import run_python
 from tests.support.pipeline import REPO_ROOT
 
@@ -68,7 +68,7 @@ def test_the_launcher_swaps_only_the_daemon(tmp_path: Path) -> None:
 
     assert (
         run("-m", "pyspark.daemon", "pyspark.worker")
-        == "-m pipeline.worker_daemon pyspark.worker\n"
+        == "-m lance_adapter_spark.worker_daemon pyspark.worker\n"
     )
     assert run("-m", "pyspark.worker") == "-m pyspark.worker\n"
     assert run("-c", "print(1)") == "-c print(1)\n"
@@ -76,7 +76,7 @@ def test_the_launcher_swaps_only_the_daemon(tmp_path: Path) -> None:
 
 def test_no_launcher_for_a_python_without_this_package(tmp_path: Path) -> None:
     elsewhere = tmp_path / "python"
-    elsewhere.write_text("#!/bin/sh\necho /somewhere/else/pipeline/worker_daemon.py\n")
+    elsewhere.write_text("#!/bin/sh\necho /somewhere/else/lance_adapter_spark/worker_daemon.py\n")
     elsewhere.chmod(0o755)
 
     assert local_python.launcher_for(str(tmp_path / "missing")) is None
@@ -122,7 +122,7 @@ def test_a_new_private_directory_is_made_0700(
 
     assert made.parent == tmp_path / f"lance-pipeline-{os.getuid()}"
     assert made.parent.stat().st_mode & 0o777 == 0o700
-    assert zipfile.ZipFile(made).getinfo("pipeline/worker_daemon.py")
+    assert zipfile.ZipFile(made).getinfo("lance_adapter_spark/worker_daemon.py")
 
 
 # In a fresh interpreter: a session of its own, whose daemons are only those its source
@@ -131,14 +131,14 @@ def test_a_new_private_directory_is_made_0700(
 LOCAL_SESSION = """
 import json, sys
 from pyspark.sql import SparkSession
-import pipeline
+import lance_adapter_spark
 from tests.support.pipeline import python_daemons
 
-spark = SparkSession.builder.master("local[2]").config(map=pipeline.session_conf()).config(
-    "spark.ui.enabled", "false").getOrCreate()
+spark = SparkSession.builder.master("local[2]").config(
+    map=lance_adapter_spark.session_conf()).config("spark.ui.enabled", "false").getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")
-pipeline.register(spark)
-options = pipeline.source_options(sys.argv[2], uri=sys.argv[1])
+lance_adapter_spark.register(spark)
+options = lance_adapter_spark.source_options(sys.argv[2], uri=sys.argv[1])
 spark.range(100).write.format("lance").options(**options).mode("append").save()
 rows = spark.read.format("lance").options(**options).load().count()
 daemons = python_daemons(spark)
@@ -158,7 +158,7 @@ def test_a_local_session_runs_the_source_through_the_worker_daemon(
     answer = json.loads(finished.stdout.splitlines()[-1])
     assert answer["rows"] == 100
     daemons = answer["daemons"]
-    ours = [command for command in daemons if "-m pipeline.worker_daemon" in command]
+    ours = [command for command in daemons if "-m lance_adapter_spark.worker_daemon" in command]
     # Spark's own lookup of data sources keeps the plain daemon; the source's work does not.
     for module in ("create_data_source", "plan_data_source_read", "pyspark.worker"):
         assert any(command.endswith(module) for command in ours), daemons
@@ -196,12 +196,12 @@ def test_the_launcher_serves_only_executors_inside_the_driver(master: str, in_dr
 JOB = """
 import sys
 from pyspark.sql import SparkSession
-import pipeline
+import lance_adapter_spark
 
 spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")
-pipeline.register(spark)
-options = pipeline.source_options("trips", impl="dir", properties={"root": sys.argv[1]})
+lance_adapter_spark.register(spark)
+options = lance_adapter_spark.source_options("trips", impl="dir", properties={"root": sys.argv[1]})
 spark.range(10).write.format("lance").options(**options).mode("append").save()
 print("rows read:", spark.read.format("lance").options(**options).load().count())
 """

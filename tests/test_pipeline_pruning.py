@@ -1,5 +1,5 @@
-"""Column pruning and count() from fragment metadata (pipeline/pruning.py and the rule
-pipeline/jvm/PruneLanceColumns.java), on a real local Spark session."""
+"""Column pruning and count() from fragment metadata (lance_adapter_spark/pruning.py and
+the rule lance_adapter_spark/jvm/PruneLanceColumns.java), on a real local Spark session."""
 
 from __future__ import annotations
 
@@ -15,9 +15,14 @@ from pyspark.errors import PythonException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import LongType, StructField, StructType
 
-from pipeline import pruning
-from pipeline.options import parse_options
-from pipeline.read import ROW_COUNT_COLUMN, TableRowCount, UnfilteredLanceReader, pin_table
+from lance_adapter_spark import pruning
+from lance_adapter_spark.options import parse_options
+from lance_adapter_spark.read import (
+    ROW_COUNT_COLUMN,
+    TableRowCount,
+    UnfilteredLanceReader,
+    pin_table,
+)
 from tests.support.pipeline import lance_options
 from tests.test_pipeline_read import plan_of
 

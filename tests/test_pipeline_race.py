@@ -23,9 +23,9 @@ from lance_namespace import DeclareTableRequest, DeclareTableResponse
 from lance_namespace.errors import ConcurrentModificationError
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from pipeline.api import source_options
-from pipeline.options import parse_options
-from pipeline.write import LanceWriter, plan_write
+from lance_adapter_spark.api import source_options
+from lance_adapter_spark.options import parse_options
+from lance_adapter_spark.write import LanceWriter, plan_write
 from tests.support.pipeline import run_concurrently
 
 REPETITIONS = 20

@@ -12,7 +12,7 @@ from lance.namespace import RestNamespace
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
-import pipeline
+import lance_adapter_spark
 from tests.support.common import run_python
 from tests.support.pipeline import REPO_ROOT, adapter, lance_options
 
@@ -106,7 +106,7 @@ def test_filters_and_projections_match_pyarrow(
 
 def test_read_table_prunes_columns(spark: SparkSession, adapter_url: str, table_name: str) -> None:
     write_sample(spark, adapter_url, table_name)
-    df = pipeline.read_table(spark, table_name, uri=adapter_url, columns=["label", "id"])
+    df = lance_adapter_spark.read_table(spark, table_name, uri=adapter_url, columns=["label", "id"])
     assert df.columns == ["label", "id"]
     assert "ReadSchema: struct<label:string,id:bigint>" in _formatted(df)
     expected = stored_table(adapter_url, table_name).select(["label", "id"])
@@ -133,18 +133,21 @@ def test_reads_stay_on_their_version_while_another_job_appends(
 
 
 def test_reading_a_missing_table_says_so(spark: SparkSession, adapter_url: str) -> None:
-    with pytest.raises(pipeline.LanceSourceError, match="table 'nowhere' does not exist"):
-        pipeline.read_table(spark, "nowhere", uri=adapter_url)
+    with pytest.raises(
+        lance_adapter_spark.LanceSourceError, match="table 'nowhere' does not exist"
+    ):
+        lance_adapter_spark.read_table(spark, "nowhere", uri=adapter_url)
     with pytest.raises(AnalysisException, match="table 'nowhere' does not exist"):
         load(spark, adapter_url, "nowhere").collect()
 
 
 def test_unreachable_adapter_says_so(spark: SparkSession) -> None:
     dead = "http://127.0.0.1:9"
-    with pytest.raises(pipeline.LanceSourceError, match="cannot reach the Lance REST namespace"):
-        pipeline.read_table(spark, "t", uri=dead)
-    with pytest.raises(pipeline.LanceSourceError, match="cannot reach the Lance REST namespace"):
-        pipeline.save_table(spark.range(3), "t", uri=dead)
+    unreachable = "cannot reach the Lance REST namespace"
+    with pytest.raises(lance_adapter_spark.LanceSourceError, match=unreachable):
+        lance_adapter_spark.read_table(spark, "t", uri=dead)
+    with pytest.raises(lance_adapter_spark.LanceSourceError, match=unreachable):
+        lance_adapter_spark.save_table(spark.range(3), "t", uri=dead)
 
 
 def test_schema_mismatch_on_append_names_the_column(
@@ -155,9 +158,9 @@ def test_schema_mismatch_on_append_names_the_column(
     ).mode("append").save()
     wrong = spark.range(5).selectExpr("id", "id AS label")
     with pytest.raises(
-        pipeline.LanceSourceError, match="column 'label' is bigint in the DataFrame"
+        lance_adapter_spark.LanceSourceError, match="column 'label' is bigint in the DataFrame"
     ):
-        pipeline.save_table(wrong, table_name, mode="append", uri=adapter_url)
+        lance_adapter_spark.save_table(wrong, table_name, mode="append", uri=adapter_url)
     extra = spark.range(5).selectExpr("id", "'b' AS label", "1 AS extra")
     with pytest.raises(AnalysisException, match="column 'extra' is not in the table"):
         extra.write.format("lance").options(**lance_options(adapter_url, table_name)).mode(
@@ -167,8 +170,10 @@ def test_schema_mismatch_on_append_names_the_column(
 
 def test_unsupported_type_says_so(spark: SparkSession, adapter_url: str, table_name: str) -> None:
     intervals = spark.range(3).selectExpr("id", "INTERVAL '1' YEAR AS span")
-    with pytest.raises(pipeline.LanceSourceError, match="column 'span' has type interval year"):
-        pipeline.save_table(intervals, table_name, uri=adapter_url)
+    with pytest.raises(
+        lance_adapter_spark.LanceSourceError, match="column 'span' has type interval year"
+    ):
+        lance_adapter_spark.save_table(intervals, table_name, uri=adapter_url)
 
 
 def _exists(url: str, table: str) -> bool:
@@ -191,7 +196,9 @@ def test_filtered_and_unfiltered_queries_are_both_right(
     assert reused.count() == ROWS
     assert len(reused.where("bucket < 50").collect()) == ROWS // 2
     assert len(reused.collect()) == ROWS
-    read = lambda: pipeline.read_table(spark, table_name, uri=adapter_url, pushdown="true")  # noqa: E731
+    read = lambda: lance_adapter_spark.read_table(  # noqa: E731
+        spark, table_name, uri=adapter_url, pushdown="true"
+    )
     assert read().where("bucket < 10").count() == ROWS // 10
     assert read().count() == ROWS
 
@@ -217,18 +224,19 @@ def python_output(code: str) -> str:
 def test_read_tasks_import_neither_the_namespace_client_nor_the_write_side() -> None:
     # What a planning or read task unpickles: the source and the reader.
     code = (
-        "import sys, pipeline.source, pipeline.read; "
-        "print(sorted(m for m in sys.modules if m.startswith(('lance_namespace', 'pipeline.'))))"
+        "import sys, lance_adapter_spark.source, lance_adapter_spark.read; "
+        "print(sorted(m for m in sys.modules "
+        "if m.startswith(('lance_namespace', 'lance_adapter_spark.'))))"
     )
     loaded = python_output(code).strip()
     assert "lance_namespace" not in loaded, loaded
     assert loaded == str(
         [
-            "pipeline.filters",
-            "pipeline.options",
-            "pipeline.read",
-            "pipeline.schema",
-            "pipeline.source",
+            "lance_adapter_spark.filters",
+            "lance_adapter_spark.options",
+            "lance_adapter_spark.read",
+            "lance_adapter_spark.schema",
+            "lance_adapter_spark.source",
         ]
     )
 
@@ -241,8 +249,8 @@ def test_loading_through_a_rest_uri_imports_no_namespace_client(
     # does not pay for importing the Python namespace client there.
     write_sample(spark, adapter_url, table_name)
     code = (
-        "import sys, pipeline.source; "
-        f"source = pipeline.source.LanceDataSource({{'uri': {adapter_url!r}, "
+        "import sys, lance_adapter_spark.source; "
+        f"source = lance_adapter_spark.source.LanceDataSource({{'uri': {adapter_url!r}, "
         f"'table': {table_name!r}, 'columns': 'id,label'}}); "
         "print(source.schema().simpleString(), source.pinned.version); "
         "print(sorted(m for m in sys.modules if m.startswith('lance_namespace')))"

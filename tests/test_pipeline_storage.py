@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
-from pipeline.tables import (
+from lance_adapter_spark.tables import (
     delete_data_files,
     forget_written,
     mark_written,

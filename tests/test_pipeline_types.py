@@ -13,7 +13,7 @@ from pyspark.errors import AnalysisException, PythonException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, FloatType, StructField, StructType
 
-import pipeline
+import lance_adapter_spark
 from tests.support.pipeline import first_difference, lance_options, sorted_arrow, write_with_pylance
 
 ROWS = 100_000
@@ -115,7 +115,7 @@ def test_vector_of_wrong_length_is_refused(
 
     with pytest.raises(PythonException, match="vector column 'v' has a row whose length is not 3"):
         shorter.write.format("lance").options(**options).mode("append").save()
-    assert pipeline.save_table(df, table_name, mode="append", **_uri(adapter_url, "v:3"))
+    assert lance_adapter_spark.save_table(df, table_name, mode="append", **_uri(adapter_url, "v:3"))
     reader = spark.read.format("lance").options(**lance_options(adapter_url, table_name))
     # Vectors read as arrays without null elements; row 7 has one, and says so.
     with pytest.raises(PythonException, match="vector column 'v' has a null element"):

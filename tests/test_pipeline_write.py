@@ -16,8 +16,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
-import pipeline
-from pipeline.tables import WRITTEN_MARKERS
+import lance_adapter_spark
+from lance_adapter_spark.tables import WRITTEN_MARKERS
 from tests.support.pipeline import adapter, lance_options, run_concurrently, write_with_pylance
 
 
@@ -65,10 +65,11 @@ def test_append_then_overwrite(spark: SparkSession, adapter_url: str, table_name
 
 def test_error_if_exists_and_ignore(spark: SparkSession, adapter_url: str, table_name: str) -> None:
     first, second = ids_frame(spark, 0, 10), ids_frame(spark, 10, 20)
-    assert pipeline.save_table(first, table_name, mode="errorifexists", uri=adapter_url)
-    with pytest.raises(pipeline.LanceSourceError, match="already exists"):
-        pipeline.save_table(second, table_name, mode="errorifexists", uri=adapter_url)
-    assert pipeline.save_table(second, table_name, mode="ignore", uri=adapter_url) is False
+    assert lance_adapter_spark.save_table(first, table_name, mode="errorifexists", uri=adapter_url)
+    with pytest.raises(lance_adapter_spark.LanceSourceError, match="already exists"):
+        lance_adapter_spark.save_table(second, table_name, mode="errorifexists", uri=adapter_url)
+    ignored = lance_adapter_spark.save_table(second, table_name, mode="ignore", uri=adapter_url)
+    assert ignored is False
     assert stored_ids(adapter_url, table_name) == list(range(10))
 
     # The same modes through the plain format, where Spark only knows append/overwrite.
@@ -152,8 +153,12 @@ def test_two_jobs_write_two_tables_concurrently(
     names = [f"{table_name}_a", f"{table_name}_b"]
     run_concurrently(
         [
-            lambda: pipeline.save_table(ids_frame(spark, 0, 3000), names[0], uri=adapter_url),
-            lambda: pipeline.save_table(ids_frame(spark, 5000, 7000), names[1], uri=adapter_url),
+            lambda: lance_adapter_spark.save_table(
+                ids_frame(spark, 0, 3000), names[0], uri=adapter_url
+            ),
+            lambda: lance_adapter_spark.save_table(
+                ids_frame(spark, 5000, 7000), names[1], uri=adapter_url
+            ),
         ]
     )
     assert stored_ids(adapter_url, names[0]) == list(range(3000))
@@ -168,7 +173,7 @@ def test_two_writers_appending_to_one_table_lose_no_rows(
 
     def append(start: int) -> None:
         frame = ids_frame(spark, start, start + 2000, partitions=2)
-        pipeline.save_table(frame, table_name, mode="append", uri=adapter_url)
+        lance_adapter_spark.save_table(frame, table_name, mode="append", uri=adapter_url)
 
     run_concurrently([lambda: append(1000), lambda: append(5000), lambda: append(9000)])
     expected = [*range(10), *range(1000, 3000), *range(5000, 7000), *range(9000, 11000)]
@@ -183,7 +188,7 @@ def test_first_writers_of_a_new_table_lose_no_rows(
 
     def append(table: str, start: int) -> None:
         # The plain format in a new thread needs the session activated there.
-        pipeline.activate(spark)
+        lance_adapter_spark.activate(spark)
         frame = ids_frame(spark, start, start + 500)
         writer = frame.write.format("lance").options(**lance_options(adapter_url, table))
         writer.mode("append").save()
@@ -202,8 +207,9 @@ def test_nulls_into_a_non_null_column_are_refused_clearly(
     with_null = spark.range(10, 15).selectExpr("IF(id = 13, NULL, id) AS id")
 
     with pytest.raises(
-        pipeline.LanceSourceError, match="column 'id' is not nullable in the table, but the Data"
+        lance_adapter_spark.LanceSourceError,
+        match="column 'id' is not nullable in the table, but the Data",
     ):
-        pipeline.save_table(with_null, table_name, mode="append", uri=adapter_url)
+        lance_adapter_spark.save_table(with_null, table_name, mode="append", uri=adapter_url)
     assert stored_ids(adapter_url, table_name) == [1, 2]
     assert len(data_files(table_name)) == 1

@@ -7,11 +7,11 @@ from PyPI in the test cache (`maven.cache_root()/venvs/pyspark-<version>`, outsi
 checkout, made once and reused), with the connector's jars from `tests/java/lance-spark/pom.xml`.
 
 A `SparkDriver` is a Spark session in a child Python process (either pyspark: the 3.5 one for
-lance-spark, the project's own for Parquet and the `pipeline` source in the benchmark). The
-parent sends it one JSON request per line on stdin and reads one JSON answer per line on
-stdout; every wait is bounded. This file is also the child's program (`python lance_spark.py
---driver`), so its top level imports only the standard library: the pyspark 3.5 virtualenv has
-nothing else.
+lance-spark, the project's own for Parquet and the `lance_adapter_spark` source in the
+benchmark). The parent sends it one JSON request per line on stdin and reads one JSON answer
+per line on stdout; every wait is bounded. This file is also the child's program (`python
+lance_spark.py --driver`), so its top level imports only the standard library: the pyspark 3.5
+virtualenv has nothing else.
 """
 
 from __future__ import annotations
@@ -264,13 +264,13 @@ def _serve() -> None:
     for key, value in settings["conf"].items():
         builder = builder.config(key, value)
     if settings["pipeline"]:
-        import pipeline
+        import lance_adapter_spark
 
-        builder = builder.config(map=pipeline.session_conf())
+        builder = builder.config(map=lance_adapter_spark.session_conf())
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if settings["pipeline"]:
-        pipeline.register(spark)
+        lance_adapter_spark.register(spark)
     _answer(True, spark.version)
     for line in sys.stdin:
         request = json.loads(line)
@@ -305,8 +305,8 @@ def _handle(spark: Any, request: dict[str, Any]) -> Any:
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--driver"]:
-    # Run as a script, this folder would be first on the path, and its `pipeline.py` would
-    # hide the project's `pipeline` package.
+    # Run as a script, this folder would be first on the path, and its modules (`tables.py`,
+    # `cli.py`, ...) would hide installed modules of the same names; the child needs none of them.
     HERE = Path(__file__).resolve().parent
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
     _serve()

@@ -23,7 +23,7 @@ from lance.namespace import RestNamespace
 from lance_namespace import DeclareTableRequest
 from pyspark.sql import DataFrame, SparkSession
 
-import pipeline
+import lance_adapter_spark
 from tests.support.adapter import running_server
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ def spark_session() -> SparkSession:
         session = (
             SparkSession.builder.master("local[2,2]")  # 2 cores; a failed task is retried once
             .appName("pipeline-tests")
-            .config(map=pipeline.session_conf())
+            .config(map=lance_adapter_spark.session_conf())
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.shuffle.partitions", "2")
@@ -52,7 +52,7 @@ def spark_session() -> SparkSession:
             .getOrCreate()
         )
         session.sparkContext.setLogLevel("ERROR")
-        pipeline.register(session)
+        lance_adapter_spark.register(session)
         _resources.callback(session.stop)
         _singletons["spark"] = session
     return _singletons["spark"]  # type: ignore[return-value]
@@ -91,7 +91,7 @@ def table_name() -> str:
 
 
 def lance_options(url: str, table: str, **options: object) -> dict[str, str]:
-    return pipeline.source_options(table, uri=url, **options)
+    return lance_adapter_spark.source_options(table, uri=url, **options)
 
 
 def sorted_arrow(df: DataFrame, key: str = "id") -> pa.Table:

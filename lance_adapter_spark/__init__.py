@@ -1,7 +1,8 @@
 """PySpark data pipelines over Lance tables in a Lance namespace (docs/spark.md).
 
-The names below are imported on first use: Spark's Python workers import `pipeline.read`
-to run a read task, and that must not pull in the namespace client or the write side.
+The names below are imported on first use: Spark's Python workers import
+`lance_adapter_spark.read` to run a read task, and that must not pull in the namespace client
+or the write side.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ if importlib.util.find_spec("pyspark") is None:
     )
 
 if TYPE_CHECKING:
-    from pipeline.api import (
+    from lance_adapter_spark.api import (
         activate,
         read_table,
         register,
@@ -26,18 +27,18 @@ if TYPE_CHECKING:
         session_conf,
         source_options,
     )
-    from pipeline.options import LanceSourceError
-    from pipeline.source import LanceDataSource
+    from lance_adapter_spark.options import LanceSourceError
+    from lance_adapter_spark.source import LanceDataSource
 
 _EXPORTS = {
-    "LanceDataSource": "pipeline.source",
-    "LanceSourceError": "pipeline.options",
-    "activate": "pipeline.api",
-    "read_table": "pipeline.api",
-    "register": "pipeline.api",
-    "save_table": "pipeline.api",
-    "session_conf": "pipeline.api",
-    "source_options": "pipeline.api",
+    "LanceDataSource": "lance_adapter_spark.source",
+    "LanceSourceError": "lance_adapter_spark.options",
+    "activate": "lance_adapter_spark.api",
+    "read_table": "lance_adapter_spark.api",
+    "register": "lance_adapter_spark.api",
+    "save_table": "lance_adapter_spark.api",
+    "session_conf": "lance_adapter_spark.api",
+    "source_options": "lance_adapter_spark.api",
 }
 
 __all__ = [
@@ -55,5 +56,5 @@ __all__ = [
 def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)  # one entry per name of __all__
     if module is None:
-        raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+        raise AttributeError(f"module 'lance_adapter_spark' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)

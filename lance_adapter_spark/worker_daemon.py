@@ -7,7 +7,7 @@ the ones it imports next. When the same pyspark and py4j are installed, as with 
 pip-installed Spark, this daemon moves those zips behind the installed packages and then
 runs pyspark's own daemon, whose task processes inherit that order.
 
-`pipeline.local_python`'s launcher starts it in local sessions (docs/spark.md,
+`lance_adapter_spark.local_python`'s launcher starts it in local sessions (docs/spark.md,
 Set-up). It imports nothing from pyspark before reordering the path.
 """
 

@@ -20,16 +20,16 @@ from lance.progress import FragmentWriteProgress
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from pipeline.cluster import refuse_unshared_local_storage
-from pipeline.options import LanceOptions, LanceSourceError, connect
-from pipeline.schema import (
+from lance_adapter_spark.cluster import refuse_unshared_local_storage
+from lance_adapter_spark.options import LanceOptions, LanceSourceError, connect
+from lance_adapter_spark.schema import (
     check_append_schema,
     conform_write_batch,
     is_float_array,
     lance_schema_for,
     vector_dimensions,
 )
-from pipeline.tables import (
+from lance_adapter_spark.tables import (
     TableState,
     declare_table,
     delete_data_files,

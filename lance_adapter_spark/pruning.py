@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipeline.cluster import PACKAGE_DIR, made_once
+from lance_adapter_spark.cluster import PACKAGE_DIR, made_once
 
 RULE_SOURCE = PACKAGE_DIR / "jvm" / "PruneLanceColumns.java"
 RULE_CLASS = "lance.adapter.spark.PruneLanceColumns"

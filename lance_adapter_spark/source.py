@@ -5,8 +5,14 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
 from pyspark.sql.types import StructType
 
-from pipeline.options import LanceOptions, parse_options
-from pipeline.read import LanceReader, PinnedTable, UnfilteredLanceReader, pin_table, read_schema
+from lance_adapter_spark.options import LanceOptions, parse_options
+from lance_adapter_spark.read import (
+    LanceReader,
+    PinnedTable,
+    UnfilteredLanceReader,
+    pin_table,
+    read_schema,
+)
 
 
 class LanceDataSource(DataSource):
@@ -40,6 +46,6 @@ class LanceDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         # Imported here: reads never need the write side or the namespace client.
-        from pipeline.write import LanceWriter, plan_write
+        from lance_adapter_spark.write import LanceWriter, plan_write
 
         return LanceWriter(plan_write(self.parsed, schema, overwrite))

@@ -9,10 +9,10 @@ spends about 0.4 s compiling pyspark, three times over in a new session's first 
 In a local session (`local`, `local[N]`) the source's Python is the one PYSPARK_PYTHON
 names or, when it is unset, the driver's own (Spark's default, `python3` from PATH, is
 often another Python, without lance). `register` gives the source a launcher for it: a
-script that starts `pipeline.worker_daemon` (pyspark's daemon, with the installed pyspark
-and py4j ahead of their zips) in place of `pyspark.daemon`, and runs anything else
-unchanged. Not where executors run outside the driver's JVM (a cluster, `local-cluster`):
-they may have neither the script nor this package installed.
+script that starts `lance_adapter_spark.worker_daemon` (pyspark's daemon, with the
+installed pyspark and py4j ahead of their zips) in place of `pyspark.daemon`, and runs
+anything else unchanged. Not where executors run outside the driver's JVM (a cluster,
+`local-cluster`): they may have neither the script nor this package installed.
 docs/spark.md, Set-up.
 """
 
@@ -31,13 +31,13 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource
 
-from pipeline.cluster import EXECUTOR_MODULES, PACKAGE_DIR, made_once
-from pipeline.options import LanceSourceError
+from lance_adapter_spark.cluster import EXECUTOR_MODULES, PACKAGE_DIR, made_once
+from lance_adapter_spark.options import LanceSourceError
 
-WORKER_DAEMON = "pipeline.worker_daemon"
+WORKER_DAEMON = "lance_adapter_spark.worker_daemon"
 PYTHON_ENV = "PYSPARK_PYTHON"  # Spark's setting for the Python it starts
 LAUNCHER = """#!/bin/sh
-# Made by the lance source (pipeline/local_python.py): Spark's Python for the source.
+# Made by the lance source (lance_adapter_spark/local_python.py): Spark's Python for the source.
 if [ "$1" = "-m" ] && [ "$2" = "pyspark.daemon" ]; then
     shift 2
     exec {python} -m {daemon} "$@"

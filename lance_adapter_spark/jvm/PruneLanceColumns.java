@@ -1,5 +1,5 @@
 // Column pruning for the `lance` Python data source, compiled and installed by
-// pipeline/pruning.py into a session's extra optimizer rules.
+// lance_adapter_spark/pruning.py into a session's extra optimizer rules.
 //
 // Spark 4 does not tell a Python data source which columns a query uses: its scan always
 // has the table's whole schema. After Spark's own optimizer has run, every scan of the
@@ -63,10 +63,10 @@ import scala.Option;
 import scala.jdk.javaapi.CollectionConverters;
 
 public final class PruneLanceColumns extends Rule<LogicalPlan> {
-  /** pipeline/read.py's ROW_COUNT_COLUMN: the schema of a read that counts rows. */
+  /** lance_adapter_spark/read.py's ROW_COUNT_COLUMN: the schema of a read that counts rows. */
   public static final String ROWS_COLUMN = "__lance_fragment_rows";
-  /** pipeline/read.py's TableRowCount, as a pickled partition names its class. */
-  public static final String ROW_COUNT_PARTITION = "pipeline.read.TableRowCount";
+  /** lance_adapter_spark/read.py's TableRowCount, as a pickled partition names its class. */
+  public static final String ROW_COUNT_PARTITION = "lance_adapter_spark.read.TableRowCount";
 
   private final String sourceName;
 

@@ -22,12 +22,14 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from pipeline.options import LanceSourceError
+from lance_adapter_spark.options import LanceSourceError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # The Spark master, as the driver saw it when the source was registered: handed to the
 # Python processes that plan reads and writes (they have no SparkContext to ask).
 MASTER_ENV = "LANCE_PIPELINE_SPARK_MASTER"
+# Schemes of the object stores Lance opens (backends.core.locations.SUPPORTED_SCHEMES).
+OBJECT_STORE_SCHEMES = ("s3", "gs", "az", "abfss")
 # What a task imports besides pyspark and this package; pip names for the message.
 EXECUTOR_MODULES = {"pyarrow": "pyarrow", "lance": "pylance", "lance_namespace": "lance-namespace"}
 
@@ -48,10 +50,12 @@ def package_zip() -> Path:
     def write(partial: Path) -> None:
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
             for source in sources:
-                archive.write(source, f"pipeline/{source.name}")
-                archive.writestr(f"pipeline/{source.stem}.pyc", _unchecked_byte_code(source))
+                archive.write(source, f"lance_adapter_spark/{source.name}")
+                archive.writestr(
+                    f"lance_adapter_spark/{source.stem}.pyc", _unchecked_byte_code(source)
+                )
 
-    return made_once(f"lance_pipeline-{digest.hexdigest()[:16]}.zip", write)
+    return made_once(f"lance_adapter_spark-{digest.hexdigest()[:16]}.zip", write)
 
 
 def made_once(name: str, write: Callable[[Path], None], mode: int = 0o644) -> Path:
@@ -176,7 +180,7 @@ class _ImportCheckReader(DataSourceReader):
             # The reader's own modules, loaded in this worker for the reads that follow;
             # should they fail, a read reports it.
             with contextlib.suppress(ImportError):
-                import pipeline.read  # noqa: F401
+                import lance_adapter_spark.read  # noqa: F401
         for name, error in failures:
             yield host, name, error
 
@@ -211,11 +215,17 @@ def refuse_unshared_local_storage(location: str, table: str, shared: bool) -> No
 def is_local_location(location: str) -> bool:
     """Whether Lance opens `location` on the local file system (read as Lance reads it,
     `backends.core.locations`; a location it cannot read is taken as local, the cautious side).
-    Driver only: the package shipped to executors does not hold `backends`."""
+
+    Driver only. A driver that has only this package (`--py-files`, no server installed)
+    has no `backends`: there a location is local unless it names an object store's scheme,
+    which is what the answers of a namespace server hold."""
     from lance_namespace import InvalidInputError
 
-    from backends.core.locations import resolve_stored
-
+    try:
+        from backends.core.locations import resolve_stored
+    except ImportError:
+        scheme, separator, _ = location.partition("://")
+        return not separator or scheme.lower() not in OBJECT_STORE_SCHEMES
     try:
         return resolve_stored(location).scheme == "file"
     except InvalidInputError:

@@ -15,14 +15,15 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from pipeline.filters import combine, to_lance_sql
-from pipeline.options import LanceOptions, LanceSourceError
-from pipeline.schema import conform_read_batch, spark_schema_for
+from lance_adapter_spark.filters import combine, to_lance_sql
+from lance_adapter_spark.options import LanceOptions, LanceSourceError
+from lance_adapter_spark.schema import conform_read_batch, spark_schema_for
 
 # Spark counts a batch's rows in an int; a read of no columns stays far below that.
 MAX_ROWS_PER_EMPTY_BATCH = 1 << 24
-# The one column of a read that counts rows (pipeline/jvm/PruneLanceColumns.java's
-# ROWS_COLUMN): one row, the table's row count (TableRowCount). Never a table's own column.
+# The one column of a read that counts rows (ROWS_COLUMN of
+# lance_adapter_spark/jvm/PruneLanceColumns.java): one row, the table's row count
+# (TableRowCount). Never a table's own column.
 ROW_COUNT_COLUMN = "__lance_fragment_rows"
 
 
@@ -52,7 +53,7 @@ def pin_table(options: LanceOptions) -> PinnedTable:
             return _open_pinned(options, *described)
         except LanceSourceError:
             pass  # e.g. declared without data yet: the namespace client's path says so
-    from pipeline.tables import require_table
+    from lance_adapter_spark.tables import require_table
 
     state = require_table(options)
     version = options.version if options.version is not None else state.version
@@ -100,7 +101,8 @@ def pinned_options(pinned: PinnedTable) -> dict[str, str]:
 def _open_pinned(
     options: LanceOptions, location: str, version: int | None, storage: dict[str, str] | None
 ) -> PinnedTable:
-    from pipeline.cluster import refuse_unshared_local_storage  # not needed by read tasks
+    # Imported here: read tasks do not need it.
+    from lance_adapter_spark.cluster import refuse_unshared_local_storage
 
     refuse_unshared_local_storage(location, options.table_name, options.shared_storage)
     try:
@@ -141,8 +143,8 @@ class FragmentGroup(InputPartition):
 class TableRowCount(InputPartition):
     """The one partition of an unfiltered row count: the pinned version's rows, counted from
     fragment metadata while planning. The pruning rule reads `rows` from the pickled
-    partition (pipeline/jvm/PruneLanceColumns.java's ROW_COUNT_PARTITION) and answers the
-    count without a task; when a task reads it instead, it yields that one number."""
+    partition (ROW_COUNT_PARTITION of lance_adapter_spark/jvm/PruneLanceColumns.java) and
+    answers the count without a task; when a task reads it instead, it yields that one number."""
 
     def __init__(self, rows: int) -> None:
         super().__init__(rows)
@@ -174,9 +176,9 @@ def counts_rows(pinned: PinnedTable, schema: StructType) -> bool:
 class UnfilteredLanceReader(DataSourceReader):
     """Scans the pinned table version for the requested columns; Spark does all filtering.
 
-    With column pruning (`pipeline.pruning`) the columns are those the query uses: none,
-    or the row-count column, for a count, which is then planned as one TableRowCount and
-    reads no column data."""
+    With column pruning (`lance_adapter_spark.pruning`) the columns are those the query
+    uses: none, or the row-count column, for a count, which is then planned as one
+    TableRowCount and reads no column data."""
 
     def __init__(self, pinned: PinnedTable, schema: StructType, options: LanceOptions) -> None:
         self.counting = counts_rows(pinned, schema)

@@ -13,21 +13,21 @@ from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipeline.cluster import (
+from lance_adapter_spark.cluster import (
     MASTER_ENV,
     check_executor_modules,
     is_local_master,
     package_zip,
     ship_package,
 )
-from pipeline.local_python import register_source
-from pipeline.options import LanceSourceError, parse_options
-from pipeline.pruning import install_column_pruning
-from pipeline.read import pin_table, pinned_options, read_schema
-from pipeline.schema import check_append_schema, lance_schema_for
-from pipeline.source import LanceDataSource
-from pipeline.tables import inspect_table
-from pipeline.write import effective_mode
+from lance_adapter_spark.local_python import register_source
+from lance_adapter_spark.options import LanceSourceError, parse_options
+from lance_adapter_spark.pruning import install_column_pruning
+from lance_adapter_spark.read import pin_table, pinned_options, read_schema
+from lance_adapter_spark.schema import check_append_schema, lance_schema_for
+from lance_adapter_spark.source import LanceDataSource
+from lance_adapter_spark.tables import inspect_table
+from lance_adapter_spark.write import effective_mode
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 # Arrow Java checks bounds, and that a value is not null, on every element it hands Spark;

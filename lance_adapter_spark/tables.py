@@ -23,7 +23,7 @@ from lance_namespace.errors import (
     TableNotFoundError,
 )
 
-from pipeline.options import LanceOptions, LanceSourceError, connect
+from lance_adapter_spark.options import LanceOptions, LanceSourceError, connect
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
 
-from pipeline.options import LanceSourceError
+from lance_adapter_spark.options import LanceSourceError
 
 # Spark keeps timestamps as microseconds since the epoch in UTC.
 SPARK_TIMESTAMP = pa.timestamp("us", tz="UTC")
