@@ -53,7 +53,6 @@ DIRECTORY_BACKEND = "backends.directory.DirectoryBackend"
 IMPLS: tuple[str, ...] = ("dir", *CATALOG_IMPLS)
 
 
-
 def served_class_path(impl: str) -> str:
     """What the server builds for `impl`: an alias's class path, or `impl` itself."""
     if impl == "dir":
