@@ -30,6 +30,11 @@ UNION_ROWS = _with_column("u", pa.UnionArray.from_sparse(
 INTERVAL_ROWS = _with_column("i", pa.array([pa.MonthDayNano([1, 2, 3])],
                                            pa.month_day_nano_interval()))
 RUN_END_ROWS = _with_column("r", pa.RunEndEncodedArray.from_arrays([1], ["x"]))
+# What Lance's writer refuses while it writes: nulls where the data's schema says none, a
+# top-level column name with a dot.
+NULLS_IN_NON_NULLABLE = arrow_stream(pa.Table.from_arrays(
+    [pa.array([7, None])], schema=pa.schema([pa.field("id", pa.int64(), nullable=False)])))
+DOTTED_COLUMN_ROWS = arrow_stream(pa.table({"a.b": pa.array([1])}))
 NESTED_DECIMAL32_ROWS = _with_column("d", pa.array([[1]], pa.list_(pa.decimal32(5, 2))))
 
 BAD_REQUESTS: dict[str, tuple[str, str, dict, object]] = {
@@ -90,6 +95,9 @@ BAD_REQUESTS: dict[str, tuple[str, str, dict, object]] = {
         "POST", "/v1/table/a$t/merge_insert?on=id&when_matched_update_all=true"
         "&when_not_matched_insert_all=true", ARROW, RUN_END_ROWS),
     "nested decimal32 on create": ("POST", "/CreateTable?id=a$u", ARROW, NESTED_DECIMAL32_ROWS),
+    "nulls in a non-nullable column on create": ("POST", "/v1/table/a$u/create", ARROW,
+                                                 NULLS_IN_NON_NULLABLE),
+    "dotted column name on create": ("POST", "/v1/table/a$u/create", ARROW, DOTTED_COLUMN_ROWS),
     "tags route with a slashed id": ("POST", "/v1/table/a/t/tags/create", JSON, {"tag": "x"}),
 }
 

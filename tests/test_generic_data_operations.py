@@ -16,7 +16,7 @@ from lance_namespace import (
     DescribeTableRequest,
     DropTableRequest,
     InsertIntoTableRequest,
-    InternalError,
+    InvalidInputError,
     ListTablesRequest,
     ListTableVersionsRequest,
     QueryTableRequest,
@@ -145,13 +145,13 @@ def test_create_modes_and_drop(namespace: RestNamespace, data_root: Path) -> Non
 
 
 def test_a_failed_first_write_leaves_no_table(namespace: RestNamespace, data_root: Path) -> None:
-    union = pa.UnionArray.from_sparse(
-        pa.array([0, 1], pa.int8()), [pa.array([1, 2]), pa.array(["x", "y"])]
-    )
-    unwritable = pa.table({"u": union})  # Lance has no union type: the write fails
+    # Nulls in a column the data's own schema declares non-nullable: Lance's writer refuses
+    # them while it writes (a column type it cannot store is refused before, at the door).
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    unwritable = pa.Table.from_arrays([pa.array([1, None])], schema=schema)
     before = {p.name for p in data_root.iterdir()}
-    # Lance refuses the union type deep in its writer, which the server answers as a 500.
-    with pytest.raises(InternalError, match="internal error; see the server log"):
+    refused = "'id' is declared as non-nullable but contains null"
+    with pytest.raises(InvalidInputError, match=refused):
         namespace.create_table(CreateTableRequest(id=TABLE), arrow_stream(unwritable))
     with pytest.raises(TableNotFoundError, match=r"Table not found: table id 'cat\$items'"):
         namespace.table_exists(TableExistsRequest(id=TABLE))

@@ -55,6 +55,10 @@ _MESSAGE_RULES: tuple[tuple[type[LanceNamespaceError], tuple[str, ...]], ...] = 
     (InvalidInputError, ("sql parser error",)),
     (InvalidInputError, ("error parsing statement",)),
     (InvalidInputError, ("duplicate field name",)),
+    # Data the writer refuses: nulls in a column the data's own schema calls non-nullable, a
+    # top-level column name holding a dot (Lance's path separator).
+    (InvalidInputError, ("declared as non-nullable but contains null",)),
+    (InvalidInputError, ("top level field", "cannot contain `.`")),
     (InvalidInputError, ("no data provided for table creation",)),
     (InvalidInputError, ("file name too long",)),
     (InvalidInputError, ("os error 36",)),
