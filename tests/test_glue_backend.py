@@ -372,7 +372,8 @@ def test_configuration_errors(clean_moto: MotoEndpoint):
         ({"access_key_id": "only-the-key", "secret_access_key": ""},
          "access_key_id and secret_access_key must be set together"),
         # max_attempts counts the first call; botocore's max-retries does not.
-        ({"client.max_attempts": "0"}, "'client.max-retries' must be at least 0, got -1"),
+        ({"client.max_attempts": "0"},
+         "'client.max_attempts' is 0, that is 'client.max-retries' -1, which must be at least 0"),
         ({"client.read_timeout_sec": "soon"}, "'client.read_timeout_sec' must be an integer"),
         ({"assume_role_arn": "arn:aws:iam::123456789012:role/x", "assume_role_timeout_sec": "60"},
          "'assume_role_timeout_sec' must be at least 900, got 60"),

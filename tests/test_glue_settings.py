@@ -83,7 +83,7 @@ def test_an_unknown_property_is_refused() -> None:
     [
         ({"hierarchy": "flat"}, "'hierarchy' must be one of 'catalogs', 'databases'"),
         ({"client.max-retries": "-1"}, "'client.max-retries' must be at least 0"),
-        ({"client.max_attempts": "0"}, "'client.max-retries' must be at least 0"),
+        ({"client.max_attempts": "0"}, "'client.max_attempts' is 0, that is 'client.max-retries'"),
         ({"client.read_timeout_sec": "soon"}, "'client.read_timeout_sec' must be"),
         ({"client.pool-size": "0"}, "'client.pool-size' must be at least 1"),
         ({"assume_role_timeout_sec": "60"}, "'assume_role_timeout_sec' must be at least 900"),

@@ -74,7 +74,8 @@ def test_aliases_resolve_to_the_hive_backends() -> None:
          "'client.pool-size' must be an integer, got 'three'"),
         # The deprecated seconds are read as milliseconds: -1 s is -1000 ms.
         ({"uri": "thrift://127.0.0.1:9083", "client.read-timeout": "-1"},
-         "'client.read-timeout-ms' must be at least 1, got -1000"),
+         "'client.read-timeout' is -1 s, that is 'client.read-timeout-ms' -1000, "
+         "which must be at least 1"),
     ],
 )
 def test_bad_configuration_is_refused(properties: dict[str, str], why: str) -> None:

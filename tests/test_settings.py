@@ -64,6 +64,25 @@ def test_deprecated_aliases_convert_units_and_warn(caplog: pytest.LogCaptureFixt
     assert "'client.max_attempts' is deprecated" in caplog.text
 
 
+def test_an_alias_out_of_range_is_named_with_what_it_became() -> None:
+    """The error names the deprecated key as written, its value and today's key and value."""
+    cases = [
+        ({"client.max_attempts": "0"},
+         "property 'client.max_attempts' is 0, that is 'client.max-retries' -1, "
+         "which must be at least 0"),
+        ({"client.connect-timeout": "0"},
+         "property 'client.connect-timeout' is 0 s, that is 'client.connect-timeout-ms' 0, "
+         "which must be at least 1"),
+    ]
+    for extra, message in cases:
+        with pytest.raises(ConfigurationError) as raised:
+            SampleSettings.from_properties({"endpoint": "e", **extra})
+        assert str(raised.value) == message
+    with pytest.raises(ConfigurationError) as raised:  # today's key: the message as before
+        SampleSettings.from_properties({"endpoint": "e", "client.max-retries": "-1"})
+    assert str(raised.value) == "property 'client.max-retries' must be at least 0, got -1"
+
+
 def test_current_key_wins_over_alias() -> None:
     settings = SampleSettings.from_properties(
         {"endpoint": "e", "client.connect-timeout-ms": "7", "connect_timeout": "9"}

@@ -210,7 +210,16 @@ def _read(hint: Any, declared: Setting, raw: str, alias: Alias | None) -> Any:
         value = alias.to_current(value)
     if declared.choices and isinstance(value, str):
         value = value.lower()
-    _validate(declared, value)
+    problem = _problem(declared, value)
+    if problem and alias:
+        # Name the key the operator wrote and what its value became, not only today's key.
+        unit = f" {alias.unit}" if alias.unit else ""
+        raise ConfigurationError(
+            f"property '{alias.key}' is {raw}{unit}, that is '{declared.key}' {value!r}, "
+            f"which {problem}"
+        )
+    if problem:
+        raise ConfigurationError(f"property '{declared.key}' {problem}, got {value!r}")
     return value
 
 
@@ -251,16 +260,13 @@ def parse_bool(raw: object) -> bool:
     raise ValueError(f"must be {_SWITCH}, got {raw!r}")
 
 
-def _validate(declared: Setting, value: Any) -> None:
+def _problem(declared: Setting, value: Any) -> str | None:
+    """What is wrong with a parsed value ("must be ..."), or None when it is allowed."""
     if declared.minimum is not None and value < declared.minimum:
-        raise ConfigurationError(
-            f"property '{declared.key}' must be at least {declared.minimum:g}, got {value}"
-        )
+        return f"must be at least {declared.minimum:g}"
     if declared.choices and value not in declared.choices:
-        allowed = ", ".join(repr(choice) for choice in declared.choices)
-        raise ConfigurationError(
-            f"property '{declared.key}' must be one of {allowed}, got {value!r}"
-        )
+        return f"must be one of {', '.join(repr(choice) for choice in declared.choices)}"
+    return None
 
 
 # -- the settings remote backends share: one spelling, one unit ---------------------------------
