@@ -211,16 +211,15 @@ def _read(hint: Any, declared: Setting, raw: str, alias: Alias | None) -> Any:
     if declared.choices and isinstance(value, str):
         value = value.lower()
     problem = _problem(declared, value)
-    if problem and alias:
-        # Name the key the operator wrote and what its value became, not only today's key.
-        unit = f" {alias.unit}" if alias.unit else ""
-        raise ConfigurationError(
-            f"property '{alias.key}' is {raw}{unit}, that is '{declared.key}' {value!r}, "
-            f"which {problem}"
-        )
-    if problem:
-        raise ConfigurationError(f"property '{declared.key}' {problem}, got {value!r}")
-    return value
+    if problem is None:
+        return value
+    if alias is None:
+        raise ConfigurationError(f"property '{key}' {problem}, got {value!r}")
+    # Name the key the operator wrote and what its value became, not only today's key.
+    unit = f" {alias.unit}" if alias.unit else ""
+    raise ConfigurationError(
+        f"property '{key}' is {raw}{unit}, that is '{declared.key}' {value!r}, which {problem}"
+    )
 
 
 def _parser(hint: Any) -> Callable[[str], Any]:
