@@ -11,13 +11,18 @@ from dataclasses import dataclass
 
 import lance
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from lance_adapter_spark.filters import combine, to_lance_sql
 from lance_adapter_spark.options import LanceOptions, LanceSourceError
-from lance_adapter_spark.schema import conform_read_batch, spark_schema_for
+from lance_adapter_spark.schema import (
+    check_no_null_elements,
+    conform_read_batch,
+    spark_schema_for,
+)
 
 # Spark counts a batch's rows in an int; a read of no columns stays far below that.
 MAX_ROWS_PER_EMPTY_BATCH = 1 << 24
@@ -25,6 +30,11 @@ MAX_ROWS_PER_EMPTY_BATCH = 1 << 24
 # lance_adapter_spark/jvm/PruneLanceColumns.java): one row, the table's row count
 # (TableRowCount). Never a table's own column.
 ROW_COUNT_COLUMN = "__lance_fragment_rows"
+# The columns of a read that each hold one element of a vector column
+# (ELEMENT_PREFIX of lance_adapter_spark/jvm/PruneLanceColumns.java), named
+# "<prefix><index>:<column>": the index from 0, or from the end when negative. Never a
+# table's own column.
+ELEMENT_COLUMN_PREFIX = "__lance_element:"
 
 
 @dataclass(frozen=True)
@@ -126,10 +136,55 @@ def read_schema(pinned: PinnedTable, columns: list[str] | None) -> StructType:
 def check_columns(pinned: PinnedTable, columns: Iterable[str]) -> None:
     names = pinned.schema.names
     for column in columns:
-        if column not in names:
+        if column in names:
+            continue
+        element = vector_element(column)
+        if element is None:
             raise LanceSourceError(
                 f"column '{column}' is not in the table (columns: {', '.join(names)})"
             )
+        element.check(pinned.schema)
+
+
+@dataclass(frozen=True)
+class VectorElement:
+    """One element of a fixed-size list column, which the pruning rule reads in place of
+    the whole column when a query uses nothing else of it (`vector_element`)."""
+
+    column: str
+    index: int
+
+    def check(self, table_schema: pa.Schema) -> None:
+        """Raise unless the table's `column` is a fixed-size list holding `index`: the
+        rule relies on that to keep the plan it would otherwise have."""
+        if self.column not in table_schema.names:
+            raise LanceSourceError(f"column '{self.column}' is not in the table")
+        arrow_type = table_schema.field(self.column).type
+        if not pa.types.is_fixed_size_list(arrow_type):
+            raise LanceSourceError(f"column '{self.column}' is not a fixed-size list")
+        if not -arrow_type.list_size <= self.index < arrow_type.list_size:
+            raise LanceSourceError(
+                f"column '{self.column}' holds {arrow_type.list_size} elements, "
+                f"not one at index {self.index}"
+            )
+
+    def taken_from(self, vector: pa.Array, element_type: pa.DataType) -> pa.Array:
+        """The element of each vector (null for a null vector), as `element_type`. The
+        rule reads elements only of arrays without null elements: a null one is an error
+        here as in a read of the whole column."""
+        check_no_null_elements(self.column, vector, element_type)
+        return pc.list_element(vector, self.index % vector.type.list_size)
+
+
+def vector_element(name: str) -> VectorElement | None:
+    """The vector element a column named by the pruning rule stands for; None for any
+    other name."""
+    if not name.startswith(ELEMENT_COLUMN_PREFIX):
+        return None
+    index, separator, column = name[len(ELEMENT_COLUMN_PREFIX) :].partition(":")
+    if not separator or not column or not index.lstrip("-").isdigit():
+        return None
+    return VectorElement(column, int(index))
 
 
 class FragmentGroup(InputPartition):
@@ -184,6 +239,11 @@ class UnfilteredLanceReader(DataSourceReader):
         self.counting = counts_rows(pinned, schema)
         if not self.counting:
             check_columns(pinned, schema.fieldNames())
+        self.elements = {
+            name: element
+            for name in schema.fieldNames()
+            if name not in pinned.schema.names and (element := vector_element(name))
+        }
         self.pinned = pinned
         self.schema = schema
         self.options = options
@@ -210,15 +270,30 @@ class UnfilteredLanceReader(DataSourceReader):
             yield from self._row_counts(dataset, partition.fragment_ids)
             return
         spark_arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
+        scanned = [
+            element.column if (element := self.elements.get(name)) else name
+            for name in self.schema.fieldNames()
+        ]
         scanner = dataset.scanner(
-            columns=self.schema.fieldNames(),
+            columns=list(dict.fromkeys(scanned)),
             filter=combine(self.pushed),
             fragments=[dataset.get_fragment(i) for i in partition.fragment_ids],
             batch_size=self.options.batch_size,
         )
         for batch in scanner.to_batches():
             if batch.num_rows:
+                batch = self._with_elements(batch, spark_arrow_schema)
                 yield conform_read_batch(batch, spark_arrow_schema)
+
+    def _with_elements(self, batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+        """`batch` with the vector elements the read asks for as columns of their own."""
+        if not self.elements:
+            return batch
+        columns = dict(zip(batch.schema.names, batch.columns, strict=True))
+        for name, element in self.elements.items():
+            vector = batch.column(element.column)
+            columns[name] = element.taken_from(vector, target.field(name).type)
+        return pa.RecordBatch.from_pydict(columns)
 
     def _row_counts(
         self, dataset: lance.LanceDataset, fragment_ids: list[int]

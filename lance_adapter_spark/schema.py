@@ -251,12 +251,17 @@ def conform_read_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBat
 
 
 def _check_no_null_elements(target_field: pa.Field, column: pa.Array) -> None:
-    if not pa.types.is_fixed_size_list(column.type) or target_field.type.value_field.nullable:
-        return
-    if column.flatten().null_count:
+    if pa.types.is_fixed_size_list(column.type) and not target_field.type.value_field.nullable:
+        check_no_null_elements(target_field.name, column, target_field.type.value_type)
+
+
+def check_no_null_elements(name: str, vector: pa.Array, element_type: pa.DataType) -> None:
+    """Raise when the fixed-size list column `name`, read as an array of `element_type`
+    without null elements (`spark_type_for`), holds a null element."""
+    if vector.flatten().null_count:
         raise LanceSourceError(
-            f"vector column '{target_field.name}' has a null element, which Spark reads as "
-            f"array<{target_field.type.value_type}> without nulls; to read it anyway give "
+            f"vector column '{name}' has a null element, which Spark reads as "
+            f"array<{element_type}> without nulls; to read it anyway give "
             "the read a schema whose array allows nulls, e.g. .schema('v ARRAY<FLOAT>')"
         )
 

@@ -11,13 +11,15 @@ from pathlib import Path
 import lance
 import pytest
 from lance.namespace import RestNamespace
-from pyspark.errors import PythonException
+from pyspark.errors import ArrayIndexOutOfBoundsException, PythonException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from lance_adapter_spark import pruning
 from lance_adapter_spark.options import parse_options
 from lance_adapter_spark.read import (
+    ELEMENT_COLUMN_PREFIX,
     ROW_COUNT_COLUMN,
     TableRowCount,
     UnfilteredLanceReader,
@@ -186,6 +188,100 @@ def test_counts_with_distinct_or_grouping_are_not_taken_from_metadata(
     ones = spark.sql(f"SELECT 1 AS one FROM {table_name}")
     assert scanned_columns(ones) == "lance[]"
     assert ones.count() == ROWS and len(ones.collect()) == ROWS
+
+
+VECTOR_ROWS = 1000
+
+
+def write_vectors(spark: SparkSession, url: str, table: str, vector: str) -> None:
+    """`id`, `bucket` and `v`, a vector of 4 floats given by the SQL expression `vector`."""
+    frame = spark.range(VECTOR_ROWS, numPartitions=2).selectExpr(
+        "id", "CAST(id % 10 AS INT) AS bucket", f"{vector} AS v"
+    )
+    options = lance_options(url, table, vector_columns="v:4")
+    frame.write.format("lance").options(**options).mode("append").save()
+
+
+def scanned_names(df: DataFrame) -> list[str]:
+    """The names of the scan's columns in `df`'s plan."""
+    columns = scanned_columns(df).removeprefix("lance[").removesuffix("]")
+    return [column.rsplit("#", 1)[0] for column in columns.split(", ")]
+
+
+def element_columns(df: DataFrame) -> list[str]:
+    """The scan's columns that each hold one element of a vector."""
+    return [name for name in scanned_names(df) if name.startswith(ELEMENT_COLUMN_PREFIX)]
+
+
+def test_a_query_using_single_elements_of_a_vector_reads_only_those(
+    spark: SparkSession, adapter_url: str, table_name: str
+) -> None:
+    """element_at(v, k) and v[k] with literal indexes read those elements, not the vector;
+    a null vector gives null elements."""
+    vector = "IF(id % 100 = 5, NULL, TRANSFORM(SEQUENCE(0, 3), i -> CAST(id * 4 + i AS FLOAT)))"
+    write_vectors(spark, adapter_url, table_name, vector)
+    df = load(spark, adapter_url, table_name)
+    grouped = df.groupBy("bucket").agg(
+        F.max(F.element_at("v", 1)).alias("first"),
+        F.min(F.col("v")[3]).alias("last"),
+        F.max(F.element_at("v", -2)).alias("third"),
+        F.count(F.col("v")[0]).alias("present"),
+    )
+    prefix = ELEMENT_COLUMN_PREFIX
+    assert set(element_columns(grouped)) == {f"{prefix}0:v", f"{prefix}3:v", f"{prefix}-2:v"}
+    assert "v" not in scanned_names(grouped)
+    expected = {}
+    for bucket in range(10):
+        ids = [i for i in range(bucket, VECTOR_ROWS, 10) if i % 100 != 5]
+        expected[bucket] = (max(ids) * 4, min(ids) * 4 + 3, max(ids) * 4 + 2, len(ids))
+    rows = grouped.collect()
+    assert {r.bucket: (r.first, r.last, r.third, r.present) for r in rows} == expected
+
+    # Through a filter on another column; a null vector's element is null.
+    picked = df.where("id IN (4, 5)").select("id", F.element_at("v", 2).alias("second"))
+    assert element_columns(picked) == [f"{prefix}1:v"]
+    assert sorted(picked.collect()) == [(4, 17.0), (5, None)]
+
+
+def test_vectors_used_otherwise_are_read_whole(
+    spark: SparkSession, adapter_url: str, table_name: str
+) -> None:
+    """A vector used whole, filtered on, indexed past its size or given a schema that
+    allows null elements is read whole, and Spark answers or fails as it would anyway."""
+    vector = "TRANSFORM(SEQUENCE(0, 3), i -> CAST(id * 4 + i AS FLOAT))"
+    write_vectors(spark, adapter_url, table_name, vector)
+    df = load(spark, adapter_url, table_name)
+    whole = df.where("id = 2").select(F.col("v")[0].alias("first"), "v")
+    assert element_columns(whole) == [] and "v" in scanned_names(whole)
+    assert whole.collect() == [(8.0, [8.0, 9.0, 10.0, 11.0])]
+    filtered = df.where(F.col("v")[0] > 3990).select(F.col("v")[1].alias("second"))
+    assert element_columns(filtered) == [] and filtered.collect() == [(3993.0,), (3997.0,)]
+    past_end = [
+        (F.element_at("v", 5), "INVALID_ARRAY_INDEX_IN_ELEMENT_AT"),
+        (F.col("v")[4], r"INVALID_ARRAY_INDEX\]"),
+    ]
+    for element, error in past_end:
+        past = df.select(element)
+        assert element_columns(past) == [] and "v" in scanned_names(past)
+        with pytest.raises(ArrayIndexOutOfBoundsException, match=error):
+            past.collect()
+    nullable = spark.read.format("lance").options(**lance_options(adapter_url, table_name))
+    nullable = nullable.schema("id BIGINT, v ARRAY<FLOAT>").load()
+    second = nullable.where("id = 1").select(F.col("v")[1])
+    assert element_columns(second) == [] and second.collect() == [(5.0,)]
+
+
+def test_an_element_of_a_vector_holding_a_null_element_fails_as_the_vector_would(
+    spark: SparkSession, adapter_url: str, table_name: str
+) -> None:
+    vector = "ARRAY(1.0F, 2.0F, 3.0F, IF(id = 7, NULL, 4.0F))"
+    table = spark.range(10).selectExpr("id", "CAST(id AS INT) AS bucket", f"{vector} AS v")
+    options = lance_options(adapter_url, table_name, vector_columns="v:4")
+    table.write.format("lance").options(**options).mode("append").save()
+    first = load(spark, adapter_url, table_name).select(F.element_at("v", 1))
+    assert element_columns(first) == [f"{ELEMENT_COLUMN_PREFIX}0:v"]
+    with pytest.raises(PythonException, match="vector column 'v' has a null element"):
+        first.collect()
 
 
 def test_without_javac_pruning_is_off_with_a_warning(

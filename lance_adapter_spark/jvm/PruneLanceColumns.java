@@ -22,7 +22,10 @@ package lance.adapter.spark;
 import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import net.razorvine.pickle.Unpickler;
 import net.razorvine.pickle.objects.ClassDict;
 import org.apache.spark.sql.SparkSession;
@@ -32,6 +35,9 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.AttributeSet;
 import org.apache.spark.sql.catalyst.expressions.Coalesce;
+import org.apache.spark.sql.catalyst.expressions.ElementAt;
+import org.apache.spark.sql.catalyst.expressions.ExprId;
+import org.apache.spark.sql.catalyst.expressions.GetArrayItem;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.Literal;
@@ -53,6 +59,7 @@ import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonInputPartition;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonScan;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonScanBuilder;
+import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
@@ -67,6 +74,9 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
   public static final String ROWS_COLUMN = "__lance_fragment_rows";
   /** lance_adapter_spark/read.py's TableRowCount, as a pickled partition names its class. */
   public static final String ROW_COUNT_PARTITION = "lance_adapter_spark.read.TableRowCount";
+  /** lance_adapter_spark/read.py's ELEMENT_COLUMN_PREFIX: a column holding one element of a
+   * vector, named ELEMENT_PREFIX + index + ":" + the vector's column. */
+  public static final String ELEMENT_PREFIX = "__lance_element:";
 
   private final String sourceName;
 
@@ -92,21 +102,227 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
     Function1<LogicalPlan, LogicalPlan> rewriteChild = this::apply;
     LogicalPlan rewritten = (LogicalPlan) plan.mapChildren(rewriteChild);
     if (rewritten instanceof Aggregate aggregate) {
-      return countedFromMetadata(aggregate);
+      LogicalPlan counted = countedFromMetadata(aggregate);
+      return counted == aggregate ? elementsRead(aggregate) : counted;
     }
     if (!(rewritten instanceof Project project)) {
       return rewritten;
     }
+    return elementsRead(columnsPruned(project));
+  }
+
+  private LogicalPlan columnsPruned(Project project) {
     LogicalPlan child = project.child();
     if (child instanceof DataSourceV2ScanRelation scan) {
       LogicalPlan pruned = pruned(scan, project.references(), null);
-      return pruned == scan ? rewritten : withChild(project, pruned);
+      return pruned == scan ? project : withChild(project, pruned);
     }
     if (child instanceof Filter filter && filter.child() instanceof DataSourceV2ScanRelation scan) {
       LogicalPlan pruned = pruned(scan, project.references(), filter.references());
-      return pruned == scan ? rewritten : withChild(project, withChild(filter, pruned));
+      return pruned == scan ? project : withChild(project, withChild(filter, pruned));
     }
-    return rewritten;
+    return project;
+  }
+
+  /** `parent` (an Aggregate or Project over this source's scan, maybe through a Project
+   * passing columns on and a Filter) reading single elements of vector columns in place of
+   * the vectors, where it uses a vector only as `element_at(v, k)` or `v[k]` with literal
+   * indexes; `parent` itself otherwise. Spark copies every element of an array into each
+   * row it reads from a Python source, where a columnar reader (Parquet's) reads the one
+   * element in place; reading the elements instead spares that copy. Only arrays without
+   * null elements (vectors, docs/spark.md Types) qualify, and the reader checks each
+   * index against the vector's fixed size while the rule plans the read, so the answer,
+   * errors included, is the one the whole vector would give. */
+  private LogicalPlan elementsRead(LogicalPlan parent) {
+    if (parent.children().size() != 1) {
+      return parent;
+    }
+    LogicalPlan node = parent.children().head();
+    Project through = null;
+    Filter filter = null;
+    if (node instanceof Project project) {
+      through = project;
+      node = project.child();
+    }
+    if (node instanceof Filter found) {
+      filter = found;
+      node = found.child();
+    }
+    if (!(node instanceof DataSourceV2ScanRelation scan)
+        || !(scan.scan() instanceof PythonScan pythonScan)
+        || scan.relation().output().exists(column -> column.name().startsWith(ELEMENT_PREFIX))) {
+      return parent;
+    }
+    try {
+      if (!sourceName.equals(field(pythonScan, "shortName"))) {
+        return parent;
+      }
+      List<String> filtered = new ArrayList<>();
+      for (org.apache.spark.sql.sources.Filter pushed : pushedFilters(pythonScan)) {
+        filtered.addAll(List.of(pushed.references()));
+      }
+      // For each vector read by element only: its elements' columns, by index.
+      Map<ExprId, Map<Integer, AttributeReference>> elements =
+          new LinkedHashMap<>();
+      for (AttributeReference vector : CollectionConverters.asJava(scan.output())) {
+        if (!(vector.dataType() instanceof ArrayType array)
+            || array.containsNull()
+            || filtered.contains(vector.name())
+            || (filter != null && filter.references().contains(vector))
+            || (through != null && !passedOn(through, vector))) {
+          continue;
+        }
+        Map<Integer, AttributeReference> indexes = new TreeMap<>();
+        boolean onlyElements = true;
+        for (Expression expression : CollectionConverters.asJava(parent.expressions())) {
+          onlyElements &= elementsUsed(expression, vector.exprId(), indexes);
+        }
+        if (onlyElements && !indexes.isEmpty()) {
+          for (Integer index : indexes.keySet()) {
+            indexes.put(index, elementColumn(vector, array, index));
+          }
+          elements.put(vector.exprId(), indexes);
+        }
+      }
+      if (elements.isEmpty()) {
+        return parent;
+      }
+      return elementsPlanned(parent, through, filter, scan, pythonScan, elements);
+    } catch (Exception error) { // Scala's exceptions are not declared: any of them
+      logWarning(() -> "lance: vector elements not read apart for this scan: " + error);
+      return parent;
+    }
+  }
+
+  /** `parent` rebuilt over a scan reading `elements` in place of their vectors, planned
+   * now so that the reader can refuse an index; `parent` itself when it does. */
+  private static LogicalPlan elementsPlanned(
+      LogicalPlan parent,
+      Project through,
+      Filter filter,
+      DataSourceV2ScanRelation scan,
+      PythonScan pythonScan,
+      Map<ExprId, Map<Integer, AttributeReference>> elements)
+      throws ReflectiveOperationException {
+    List<AttributeReference> output = new ArrayList<>();
+    for (AttributeReference column : CollectionConverters.asJava(scan.output())) {
+      Map<Integer, AttributeReference> read = elements.get(column.exprId());
+      output.addAll(read == null ? List.of(column) : read.values());
+    }
+    StructType schema = pythonScan.readSchema();
+    List<StructField> fields = new ArrayList<>();
+    for (AttributeReference column : output) {
+      fields.add(column.name().startsWith(ELEMENT_PREFIX)
+          ? new StructField(column.name(), column.dataType(), true, Metadata.empty())
+          : schema.apply(column.name()));
+    }
+    Scan rebuilt = rebuiltScan(pythonScan, new StructType(fields.toArray(new StructField[0])));
+    if (rebuilt == null) {
+      return parent;
+    }
+    try {
+      rebuilt.toBatch().planInputPartitions();
+    } catch (Exception refused) { // the reader refused an element (an index out of range)
+      return parent;
+    }
+    LogicalPlan below = withScan(scan, rebuilt, output);
+    if (filter != null) {
+      below = withChild(filter, below);
+    }
+    if (through != null) {
+      List<NamedExpression> passed = new ArrayList<>();
+      for (NamedExpression column : CollectionConverters.asJava(through.projectList())) {
+        Map<Integer, AttributeReference> read =
+            column instanceof AttributeReference vector ? elements.get(vector.exprId()) : null;
+        passed.addAll(read == null ? List.of(column) : read.values());
+      }
+      below = new Project(seq(passed), below);
+    }
+    Function1<Expression, Expression> readElements = expression -> withElements(expression, elements);
+    return withChild((LogicalPlan) parent.mapExpressions(readElements), below);
+  }
+
+  /** Whether `project` passes `vector` on as it is and uses it for nothing else. */
+  private static boolean passedOn(Project project, AttributeReference vector) {
+    boolean passed = false;
+    for (NamedExpression column : CollectionConverters.asJava(project.projectList())) {
+      if (column instanceof AttributeReference attribute && attribute.semanticEquals(vector)) {
+        passed = true;
+      } else if (((Expression) column).references().contains(vector)) {
+        return false;
+      }
+    }
+    return passed;
+  }
+
+  /** Whether `expression` uses `vector` only through elements at literal indexes, which
+   * it adds to `indexes` (from 0, or from the end when negative). */
+  private static boolean elementsUsed(
+      Expression expression, ExprId vector, Map<Integer, AttributeReference> indexes) {
+    Integer index = elementIndex(expression, vector);
+    if (index != null) {
+      indexes.put(index, null);
+      return true;
+    }
+    if (expression instanceof AttributeReference attribute) {
+      return !attribute.exprId().equals(vector);
+    }
+    boolean onlyElements = true;
+    for (Expression child : CollectionConverters.asJava(expression.children())) {
+      onlyElements &= elementsUsed(child, vector, indexes);
+    }
+    return onlyElements;
+  }
+
+  /** The index `expression` takes from `vector` when it is `element_at(vector, k)` (k from 1,
+   * or from the end when negative) or `vector[k]` (k from 0) with k a literal the read can
+   * take; null otherwise. element_at's 0 is an error and a negative `[k]` never an element. */
+  private static Integer elementIndex(Expression expression, ExprId vector) {
+    if (expression instanceof ElementAt elementAt
+        && elementAt.left() instanceof AttributeReference array
+        && array.exprId().equals(vector)
+        && elementAt.right() instanceof Literal literal
+        && literal.value() instanceof Integer k
+        && k != 0) {
+      return k > 0 ? k - 1 : k;
+    }
+    if (expression instanceof GetArrayItem item
+        && item.child() instanceof AttributeReference array
+        && array.exprId().equals(vector)
+        && item.ordinal() instanceof Literal literal
+        && literal.value() instanceof Integer k
+        && k >= 0) {
+      return k;
+    }
+    return null;
+  }
+
+  /** The column of the scan holding element `index` of `vector` (read.py's VectorElement). */
+  private static AttributeReference elementColumn(AttributeReference vector, ArrayType array, int index) {
+    String name = ELEMENT_PREFIX + index + ":" + vector.name();
+    return new AttributeReference(
+        name, array.elementType(), true, Metadata.empty(), NamedExpression.newExprId(), seq(List.of()));
+  }
+
+  /** `expression` with each element it takes of a vector in `elements` read from its column. */
+  private static Expression withElements(
+      Expression expression,
+      Map<ExprId, Map<Integer, AttributeReference>> elements) {
+    for (Map.Entry<ExprId, Map<Integer, AttributeReference>> vector
+        : elements.entrySet()) {
+      Integer index = elementIndex(expression, vector.getKey());
+      if (index != null) {
+        return vector.getValue().get(index);
+      }
+    }
+    List<Expression> children = new ArrayList<>();
+    boolean changed = false;
+    for (Expression child : CollectionConverters.asJava(expression.children())) {
+      Expression replaced = withElements(child, elements);
+      changed |= replaced != child;
+      children.add(replaced);
+    }
+    return changed ? (Expression) expression.withNewChildren(seq(children)) : expression;
   }
 
   private static LogicalPlan withChild(LogicalPlan parent, LogicalPlan child) {
