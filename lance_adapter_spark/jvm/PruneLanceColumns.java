@@ -8,6 +8,8 @@
 // which Spark resolves in the scan's columns when it pushes them again), so the source's
 // reader is made for them. The rebuilt scan reuses the source instance made when the
 // DataFrame was loaded (the table version it pinned) and the filters pushed to it.
+// A vector column the query uses only through elements at literal indexes is read as
+// those elements (columns named ELEMENT_PREFIX + index + ":" + column; elementsRead).
 // A count of all rows, count() or COUNT(*) with no grouping, over a scan left with no
 // columns is read from the reserved column ROWS_COLUMN, which the reader plans as one
 // partition holding the table's row count from Lance's metadata (each fragment's rows
