@@ -159,10 +159,7 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
       if (!sourceName.equals(field(pythonScan, "shortName"))) {
         return parent;
       }
-      List<String> filtered = new ArrayList<>();
-      for (org.apache.spark.sql.sources.Filter pushed : pushedFilters(pythonScan)) {
-        filtered.addAll(List.of(pushed.references()));
-      }
+      List<String> filtered = pushedColumns(pythonScan);
       // For each vector read by element only: its elements' columns, by index.
       Map<ExprId, Map<Integer, AttributeReference>> elements =
           new LinkedHashMap<>();
@@ -343,10 +340,7 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
         return scan;
       }
       // Spark pushes the filters again to the new scan, and resolves their columns in it.
-      List<String> filtered = new ArrayList<>();
-      for (org.apache.spark.sql.sources.Filter pushed : pushedFilters(pythonScan)) {
-        filtered.addAll(List.of(pushed.references()));
-      }
+      List<String> filtered = pushedColumns(pythonScan);
       List<AttributeReference> kept = new ArrayList<>();
       for (AttributeReference attribute : output) {
         if (used.contains(attribute)
@@ -502,6 +496,15 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
       return null;
     }
     return builder.build();
+  }
+
+  /** The columns the filters pushed to `pythonScan` name. */
+  private static List<String> pushedColumns(PythonScan pythonScan) throws IllegalAccessException {
+    List<String> columns = new ArrayList<>();
+    for (org.apache.spark.sql.sources.Filter pushed : pushedFilters(pythonScan)) {
+      columns.addAll(List.of(pushed.references()));
+    }
+    return columns;
   }
 
   private static org.apache.spark.sql.sources.Filter[] pushedFilters(PythonScan pythonScan)
