@@ -27,7 +27,8 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
+import java.util.Set;
+import java.util.TreeSet;
 import net.razorvine.pickle.Unpickler;
 import net.razorvine.pickle.objects.ClassDict;
 import org.apache.spark.sql.SparkSession;
@@ -113,6 +114,7 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
     return elementsRead(columnsPruned(project));
   }
 
+  /** `project` over its scan (maybe through a Filter) narrowed to the columns it uses. */
   private LogicalPlan columnsPruned(Project project) {
     LogicalPlan child = project.child();
     if (child instanceof DataSourceV2ScanRelation scan) {
@@ -161,8 +163,7 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
       }
       List<String> filtered = pushedColumns(pythonScan);
       // For each vector read by element only: its elements' columns, by index.
-      Map<ExprId, Map<Integer, AttributeReference>> elements =
-          new LinkedHashMap<>();
+      Map<ExprId, Map<Integer, AttributeReference>> elements = new LinkedHashMap<>();
       for (AttributeReference vector : CollectionConverters.asJava(scan.output())) {
         if (!(vector.dataType() instanceof ArrayType array)
             || array.containsNull()
@@ -171,16 +172,17 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
             || (through != null && !passedOn(through, vector))) {
           continue;
         }
-        Map<Integer, AttributeReference> indexes = new TreeMap<>();
+        Set<Integer> indexes = new TreeSet<>();
         boolean onlyElements = true;
         for (Expression expression : CollectionConverters.asJava(parent.expressions())) {
           onlyElements &= elementsUsed(expression, vector.exprId(), indexes);
         }
         if (onlyElements && !indexes.isEmpty()) {
-          for (Integer index : indexes.keySet()) {
-            indexes.put(index, elementColumn(vector, array, index));
+          Map<Integer, AttributeReference> columns = new LinkedHashMap<>();
+          for (Integer index : indexes) {
+            columns.put(index, elementColumn(vector, array, index));
           }
-          elements.put(vector.exprId(), indexes);
+          elements.put(vector.exprId(), columns);
         }
       }
       if (elements.isEmpty()) {
@@ -257,10 +259,10 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
   /** Whether `expression` uses `vector` only through elements at literal indexes, which
    * it adds to `indexes` (from 0, or from the end when negative). */
   private static boolean elementsUsed(
-      Expression expression, ExprId vector, Map<Integer, AttributeReference> indexes) {
+      Expression expression, ExprId vector, Set<Integer> indexes) {
     Integer index = elementIndex(expression, vector);
     if (index != null) {
-      indexes.put(index, null);
+      indexes.add(index);
       return true;
     }
     if (expression instanceof AttributeReference attribute) {
