@@ -5,7 +5,8 @@ optimizations by `register`.
 Spark 4 hands a Python data source the table's whole schema whatever the query uses; the
 rule narrows each scan of the source to the columns the query needs (none for `count()`,
 which is then answered from Lance's fragment metadata; single elements of a vector the
-query only indexes). Only the driver runs it, so a
+query only indexes) and has the read tasks compute grouped aggregates partially
+(`lance_adapter_spark.aggregates`). Only the driver runs it, so a
 cluster's executors need nothing more. It needs a JDK's `javac` where the driver runs;
 without one, reads stay correct and read every column, and a warning says so.
 docs/spark.md, "Column pruning".

@@ -16,9 +16,11 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from lance_adapter_spark.aggregates import PartialAggregation, partial_aggregate
 from lance_adapter_spark.filters import combine, to_lance_sql
 from lance_adapter_spark.options import LanceOptions, LanceSourceError
 from lance_adapter_spark.schema import (
+    arrow_type_for,
     check_no_null_elements,
     conform_read_batch,
     spark_schema_for,
@@ -237,17 +239,43 @@ class UnfilteredLanceReader(DataSourceReader):
 
     def __init__(self, pinned: PinnedTable, schema: StructType, options: LanceOptions) -> None:
         self.counting = counts_rows(pinned, schema)
-        if not self.counting:
-            check_columns(pinned, schema.fieldNames())
-        self.elements = {
-            name: element
-            for name in schema.fieldNames()
-            if name not in pinned.schema.names and (element := vector_element(name))
-        }
         self.pinned = pinned
         self.schema = schema
         self.options = options
         self.pushed: list[str] = []
+        partials = {
+            name: partial
+            for name in schema.fieldNames()
+            if name not in pinned.schema.names and (partial := partial_aggregate(name))
+        }
+        output = to_arrow_schema(schema, timezone="UTC")
+        self.aggregation = PartialAggregation(output, partials) if partials else None
+        scanned = self.aggregation.keys + self.aggregation.sources() if partials else schema.names
+        if not self.counting:
+            check_columns(pinned, scanned)
+        self.elements = {
+            name: element
+            for name in scanned
+            if name not in pinned.schema.names and (element := vector_element(name))
+        }
+        # What the scan reads, as Spark types it: the output itself unless aggregating.
+        self.input_schema = self._aggregated_input(scanned, output) if partials else output
+        if self.aggregation:
+            self.aggregation.check_types(self.input_schema)
+
+    def _aggregated_input(self, scanned: list[str], output: pa.Schema) -> pa.Schema:
+        fields = []
+        for name in scanned:
+            if name in output.names:
+                fields.append(output.field(name))
+                continue
+            element = self.elements.get(name)
+            column = element.column if element else name
+            spark_type = read_schema(self.pinned, [column])[0].dataType
+            if element:
+                spark_type = spark_type.elementType
+            fields.append(pa.field(name, arrow_type_for(name, spark_type)))
+        return pa.schema(fields)
 
     def partitions(self) -> list[InputPartition]:
         dataset = self.pinned.open()
@@ -269,10 +297,9 @@ class UnfilteredLanceReader(DataSourceReader):
         if not self.schema.fields:
             yield from self._row_counts(dataset, partition.fragment_ids)
             return
-        spark_arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
         scanned = [
             element.column if (element := self.elements.get(name)) else name
-            for name in self.schema.fieldNames()
+            for name in self.input_schema.names
         ]
         scanner = dataset.scanner(
             columns=list(dict.fromkeys(scanned)),
@@ -280,10 +307,12 @@ class UnfilteredLanceReader(DataSourceReader):
             fragments=[dataset.get_fragment(i) for i in partition.fragment_ids],
             batch_size=self.options.batch_size,
         )
-        for batch in scanner.to_batches():
-            if batch.num_rows:
-                batch = self._with_elements(batch, spark_arrow_schema)
-                yield conform_read_batch(batch, spark_arrow_schema)
+        batches = (
+            conform_read_batch(self._with_elements(batch, self.input_schema), self.input_schema)
+            for batch in scanner.to_batches()
+            if batch.num_rows
+        )
+        yield from self.aggregation.aggregated(batches) if self.aggregation else batches
 
     def _with_elements(self, batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
         """`batch` with the vector elements the read asks for as columns of their own."""

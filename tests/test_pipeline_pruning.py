@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from lance_adapter_spark import pruning
+from lance_adapter_spark.aggregates import partial_aggregate
 from lance_adapter_spark.options import parse_options
 from lance_adapter_spark.read import (
     ELEMENT_COLUMN_PREFIX,
@@ -209,8 +210,13 @@ def scanned_names(df: DataFrame) -> list[str]:
 
 
 def element_columns(df: DataFrame) -> list[str]:
-    """The scan's columns that each hold one element of a vector."""
-    return [name for name in scanned_names(df) if name.startswith(ELEMENT_COLUMN_PREFIX)]
+    """The scan's columns that each hold one element of a vector, or the partial aggregates
+    of one (lance_adapter_spark/aggregates.py) when the query aggregates it by groups."""
+    names = [
+        partial.source if (partial := partial_aggregate(name)) else name
+        for name in scanned_names(df)
+    ]
+    return [name for name in dict.fromkeys(names) if name.startswith(ELEMENT_COLUMN_PREFIX)]
 
 
 def test_a_query_using_single_elements_of_a_vector_reads_only_those(

@@ -232,6 +232,7 @@ def test_read_tasks_import_neither_the_namespace_client_nor_the_write_side() -> 
     assert "lance_namespace" not in loaded, loaded
     assert loaded == str(
         [
+            "lance_adapter_spark.aggregates",
             "lance_adapter_spark.filters",
             "lance_adapter_spark.options",
             "lance_adapter_spark.read",

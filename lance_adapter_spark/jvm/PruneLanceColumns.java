@@ -10,6 +10,9 @@
 // DataFrame was loaded (the table version it pinned) and the filters pushed to it.
 // A vector column the query uses only through elements at literal indexes is read as
 // those elements (columns named ELEMENT_PREFIX + index + ":" + column; elementsRead).
+// A grouped count, min, max, sum or avg over the scan is computed partially by the read
+// tasks, per group (columns named AGGREGATE_PREFIX + function + ":" + source), and the
+// Aggregate merges those partial results (aggregatedInReader).
 // A count of all rows, count() or COUNT(*) with no grouping, over a scan left with no
 // columns is read from the reserved column ROWS_COLUMN, which the reader plans as one
 // partition holding the table's row count from Lance's metadata (each fragment's rows
@@ -37,7 +40,11 @@ import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.AttributeSet;
+import org.apache.spark.sql.catalyst.expressions.Cast$;
 import org.apache.spark.sql.catalyst.expressions.Coalesce;
+import org.apache.spark.sql.catalyst.expressions.Divide;
+import org.apache.spark.sql.catalyst.expressions.EqualTo;
+import org.apache.spark.sql.catalyst.expressions.If;
 import org.apache.spark.sql.catalyst.expressions.ElementAt;
 import org.apache.spark.sql.catalyst.expressions.ExprId;
 import org.apache.spark.sql.catalyst.expressions.GetArrayItem;
@@ -46,7 +53,12 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression$;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Average;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Complete$;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Count;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Max;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Min;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Sum;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
@@ -80,6 +92,9 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
   /** lance_adapter_spark/read.py's ELEMENT_COLUMN_PREFIX: a column holding one element of a
    * vector, named ELEMENT_PREFIX + index + ":" + the vector's column. */
   public static final String ELEMENT_PREFIX = "__lance_element:";
+  /** lance_adapter_spark/aggregates.py's AGGREGATE_COLUMN_PREFIX: a column holding a partial
+   * aggregate per group and task, named AGGREGATE_PREFIX + function + ":" + its source. */
+  public static final String AGGREGATE_PREFIX = "__lance_aggregate:";
 
   private final String sourceName;
 
@@ -106,7 +121,11 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
     LogicalPlan rewritten = (LogicalPlan) plan.mapChildren(rewriteChild);
     if (rewritten instanceof Aggregate aggregate) {
       LogicalPlan counted = countedFromMetadata(aggregate);
-      return counted == aggregate ? elementsRead(aggregate) : counted;
+      if (counted != aggregate) {
+        return counted;
+      }
+      LogicalPlan read = elementsRead(aggregate);
+      return read instanceof Aggregate withElements ? aggregatedInReader(withElements) : read;
     }
     if (!(rewritten instanceof Project project)) {
       return rewritten;
@@ -210,20 +229,8 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
       Map<Integer, AttributeReference> read = elements.get(column.exprId());
       output.addAll(read == null ? List.of(column) : read.values());
     }
-    StructType schema = pythonScan.readSchema();
-    List<StructField> fields = new ArrayList<>();
-    for (AttributeReference column : output) {
-      fields.add(column.name().startsWith(ELEMENT_PREFIX)
-          ? new StructField(column.name(), column.dataType(), true, Metadata.empty())
-          : schema.apply(column.name()));
-    }
-    Scan rebuilt = rebuiltScan(pythonScan, new StructType(fields.toArray(new StructField[0])));
+    Scan rebuilt = plannedScan(pythonScan, output); // null: an index out of range
     if (rebuilt == null) {
-      return parent;
-    }
-    try {
-      rebuilt.toBatch().planInputPartitions();
-    } catch (Exception refused) { // the reader refused an element (an index out of range)
       return parent;
     }
     LogicalPlan below = withScan(scan, rebuilt, output);
@@ -241,6 +248,211 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
     }
     Function1<Expression, Expression> readElements = expression -> withElements(expression, elements);
     return withChild((LogicalPlan) parent.mapExpressions(readElements), below);
+  }
+
+  /** `aggregate` (grouping by columns of this source's scan, maybe through a Project passing
+   * columns on) merging partial aggregates that the read tasks compute per group, where each
+   * of its aggregates has a partial form (partialForm); `aggregate` itself otherwise. Spark
+   * hands every row a Python source reads to the JVM one at a time; this way a task sends
+   * one row per group instead. The reader checks the partial aggregates while the rule plans
+   * the read, and where it refuses them the plan stays as it was. */
+  private LogicalPlan aggregatedInReader(Aggregate aggregate) {
+    LogicalPlan node = aggregate.child();
+    if (node instanceof Project project
+        && project.projectList().forall(column -> column instanceof AttributeReference)) {
+      node = project.child();
+    }
+    if (!(node instanceof DataSourceV2ScanRelation scan)
+        || !(scan.scan() instanceof PythonScan pythonScan)
+        || scan.output().exists(column -> column.name().startsWith(AGGREGATE_PREFIX))) {
+      return aggregate;
+    }
+    try {
+      if (!sourceName.equals(field(pythonScan, "shortName"))
+          || pushedFilters(pythonScan).length > 0) { // their columns would be grouping ones
+        return aggregate;
+      }
+      List<AttributeReference> output = new ArrayList<>();
+      for (Expression grouping : CollectionConverters.asJava(aggregate.groupingExpressions())) {
+        if (!(grouping instanceof AttributeReference key)
+            || !scan.outputSet().contains(key)
+            || !groupable(key.dataType())) {
+          return aggregate;
+        }
+        if (!output.contains(key)) {
+          output.add(key);
+        }
+      }
+      int keys = output.size();
+      Map<String, AttributeReference> partials = new LinkedHashMap<>();
+      List<NamedExpression> merged = new ArrayList<>();
+      for (NamedExpression column : CollectionConverters.asJava(aggregate.aggregateExpressions())) {
+        Expression fromPartials = mergedPartials((Expression) column, output.subList(0, keys), scan, partials);
+        if (fromPartials == null) {
+          return aggregate;
+        }
+        merged.add((NamedExpression) fromPartials);
+      }
+      if (partials.isEmpty()) {
+        return aggregate;
+      }
+      output.addAll(partials.values());
+      Scan rebuilt = plannedScan(pythonScan, output);
+      if (rebuilt == null) {
+        return aggregate;
+      }
+      List<Object> arguments = arguments(aggregate);
+      arguments.set(1, seq(merged));
+      arguments.set(2, withScan(scan, rebuilt, output));
+      return (LogicalPlan) aggregate.makeCopy(arguments.toArray());
+    } catch (Exception error) { // Scala's exceptions are not declared: any of them
+      logWarning(() -> "lance: aggregates not computed in the read for this scan: " + error);
+      return aggregate;
+    }
+  }
+
+  /** `expression` (a column of an Aggregate grouping by `keys`) with each aggregate in it
+   * merging its partial form, whose columns it adds to `partials`; null when an aggregate
+   * has no partial form or a column outside the aggregates is not a key. */
+  private static Expression mergedPartials(
+      Expression expression,
+      List<AttributeReference> keys,
+      DataSourceV2ScanRelation scan,
+      Map<String, AttributeReference> partials) {
+    if (expression instanceof AggregateExpression aggregate) {
+      return partialForm(aggregate, scan, partials);
+    }
+    if (expression instanceof AttributeReference attribute) {
+      return keys.contains(attribute) ? attribute : null;
+    }
+    List<Expression> children = new ArrayList<>();
+    for (Expression child : CollectionConverters.asJava(expression.children())) {
+      Expression merged = mergedPartials(child, keys, scan, partials);
+      if (merged == null) {
+        return null;
+      }
+      children.add(merged);
+    }
+    return (Expression) expression.withNewChildren(seq(children));
+  }
+
+  /** `aggregate` computed from the partial aggregates (added to `partials`) of the read
+   * tasks, as Spark itself merges the partial results of `count`, `min`, `max`, `sum` and
+   * `avg`; null for any other aggregate, a distinct or filtered one, or another type. */
+  private static Expression partialForm(
+      AggregateExpression aggregate,
+      DataSourceV2ScanRelation scan,
+      Map<String, AttributeReference> partials) {
+    if (aggregate.isDistinct() || aggregate.filter().isDefined()
+        || !(aggregate.mode() instanceof Complete$)) {
+      return null;
+    }
+    Expression function = aggregate.aggregateFunction();
+    if (function instanceof Count count) {
+      if (count.children().forall(child -> child instanceof Literal literal && literal.value() != null)) {
+        return countOf(partial(partials, "count", "*", DataTypes.LongType, false));
+      }
+      AttributeReference source = source(count.children(), scan, false);
+      return source == null ? null : countOf(partial(partials, "count", source.name(), DataTypes.LongType, false));
+    }
+    boolean extreme = function instanceof Max || function instanceof Min;
+    AttributeReference source = source(function.children(), scan, !extreme);
+    if (source == null) {
+      return null;
+    }
+    if (extreme) {
+      AttributeReference values = partial(
+          partials, function instanceof Max ? "max" : "min", source.name(), source.dataType(), true);
+      return aggregated(function instanceof Max ? new Max(values) : new Min(values));
+    }
+    if (!(function instanceof Sum) && !(function instanceof Average)) {
+      return null;
+    }
+    Expression counted = aggregated(new Sum(partial(partials, "count", source.name(), DataTypes.LongType, false)));
+    Expression summed = aggregated(new Sum(partial(partials, "sum", source.name(), DataTypes.DoubleType, true)));
+    Expression value = function instanceof Sum
+        ? summed
+        : new Divide(summed, Cast$.MODULE$.apply(counted, DataTypes.DoubleType,
+            Cast$.MODULE$.apply$default$3(), Cast$.MODULE$.apply$default$4()));
+    // Spark's own sum and avg are null where no value is: as here, where the count is 0.
+    return new If(new EqualTo(counted, Literal.create(Long.valueOf(0L), DataTypes.LongType)),
+        Literal.create(null, DataTypes.DoubleType), value);
+  }
+
+  /** The one column of `scan` `arguments` names, when it has a type partial aggregates take:
+   * a number, floating-point only when `summed` (integer sums would have to fail on
+   * overflow as Spark's do); null otherwise. */
+  private static AttributeReference source(
+      scala.collection.immutable.Seq<Expression> arguments,
+      DataSourceV2ScanRelation scan,
+      boolean summed) {
+    if (arguments.size() != 1
+        || !(arguments.head() instanceof AttributeReference column)
+        || !scan.outputSet().contains(column)) {
+      return null;
+    }
+    org.apache.spark.sql.types.DataType type = column.dataType();
+    boolean floating = type.equals(DataTypes.FloatType) || type.equals(DataTypes.DoubleType);
+    boolean integral = type.equals(DataTypes.ByteType) || type.equals(DataTypes.ShortType)
+        || type.equals(DataTypes.IntegerType) || type.equals(DataTypes.LongType);
+    return floating || (!summed && integral) ? column : null;
+  }
+
+  /** Whether pyarrow groups values of `type` as Spark does: by exact equality, nulls
+   * together (floating point is not: Spark groups NaNs and both zeros together). */
+  private static boolean groupable(org.apache.spark.sql.types.DataType type) {
+    return type.equals(DataTypes.BooleanType) || type.equals(DataTypes.ByteType)
+        || type.equals(DataTypes.ShortType) || type.equals(DataTypes.IntegerType)
+        || type.equals(DataTypes.LongType) || type.equals(DataTypes.DateType)
+        || type.equals(DataTypes.StringType);
+  }
+
+  /** The column of the partial aggregate `function` of `source`, added to `partials`. */
+  private static AttributeReference partial(
+      Map<String, AttributeReference> partials,
+      String function,
+      String source,
+      org.apache.spark.sql.types.DataType type,
+      boolean nullable) {
+    return partials.computeIfAbsent(AGGREGATE_PREFIX + function + ":" + source,
+        name -> new AttributeReference(
+            name, type, nullable, Metadata.empty(), NamedExpression.newExprId(), seq(List.of())));
+  }
+
+  /** A count merged from partial counts: their sum, 0 where there are none. */
+  private static Expression countOf(AttributeReference partialCounts) {
+    Expression sum = aggregated(new Sum(partialCounts));
+    return new Coalesce(seq(List.of(sum, Literal.create(Long.valueOf(0L), DataTypes.LongType))));
+  }
+
+  private static Expression aggregated(
+      org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction function) {
+    return AggregateExpression$.MODULE$.apply(function, Complete$.MODULE$, false, Option.empty());
+  }
+
+  /** A scan like `pythonScan` of the columns `output` (the table's, or ones the rule makes:
+   * vector elements, partial aggregates), planned now so that the reader can refuse what it
+   * cannot read; null when it refuses or the scan cannot be rebuilt. */
+  private static Scan plannedScan(PythonScan pythonScan, List<AttributeReference> output)
+      throws ReflectiveOperationException {
+    StructType schema = pythonScan.readSchema();
+    List<String> tableColumns = List.of(schema.fieldNames());
+    List<StructField> fields = new ArrayList<>();
+    for (AttributeReference column : output) {
+      fields.add(tableColumns.contains(column.name())
+          ? schema.apply(column.name())
+          : new StructField(column.name(), column.dataType(), column.nullable(), Metadata.empty()));
+    }
+    Scan rebuilt = rebuiltScan(pythonScan, new StructType(fields.toArray(new StructField[0])));
+    if (rebuilt == null) {
+      return null;
+    }
+    try {
+      rebuilt.toBatch().planInputPartitions();
+    } catch (Exception refused) { // Scala's exceptions are not declared: any of them
+      return null;
+    }
+    return rebuilt;
   }
 
   /** Whether `project` passes `vector` on as it is and uses it for nothing else. */

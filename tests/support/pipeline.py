@@ -74,8 +74,10 @@ def _remove_tree(root: Path) -> None:
     shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def spark() -> SparkSession:
+    # Not cached by pytest: the cluster tests stop the local session, and a module that
+    # comes after them gets a new one from spark_session().
     return spark_session()
 
 
