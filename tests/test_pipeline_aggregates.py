@@ -5,11 +5,12 @@ each answer is compared with Spark's own over the same rows held in memory."""
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from lance_adapter_spark import aggregates
@@ -18,7 +19,7 @@ from lance_adapter_spark.aggregates import (
     PartialAggregation,
     partial_aggregate,
 )
-from tests.support.pipeline import lance_options
+from tests.support.pipeline import adapter, lance_options, spark_session
 from tests.test_pipeline_pruning import scanned_names
 
 ROWS = 4000
@@ -36,14 +37,24 @@ COLUMNS = [
 ]
 
 
-@pytest.fixture
-def frames(spark: SparkSession, adapter_url: str, table_name: str) -> tuple[DataFrame, DataFrame]:
-    """The same rows twice: read from a Lance table of several partitions, and in memory."""
+@pytest.fixture(scope="module")
+def written() -> tuple[str, DataFrame]:
+    """A Lance table of the test rows, written once for the module, and the same rows held
+    in memory."""
+    spark = spark_session()
     memory = spark.range(ROWS, numPartitions=4).selectExpr(*COLUMNS).cache()
-    options = lance_options(adapter_url, table_name, vector_columns="v:4")
+    table = f"aggregates_{os.getpid()}"
+    options = lance_options(adapter()[0], table, vector_columns="v:4")
     memory.write.format("lance").options(**options).mode("append").save()
-    reading = lance_options(adapter_url, table_name, rows_per_partition=1500)
-    return spark.read.format("lance").options(**reading).load(), memory
+    return table, memory
+
+
+@pytest.fixture
+def frames(written: tuple[str, DataFrame]) -> tuple[DataFrame, DataFrame]:
+    """The same rows twice: read from the Lance table in several partitions, and in memory."""
+    table, memory = written
+    reading = lance_options(adapter()[0], table, rows_per_partition=1500)
+    return spark_session().read.format("lance").options(**reading).load(), memory
 
 
 def partial_columns(df: DataFrame) -> list[str]:
@@ -140,13 +151,11 @@ def test_aggregates_without_a_partial_form_read_rows(
     assert_same_answer(query, lance, memory)
 
 
-def test_pushed_filters_keep_rows_read(
-    spark: SparkSession, adapter_url: str, table_name: str, frames: tuple[DataFrame, DataFrame]
-) -> None:
+def test_pushed_filters_keep_rows_read(written: tuple[str, DataFrame]) -> None:
     """With filters pushed to Lance the aggregate is Spark's (their columns would group)."""
-    _, memory = frames
-    options = lance_options(adapter_url, table_name, pushdown="true")
-    pushed = spark.read.format("lance").options(**options).load()
+    table, memory = written
+    options = lance_options(adapter()[0], table, pushdown="true")
+    pushed = spark_session().read.format("lance").options(**options).load()
     query = GROUPED["with no grouping"]
     filtered = query(pushed.where("bucket < 3"))
     assert partial_columns(filtered) == []
