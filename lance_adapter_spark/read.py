@@ -235,7 +235,9 @@ class UnfilteredLanceReader(DataSourceReader):
 
     With column pruning (`lance_adapter_spark.pruning`) the columns are those the query
     uses: none, or the row-count column, for a count, which is then planned as one
-    TableRowCount and reads no column data."""
+    TableRowCount and reads no column data; single elements of vectors; or the grouping
+    columns and partial aggregates of a grouped aggregate, which each task then computes
+    from the columns they need (`lance_adapter_spark.aggregates`)."""
 
     def __init__(self, pinned: PinnedTable, schema: StructType, options: LanceOptions) -> None:
         self.counting = counts_rows(pinned, schema)
