@@ -301,10 +301,7 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
       if (rebuilt == null) {
         return aggregate;
       }
-      List<Object> arguments = arguments(aggregate);
-      arguments.set(1, seq(merged));
-      arguments.set(2, withScan(scan, rebuilt, output));
-      return (LogicalPlan) aggregate.makeCopy(arguments.toArray());
+      return withAggregates(aggregate, merged, withScan(scan, rebuilt, output));
     } catch (Exception error) { // Scala's exceptions are not declared: any of them
       logWarning(() -> "lance: aggregates not computed in the read for this scan: " + error);
       return aggregate;
@@ -356,6 +353,9 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
       return source == null ? null : countOf(partial(partials, "count", source.name(), DataTypes.LongType, false));
     }
     boolean extreme = function instanceof Max || function instanceof Min;
+    if (!extreme && !(function instanceof Sum) && !(function instanceof Average)) {
+      return null;
+    }
     AttributeReference source = source(function.children(), scan, !extreme);
     if (source == null) {
       return null;
@@ -364,9 +364,6 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
       AttributeReference values = partial(
           partials, function instanceof Max ? "max" : "min", source.name(), source.dataType(), true);
       return aggregated(function instanceof Max ? new Max(values) : new Min(values));
-    }
-    if (!(function instanceof Sum) && !(function instanceof Average)) {
-      return null;
     }
     Expression counted = aggregated(new Sum(partial(partials, "count", source.name(), DataTypes.LongType, false)));
     Expression summed = aggregated(new Sum(partial(partials, "sum", source.name(), DataTypes.DoubleType, true)));
@@ -393,18 +390,19 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
     }
     org.apache.spark.sql.types.DataType type = column.dataType();
     boolean floating = type.equals(DataTypes.FloatType) || type.equals(DataTypes.DoubleType);
-    boolean integral = type.equals(DataTypes.ByteType) || type.equals(DataTypes.ShortType)
-        || type.equals(DataTypes.IntegerType) || type.equals(DataTypes.LongType);
-    return floating || (!summed && integral) ? column : null;
+    return floating || (!summed && integral(type)) ? column : null;
   }
 
   /** Whether pyarrow groups values of `type` as Spark does: by exact equality, nulls
    * together (floating point is not: Spark groups NaNs and both zeros together). */
   private static boolean groupable(org.apache.spark.sql.types.DataType type) {
-    return type.equals(DataTypes.BooleanType) || type.equals(DataTypes.ByteType)
-        || type.equals(DataTypes.ShortType) || type.equals(DataTypes.IntegerType)
-        || type.equals(DataTypes.LongType) || type.equals(DataTypes.DateType)
-        || type.equals(DataTypes.StringType);
+    return integral(type) || type.equals(DataTypes.BooleanType)
+        || type.equals(DataTypes.DateType) || type.equals(DataTypes.StringType);
+  }
+
+  private static boolean integral(org.apache.spark.sql.types.DataType type) {
+    return type.equals(DataTypes.ByteType) || type.equals(DataTypes.ShortType)
+        || type.equals(DataTypes.IntegerType) || type.equals(DataTypes.LongType);
   }
 
   /** The column of the partial aggregate `function` of `source`, added to `partials`. */
@@ -616,10 +614,7 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
       for (NamedExpression count : counts) {
         sums.add(summed((Alias) count, rows.get(0)));
       }
-      List<Object> arguments = arguments(aggregate);
-      arguments.set(1, CollectionConverters.asScala(sums).toList());
-      arguments.set(2, withScan(scan, rowCounts, rows));
-      return (LogicalPlan) aggregate.makeCopy(arguments.toArray());
+      return withAggregates(aggregate, sums, withScan(scan, rowCounts, rows));
     } catch (Exception error) {
       logWarning(() -> "lance: count from metadata skipped for this scan: " + error);
       return aggregate;
@@ -673,6 +668,15 @@ public final class PruneLanceColumns extends Rule<LogicalPlan> {
     Expression sum = (Expression) aggregate.withNewChildren(seq(List.of(new Sum(rows))));
     Expression zeroIfNone = new Coalesce(seq(List.of(sum, Literal.create(Long.valueOf(0L), DataTypes.LongType))));
     return (NamedExpression) count.withNewChildren(seq(List.of(zeroIfNone)));
+  }
+
+  /** `aggregate` (same grouping) computing `columns` over `child`. */
+  private static LogicalPlan withAggregates(
+      Aggregate aggregate, List<NamedExpression> columns, LogicalPlan child) {
+    List<Object> arguments = arguments(aggregate);
+    arguments.set(1, seq(columns));
+    arguments.set(2, child);
+    return (LogicalPlan) aggregate.makeCopy(arguments.toArray());
   }
 
   private static LogicalPlan withScan(
