@@ -35,7 +35,8 @@ class LanceOptions:
     location: str | None = None
     vector_columns: dict[str, int | None] = field(default_factory=dict)
     write_mode: str | None = None
-    rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION
+    # None: DEFAULT_ROWS_PER_PARTITION, or for an aggregated read as many as its bytes allow.
+    rows_per_partition: int | None = None
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE
     batch_size: int = DEFAULT_BATCH_SIZE
     commit_retries: int = 20
@@ -85,7 +86,7 @@ def parse_options(options: Mapping[str, str]) -> LanceOptions:
         location=location,
         vector_columns=_vector_columns(lowered.get("vector_columns", "")),
         write_mode=_write_mode(lowered.get("write_mode")),
-        rows_per_partition=_positive_int(lowered, "rows_per_partition", DEFAULT_ROWS_PER_PARTITION),
+        rows_per_partition=_optional_positive_int(lowered, "rows_per_partition"),
         max_rows_per_file=_positive_int(lowered, "max_rows_per_file", DEFAULT_MAX_ROWS_PER_FILE),
         batch_size=_positive_int(lowered, "batch_size", DEFAULT_BATCH_SIZE),
         commit_retries=_positive_int(lowered, "commit_retries", 20),
@@ -119,10 +120,13 @@ def _optional_int(options: Mapping[str, str], name: str) -> int | None:
 
 
 def _positive_int(options: Mapping[str, str], name: str, default: int) -> int:
+    value = _optional_positive_int(options, name)
+    return default if value is None else value
+
+
+def _optional_positive_int(options: Mapping[str, str], name: str) -> int | None:
     value = _optional_int(options, name)
-    if value is None:
-        return default
-    if value <= 0:
+    if value is not None and value <= 0:
         raise LanceSourceError(f"option '{name}' must be positive, got {value}")
     return value
 

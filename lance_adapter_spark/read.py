@@ -18,7 +18,7 @@ from pyspark.sql.types import StructType
 
 from lance_adapter_spark.aggregates import PartialAggregation, partial_aggregate
 from lance_adapter_spark.filters import combine, to_lance_sql
-from lance_adapter_spark.options import LanceOptions, LanceSourceError
+from lance_adapter_spark.options import DEFAULT_ROWS_PER_PARTITION, LanceOptions, LanceSourceError
 from lance_adapter_spark.schema import (
     arrow_type_for,
     check_no_null_elements,
@@ -28,6 +28,12 @@ from lance_adapter_spark.schema import (
 
 # Spark counts a batch's rows in an int; a read of no columns stays far below that.
 MAX_ROWS_PER_EMPTY_BATCH = 1 << 24
+# What one task of an aggregated read scans at most (Spark's spark.sql.files.maxPartitionBytes
+# for files): such a task sends Spark a row per group whatever it reads, so its cost is
+# the task more than the rows, and fewer, larger tasks are faster.
+AGGREGATED_BYTES_PER_PARTITION = 128 << 20
+# The width assumed for a value of variable width (a string, a list) when sizing a task.
+VARIABLE_VALUE_BYTES = 32
 # The one column of a read that counts rows (ROWS_COLUMN of
 # lance_adapter_spark/jvm/PruneLanceColumns.java): one row, the table's row count
 # (TableRowCount). Never a table's own column.
@@ -225,6 +231,18 @@ def group_fragments(row_counts: list[tuple[int, int]], rows_per_partition: int) 
     return groups
 
 
+def value_bytes(arrow_type: pa.DataType) -> int:
+    """The bytes one value of `arrow_type` takes, VARIABLE_VALUE_BYTES where that varies."""
+    if pa.types.is_fixed_size_list(arrow_type):
+        return arrow_type.list_size * value_bytes(arrow_type.value_type)
+    if pa.types.is_struct(arrow_type):
+        return sum(value_bytes(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+    try:
+        return max(arrow_type.bit_width // 8, 1)
+    except ValueError:  # no fixed width
+        return VARIABLE_VALUE_BYTES
+
+
 def counts_rows(pinned: PinnedTable, schema: StructType) -> bool:
     """Whether a read of `schema` is the row count that column pruning asks for."""
     return schema.fieldNames() == [ROW_COUNT_COLUMN] and ROW_COUNT_COLUMN not in pinned.schema.names
@@ -285,8 +303,20 @@ class UnfilteredLanceReader(DataSourceReader):
             return [TableRowCount(dataset.count_rows(combine(self.pushed)))]
         fragments = dataset.get_fragments()
         counts = [(fragment.fragment_id, fragment.count_rows()) for fragment in fragments]
-        groups = group_fragments(counts, self.options.rows_per_partition)
+        groups = group_fragments(counts, self._rows_per_partition())
         return [FragmentGroup(ids) for ids in groups] or [FragmentGroup([])]
+
+    def _rows_per_partition(self) -> int:
+        """The `rows_per_partition` option; without it, for an aggregated read as many rows as
+        AGGREGATED_BYTES_PER_PARTITION of its scanned columns hold, if more than the default."""
+        if self.options.rows_per_partition is not None:
+            return self.options.rows_per_partition
+        if not self.aggregation:
+            return DEFAULT_ROWS_PER_PARTITION
+        scanned = {element.column if (element := self.elements.get(name)) else name
+                   for name in self.input_schema.names}
+        row_bytes = sum(value_bytes(self.pinned.schema.field(name).type) for name in scanned)
+        return max(DEFAULT_ROWS_PER_PARTITION, AGGREGATED_BYTES_PER_PARTITION // max(row_bytes, 1))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, TableRowCount):

@@ -12,13 +12,15 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, FloatType, IntegerType, LongType, StructField, StructType
 
-from lance_adapter_spark import aggregates
+from lance_adapter_spark import aggregates, read
 from lance_adapter_spark.aggregates import (
     AGGREGATE_COLUMN_PREFIX,
     PartialAggregation,
     partial_aggregate,
 )
+from lance_adapter_spark.source import LanceDataSource
 from tests.support.pipeline import adapter, lance_options, spark_session
 from tests.test_pipeline_pruning import scanned_names
 
@@ -182,6 +184,34 @@ def test_a_task_groups_its_input_in_chunks_of_bounded_size(monkeypatch: pytest.M
     assert first["k"] == [1, 2] and first[names[1]] == [4, 4]
     assert math.isnan(first[names[2]][0]) and first[names[2]][1] == 4.0
     assert chunks[1].to_pydict()[names[1]] == [2, 2]
+
+
+def test_an_aggregated_read_packs_fragments_by_the_bytes_it_scans(
+    written: tuple[str, DataFrame], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tasks of an aggregated read each scan up to AGGREGATED_BYTES_PER_PARTITION of the
+    columns they read (4-byte bucket, 8-byte price: 2,000 rows here; with the 16-byte vector
+    v instead: 1,200), unless `rows_per_partition` says otherwise; other reads keep the
+    default rows per task."""
+    table, _ = written
+    monkeypatch.setattr(read, "DEFAULT_ROWS_PER_PARTITION", 1000)
+    monkeypatch.setattr(read, "AGGREGATED_BYTES_PER_PARTITION", 24_000)
+    bucket = StructField("bucket", IntegerType())
+    prefix = AGGREGATE_COLUMN_PREFIX
+
+    def partitions(fields: list[StructField], **options: object) -> int:
+        source = LanceDataSource(lance_options(adapter()[0], table, **options))
+        source.schema()
+        return len(source.reader(StructType(fields)).partitions())
+
+    average = [StructField(f"{prefix}sum:price", DoubleType()),
+               StructField(f"{prefix}count:price", LongType())]
+    element = [StructField(f"{prefix}max:__lance_element:0:v", FloatType())]
+    assert partitions([bucket, StructField("price", DoubleType())]) == 4  # 1,000-row fragments
+    assert partitions([bucket, *average]) == 2
+    assert partitions([bucket, *element]) == 4
+    assert partitions([bucket, *average], rows_per_partition=1000) == 4
+    assert partitions([bucket, *average], rows_per_partition=4000) == 1
 
 
 def test_names_that_are_not_partial_aggregates_are_refused() -> None:
