@@ -282,6 +282,11 @@ class UnfilteredLanceReader(DataSourceReader):
         self.input_schema = self._aggregated_input(scanned, output) if partials else output
         if self.aggregation:
             self.aggregation.check_types(self.input_schema)
+        # The table's columns the scan reads (a vector whole for its elements).
+        self.table_columns = list(dict.fromkeys(
+            element.column if (element := self.elements.get(name)) else name
+            for name in self.input_schema.names
+        ))
 
     def _aggregated_input(self, scanned: list[str], output: pa.Schema) -> pa.Schema:
         fields = []
@@ -313,9 +318,8 @@ class UnfilteredLanceReader(DataSourceReader):
             return self.options.rows_per_partition
         if not self.aggregation:
             return DEFAULT_ROWS_PER_PARTITION
-        scanned = {element.column if (element := self.elements.get(name)) else name
-                   for name in self.input_schema.names}
-        row_bytes = sum(value_bytes(self.pinned.schema.field(name).type) for name in scanned)
+        fields = (self.pinned.schema.field(name) for name in self.table_columns)
+        row_bytes = sum(value_bytes(field.type) for field in fields)
         return max(DEFAULT_ROWS_PER_PARTITION, AGGREGATED_BYTES_PER_PARTITION // max(row_bytes, 1))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -329,12 +333,8 @@ class UnfilteredLanceReader(DataSourceReader):
         if not self.schema.fields:
             yield from self._row_counts(dataset, partition.fragment_ids)
             return
-        scanned = [
-            element.column if (element := self.elements.get(name)) else name
-            for name in self.input_schema.names
-        ]
         scanner = dataset.scanner(
-            columns=list(dict.fromkeys(scanned)),
+            columns=self.table_columns,
             filter=combine(self.pushed),
             fragments=[dataset.get_fragment(i) for i in partition.fragment_ids],
             batch_size=self.options.batch_size,
