@@ -1,11 +1,13 @@
 """`lance-adapter`: `serve` starts the REST server on one configured backend, `config`
-validates a configuration and prints it with its secrets masked, `check URL` runs the
+validates a configuration and prints it with its secrets masked, `maintain` runs one table
+maintenance pass (`backends.maintenance`, e.g. from a scheduled job), `check URL` runs the
 conformance kit (`app.conformance`) against any Lance REST namespace server."""
 
 from __future__ import annotations
 
 import argparse
 import errno
+import json
 import logging
 import logging.config
 import socket
@@ -23,11 +25,13 @@ from app.auth import load_credentials
 from app.config import AUTH_MODES, Settings, SettingsError, load_settings
 from app.connections import uvicorn_options
 from app.health import check_writable, local_root
+from app.maintenance import maintains, maintenance_policy
 from app.observability import log_config
 from app.server import create_app
 from app.workers import prepare_worker_environment
 from backends import ConfigurationError, load_namespace, resolve_impl
 from backends.core.secrets import is_credential
+from backends.maintenance import maintain_all
 from backends.tables.errors import readable
 from backends.vending import check_vending
 
@@ -50,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="serve the Lance REST namespace protocol"))
     _settings_options(commands.add_parser(
         "config", help="validate the settings and print them, secrets masked"))
+    _settings_options(commands.add_parser(
+        "maintain", help="compact, re-index and clean up every table once, with the "
+        "maintenance settings; one JSON line a table"))
     check = commands.add_parser("check", help="run the conformance kit against a Lance REST "
                                 "namespace server")
     check.add_argument("url", help="the server's base URL, e.g. http://127.0.0.1:2333")
@@ -210,6 +217,18 @@ def print_config(settings: Settings) -> None:
     print(yaml.safe_dump(effective_settings(settings), sort_keys=False), end="")
 
 
+def maintain(settings: Settings) -> int:
+    """One maintenance pass over every table; 1 if a table failed (the others were done)."""
+    logging.config.dictConfig(log_config(settings.log_level))
+    namespace = load_namespace(settings.impl, settings.properties)
+    if not maintains(namespace):
+        raise ConfigurationError(f"the {settings.impl} backend cannot be maintained: it does "
+                                 "not list and open its tables")
+    outcomes = maintain_all(namespace, maintenance_policy(settings),
+                            lambda done: print(json.dumps(asdict(done)), flush=True))
+    return 1 if any(outcome.error for outcome in outcomes) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = build_parser().parse_args(argv)
     if arguments.command == "check":
@@ -220,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_from_arguments(arguments)
         if arguments.command == "config":
             print_config(settings)
+        elif arguments.command == "maintain":
+            return maintain(settings)
         else:
             serve(settings)
     except (SettingsError, ConfigurationError) as error:

@@ -106,6 +106,16 @@ class Settings:
     metadata_cache_entries: int = 10_000
     # The share of requests that get an access log line (1 = all, 0.01 = one in a hundred).
     access_log_sample: float = 1.0
+    # Table maintenance in the server (`app.maintenance`): every maintenance_interval seconds,
+    # one pass over every table compacts small fragments, brings indexes up to date and
+    # removes versions older than maintenance_version_retention seconds (0 keeps them all).
+    maintenance: bool = True
+    maintenance_interval: float = 600.0
+    # A table is compacted once it holds this many fragments of fewer rows than
+    # maintenance_target_rows_per_fragment; compaction writes fragments that large.
+    maintenance_min_small_fragments: int = 8
+    maintenance_target_rows_per_fragment: int = 1024 * 1024
+    maintenance_version_retention: float = 7 * 24 * 3600.0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -215,7 +225,8 @@ def load_settings(
         raise SettingsError(f"port must be between 0 and 65535, got {settings.port}")
     for name in ("workers", "max_concurrency", "max_body_bytes", "max_in_flight_body_bytes",
                  "max_json_body_bytes", "max_json_containers", "max_arrow_rows",
-                 "max_arrow_columns", "max_nesting_depth", "max_header_bytes"):
+                 "max_arrow_columns", "max_nesting_depth", "max_header_bytes",
+                 "maintenance_min_small_fragments", "maintenance_target_rows_per_fragment"):
         if getattr(settings, name) < 1:
             raise SettingsError(f"setting '{name}' must be at least 1")
     check_service_settings(settings)
@@ -236,6 +247,11 @@ def check_service_settings(settings: Settings) -> None:
             raise SettingsError(f"setting '{name}' must not be negative")
     if settings.readiness_timeout <= 0:
         raise SettingsError("setting 'readiness_timeout' must be positive")
+    if settings.maintenance_interval <= 0:
+        raise SettingsError("setting 'maintenance_interval' must be positive; turn maintenance "
+                            "off with 'maintenance: false'")
+    if settings.maintenance_version_retention < 0:
+        raise SettingsError("setting 'maintenance_version_retention' must not be negative")
     if settings.timeout_graceful_shutdown < 0:
         raise SettingsError("setting 'timeout_graceful_shutdown' must not be negative")
     if settings.auth_mode not in AUTH_MODES:

@@ -13,7 +13,7 @@ from typing import Any
 from lance_namespace import LanceNamespace, ServiceUnavailableError, UnsupportedOperationError
 
 from app.cache import MISS, MetadataCache
-from app.lancedb_remote import lancedb_backend_call
+from app.dialect import SPEC, Dialect
 from app.spec import Operation
 
 # Operations that change nothing: when one outlasts the backend timeout the caller gets 17 at
@@ -55,14 +55,15 @@ class Dispatcher:
         self._backend_timeout = backend_timeout
 
     async def call(
-        self, operation: Operation, fields: dict[str, Any], data: bytes | None
+        self, operation: Operation, fields: dict[str, Any], data: bytes | None,
+        dialect: Dialect = SPEC,
     ) -> Any:
         key = None if self.cache is None else self.cache.key(operation.backend_id, fields)
         if key is not None:
             answer = self.cache.lookup(key, operation.backend_id)
             if answer is not MISS:
                 return answer
-        method, arguments = self._bind(operation, fields, data)
+        method, arguments = self._bind(operation, fields, data, dialect)
         if key is not None:
             pending_read = self.cache.begin(key, operation.backend_id, fields)
             answer = await self._read(operation, method, arguments)
@@ -74,13 +75,14 @@ class Dispatcher:
         return self._with_aliases(answer) if operation.backend_id == "ListOperations" else answer
 
     def _bind(
-        self, operation: Operation, fields: dict[str, Any], data: bytes | None
+        self, operation: Operation, fields: dict[str, Any], data: bytes | None, dialect: Dialect
     ) -> tuple[Any, tuple[Any, ...]]:
-        """The backend method and its arguments: the official request model (and the data)."""
+        """The backend method (the one the client's `dialect` means) and its arguments: the
+        request model (and the data)."""
         request = operation.request_model.model_validate(fields)
-        method = lancedb_backend_call(
-            self.namespace, operation.backend_id, request
-        ) or getattr(self.namespace, operation.backend_method, None)
+        method = dialect.backend_call(self.namespace, operation.backend_id) or getattr(
+            self.namespace, operation.backend_method, None
+        )
         if method is None:
             raise UnsupportedOperationError(
                 f"{operation.operation_id} is not supported by the "

@@ -187,13 +187,16 @@ def error_body(error: LanceNamespaceError, instance: str) -> dict[str, object]:
 
 
 def render_error(
-    error: LanceNamespaceError, scope: MutableMapping[str, Any], instance: str
+    error: LanceNamespaceError, scope: MutableMapping[str, Any], instance: str,
+    status: int | None = None, headers: dict[str, str] | None = None,
 ) -> Response:
     """The spec's error answer to the request of `scope` (its code recorded there for the
-    metrics and the access log); `instance` is the path the answer names."""
+    metrics and the access log); `instance` is the path the answer names. A client dialect
+    may give it another `status` (`app.dialect`) and `headers`."""
     scope[ERROR_CODE_KEY] = int(error.code)
     body = orjson.dumps(error_body(error, instance))
-    return Response(body, http_status(error), error_headers(error), media_type=JSON)
+    return Response(body, status or http_status(error), {**error_headers(error), **(headers or {})},
+                    media_type=JSON)
 
 
 def raw_error_answer(error: LanceNamespaceError) -> bytes:

@@ -201,6 +201,15 @@ class Metrics:
             "(changed at the source, expired, capacity, write through this server)",
             ["reason"], registry=self.registry,
         )
+        self.maintained_tables = Counter(
+            "lance_adapter_maintained_tables", "Tables a maintenance pass looked at, by what it "
+            "did (compacted, indexed, cleaned, unchanged, failed)", ["action"],
+            registry=self.registry,
+        )
+        self.maintenance_passes = Counter(
+            "lance_adapter_maintenance_passes", "Maintenance passes over every table",
+            registry=self.registry,
+        )
         self._request_children: dict[tuple[str, int, str], tuple[Any, Any]] = {}
         self._backend_children: dict[tuple[str, bool], Any] = {}
         self._children: dict[tuple[Any, ...], Any] = {}
@@ -230,6 +239,11 @@ class Metrics:
         elif not self.name_identities:
             identity = HIDDEN_IDENTITY
         self.vends.labels(identity, access, source).inc()
+
+    def observe_maintained(self, actions: list[str], failed: bool) -> None:
+        """One table of a maintenance pass: what was done to it."""
+        for action in ["failed"] if failed else actions or ["unchanged"]:
+            self.maintained_tables.labels(action).inc()
 
     # The metadata cache's events (app.cache.CacheEvents).
     def cache_lookup(self, operation_id: str, hit: bool) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import orjson
 from starlette.responses import Response
 
-from app.lancedb_remote import is_lancedb_remote, lancedb_answer
+from app.dialect import SPEC, Dialect
 from app.protocol import ARROW_FILE, CONTEXT_HEADER_PREFIX, JSON
 from app.spec import AnswerKind, Operation
 
@@ -40,15 +39,14 @@ def _payload(response: Any) -> dict[str, Any]:
     return response.to_dict() if hasattr(response, "to_dict") else response.model_dump()
 
 
-def render(
-    operation: Operation, response: Any, request_headers: Mapping[str, str] | None = None
-) -> Response:
-    """The HTTP form of a backend response, as the operation's /v1/ route answers."""
+def render(operation: Operation, response: Any, dialect: Dialect = SPEC) -> Response:
+    """The HTTP form of a backend response, as the operation's /v1/ route answers it to a
+    client of `dialect`."""
     answer, status = operation.answer, operation.status
     if answer is AnswerKind.STRING:
-        return _json(response, status=status)
+        return _json(response, dialect.answer_headers(), status)
     payload = _payload(response)
-    headers = _split_context(payload)
+    headers = {**_split_context(payload), **dialect.answer_headers()}
     if answer is AnswerKind.ARROW_FILE:
         return Response(response.data, status, headers, media_type=ARROW_FILE)
     if answer is AnswerKind.INTEGER:
@@ -57,18 +55,14 @@ def render(
         return _json(payload.get(operation.body_field) or {}, headers, status)
     if answer is AnswerKind.STATUS:
         return Response(status_code=status, headers=headers)
-    if is_lancedb_remote(request_headers or {}):
-        return _json(lancedb_answer(operation.backend_id, payload), headers, status)
-    return _json(payload, headers, status)
+    return _json(dialect.answer(operation.backend_id, payload), headers, status)
 
 
-def render_model(
-    operation: Operation, response: Any, request_headers: Mapping[str, str] | None = None
-) -> Response:
+def render_model(operation: Operation, response: Any, dialect: Dialect = SPEC) -> Response:
     """The HTTP form of a backend response on a POST /<OperationId> route: the model as JSON
     (Arrow query results and plan strings stay as they are)."""
     if operation.answer in (AnswerKind.ARROW_FILE, AnswerKind.STRING):
-        return render(operation, response, request_headers)
+        return render(operation, response, dialect)
     payload = _payload(response)
     headers = _split_context(payload)
     return _json(payload, headers)

@@ -5,7 +5,9 @@ A /v1/ route is `/v1/<kind>/<id>/<suffix...>`: the identifier is exactly one pat
 `/v1/table/a$b/tags/create` is CreateTableTag of `a$b`, not CreateTable of `a$b/tags`.
 A trailing `/` is accepted on every route, without a redirect. A path that ends with a
 known suffix but whose identifier spans several segments names an identifier holding `/`:
-it is matched, and its identifier is refused as invalid input rather than missing a route.
+it is matched, and its identifier is refused as invalid input rather than missing a route;
+unless it is a LanceDB call this server does not serve (`app.lancedb.unserved`), which is
+answered as not served.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import Receive, Scope, Send
 
 from app.errors import MethodNotAllowedError, render_error
+from app.lancedb.unserved import unserved_reason
 from app.spec import Operation
 
 Segments = tuple[str, ...]
@@ -90,7 +93,7 @@ class RouteTable:
             return None
         kind, identifier, suffix = segments[1], segments[2], segments[3:]
         found = self._match_suffix(method, kind, suffix, unquote(identifier))
-        if found is None and len(suffix) > 1:
+        if found is None and len(suffix) > 1 and unserved_reason(path) is None:
             found = self._match_slashed_identifier(method, kind, segments[2:])
         return found
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.auth import IDENTITY_KEY, PRINCIPAL_KEY, AuthMiddleware, load_identities
+from app.bodies import BodyLimits, release_body
 from app.browser_guard import BrowserGuard
 from app.cache import GENERATION_FILE, Generations, MetadataCache
 from app.config import Settings, access_policy
+from app.dialect import Dialect
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
 from app.errors import (
@@ -31,15 +34,18 @@ from app.errors import (
     render_error,
 )
 from app.health import Readiness, health_routes, local_root
+from app.lancedb import dialect_of
+from app.lancedb.unserved import unserved_reason
+from app.maintenance import MaintenanceWorker, maintains
 from app.observability import (
     Metrics,
     ObservabilityMiddleware,
     named_endpoint,
     register_secrets,
 )
-from app.requests import BodyLimits, read_operation_request, read_route_request, release_body
+from app.requests import read_operation_request, read_route_request
 from app.responses import render, render_model
-from app.routing import LanceRoutes, RouteTable
+from app.routing import LanceRoutes, RouteTable, route_path
 from app.spec import Operation, load_operations
 from backends import IMPLS
 from backends.core.access import AccessPolicy, Grants, Level, check_access
@@ -48,9 +54,9 @@ from backends.directory.stamps import directory_stamper
 from backends.vending import CredentialVendor, credential_vendor, with_vended
 
 RequestReader = Callable[
-    [Operation, Request, BodyLimits], Awaitable[tuple[dict[str, Any], bytes | None]]
+    [Operation, Request, BodyLimits, Dialect], Awaitable[tuple[dict[str, Any], bytes | None]]
 ]
-Renderer = Callable[[Operation, Any, Any], Response]
+Renderer = Callable[[Operation, Any, Dialect], Response]
 # The answers that carry vended credentials when vending is on (the spec's vend_credentials).
 VENDING_OPERATIONS = frozenset({"DescribeTable", "DeclareTable"})
 
@@ -85,20 +91,25 @@ class OperationEndpoint:
         await response(scope, receive, send)
 
     async def respond(self, request: Request) -> Response:
-        """The one error path: whatever fails becomes the spec's error answer."""
+        """The one error path: whatever fails becomes the spec's error answer. The client's
+        dialect (`app.dialect`) is picked here, once, for reading, calling and answering."""
+        dialect = dialect_of(request.headers)
         try:
-            fields, data = await self.read(self.operation, request, self.service.max_body)
+            fields, data = await self.read(
+                self.operation, request, self.service.max_body, dialect)
             grants = self._check_access(fields, request.scope)
             if self.service.auth_on:
                 fields["identity"] = request.scope.get(IDENTITY_KEY)
             response = without_credentials(
-                await self.service.dispatcher.call(self.operation, fields, data))
+                await self.service.dispatcher.call(self.operation, fields, data, dialect))
             response = await self._with_vended(fields, request.scope, response, grants)
-            return self.answer(self.operation, response, request.headers)
+            return self.answer(self.operation, response, dialect)
         except BaseException as error:
             if not (isinstance(error, Exception) or is_native_panic(error)):
                 raise
-            return render_error(as_namespace_error(error), request.scope, request.url.path)
+            refused = as_namespace_error(error)
+            return render_error(refused, request.scope, request.url.path,
+                                dialect.error_status(refused), dialect.answer_headers())
         finally:
             release_body(request)
 
@@ -165,7 +176,8 @@ async def _no_such_route(request: Request, error: Exception) -> Response:
         message = f"{request.method} is not served at this path; it answers {', '.join(allowed)}"
         refused = MethodNotAllowedError(message, allowed)
         return render_error(refused, request.scope, path)
-    message = f"no operation is served at this path (method {request.method})"
+    message = unserved_reason(route_path(request.scope)) or (
+        f"no operation is served at this path (method {request.method})")
     return render_error(UnsupportedOperationError(message), request.scope, path)
 
 
@@ -243,6 +255,20 @@ class LanceFirst:
             await self.fallback(scope, receive, send)
 
 
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """The application's background work (the maintenance worker, when on) runs while it
+    serves."""
+    worker: MaintenanceWorker | None = getattr(app.state, "maintenance", None)
+    if worker is not None:
+        worker.start()
+    try:
+        yield
+    finally:
+        if worker is not None:
+            await asyncio.to_thread(worker.stop)
+
+
 def create_app(
     namespace: LanceNamespace,
     settings: Settings | None = None,
@@ -258,6 +284,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         exception_handlers={404: _no_such_route, 405: _no_such_route},
+        lifespan=_lifespan,
     )
     operations = load_operations()
     aliases = {op.operation_id: op.target_id for op in operations if op.target_id}
@@ -278,6 +305,8 @@ def create_app(
     readiness = Readiness.for_backend(namespace, settings)
     app.router.routes.extend(health_routes(readiness, metrics))
     _add_middleware(app, settings, metrics)
+    if settings.maintenance and maintains(namespace):
+        app.state.maintenance = MaintenanceWorker(namespace, settings, metrics, runtime_dir)
     app.state.namespace = namespace
     app.state.settings = settings
     app.state.metrics = metrics

@@ -70,12 +70,12 @@ class Operation:
 
     @cached_property
     def request_model(self) -> type[BaseModel]:
-        return _model(self.request_model_name or f"{self.backend_id}Request")
+        return model_named(self.request_model_name or f"{self.backend_id}Request")
 
     @cached_property
     def response_model(self) -> type[BaseModel] | None:
         try:
-            return _model(f"{self.backend_id}Response")
+            return model_named(f"{self.backend_id}Response")
         except AttributeError:
             return None
 
@@ -88,8 +88,10 @@ class Operation:
         return "id" in self.request_model.model_fields
 
 
-def _model(name: str) -> type[BaseModel]:
-    found = getattr(lance_namespace, name, None) or getattr(extensions, name, None)
+def model_named(name: str) -> type[BaseModel]:
+    """The request or response model `name`: this server's extension of the official one
+    when there is one (`backends.core.extensions`), else the official one."""
+    found = getattr(extensions, name, None) or getattr(lance_namespace, name, None)
     if found is None:
         raise AttributeError(name)
     return found

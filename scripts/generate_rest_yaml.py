@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import lance_namespace
 import lance_namespace_urllib3_client.api as client_api
 import yaml
 from pydantic import BaseModel
@@ -26,7 +25,7 @@ from pydantic.json_schema import models_json_schema
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.health import HEALTH_PATHS
 from app.protocol import ARROW_FILE, ARROW_STREAM
-from backends.core import extensions
+from app.spec import model_named
 
 REST_YAML = Path(__file__).resolve().parents[1] / "rest.yaml"
 
@@ -86,13 +85,14 @@ def _client_operation(name: str, api_source: str, method_source: str) -> dict[st
 
 
 def request_model(op_id: str) -> type[BaseModel]:
-    name = REQUEST_MODEL.get(op_id, f"{op_id}Request")
-    return getattr(lance_namespace, name, None) or getattr(extensions, name)
+    return model_named(REQUEST_MODEL.get(op_id, f"{op_id}Request"))
 
 
 def response_model(op_id: str) -> type[BaseModel] | None:
-    name = f"{op_id}Response"
-    return getattr(lance_namespace, name, None) or getattr(extensions, name, None)
+    try:
+        return model_named(f"{op_id}Response")
+    except AttributeError:
+        return None
 
 
 def _non_null(schema: dict[str, Any]) -> dict[str, Any]:

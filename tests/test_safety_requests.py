@@ -140,10 +140,18 @@ def test_bad_data_is_refused(client: httpx.Client, root: Path) -> None:
     duplicate = arrow_stream(pa.table([ids, ids], names=["id", "id"]))
     _refused(client, root, 13, "POST", "/v1/table/ns$dup/create", headers=ARROW,
              content=duplicate)
-    _refused(client, root, 13, "POST", "/v1/table/ns$empty/create", headers=ARROW,
-             content=arrow_stream(sample_table(0)))
     _refused(client, root, 20, "POST", "/v1/table/ns$t/insert", headers=ARROW,
              content=arrow_stream(pa.table({"z": [1]})))
+
+
+def test_a_table_is_created_from_a_schema_alone(client: httpx.Client) -> None:
+    created = client.post("/v1/table/ns$empty/create", headers=ARROW,
+                          content=arrow_stream(sample_table(0)))
+    assert created.status_code == 200, created.text
+    assert client.post("/v1/table/ns$empty/count_rows", json={}).json() == 0
+    described = client.post("/v1/table/ns$empty/describe", json={"load_detailed_metadata": True})
+    names = [field["name"] for field in described.json()["schema"]["fields"]]
+    assert names == sample_table(0).column_names
 
 
 def test_names_the_file_system_cannot_hold_are_refused(client: httpx.Client, root: Path):

@@ -6,6 +6,10 @@ The form gives a type's name and, where the type has them, its child `fields` an
 fixed size, or a decimal's `precision * 1000 + scale`. It has no unit or time zone: timestamps,
 times and durations read back in Lance's default unit. A dictionary is described by its value
 type, an extension type by its storage type with its name and metadata in the field's metadata.
+
+Read back, a type may also be named as Lance's own JSON schema names it (as LanceDB's remote
+client sends it): `float`, `double`, `halffloat`, `string`, `large_string`, and the forms with
+a unit (`timestamp:ms:UTC`, `time64:ns`, `duration:s`, `date32:day`, `decimal:128:10:2`).
 """
 
 from __future__ import annotations
@@ -149,11 +153,58 @@ def _storable(data_type: pa.DataType) -> bool:
 # -- JSON → Arrow ------------------------------------------------------------------------------
 
 
+# Lance's own names of the types the spec names otherwise.
+_LANCE_NAMES: dict[str, pa.DataType] = {
+    "halffloat": pa.float16(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "large_string": pa.large_string(),
+}
+_UNITS = frozenset({"s", "ms", "us", "ns"})
+# Lance's `<name>:<unit>` forms: the Arrow type of each name, given the unit.
+_WITH_UNIT: dict[str, Any] = {
+    "time32": pa.time32,
+    "time64": pa.time64,
+    "duration": pa.duration,
+}
+
+
+def _lance_named(name: str) -> pa.DataType | None:
+    """The type Lance's JSON schema names `name` (`double`, `timestamp:ms:UTC`…), or None."""
+    if name in _LANCE_NAMES:
+        return _LANCE_NAMES[name]
+    kind, _, rest = name.partition(":")
+    if not rest:
+        return None
+    if kind == "timestamp":
+        unit, _, zone = rest.partition(":")
+        if unit in _UNITS:
+            return pa.timestamp(unit, None if zone in ("", "-") else zone)
+    if kind in _WITH_UNIT and rest in _UNITS:
+        return _WITH_UNIT[kind](rest)
+    if (kind, rest) in (("date32", "day"), ("date64", "ms")):
+        return _NAMED_TYPES[kind]
+    if kind == "decimal":
+        bits, _, digits = rest.partition(":")
+        precision, _, scale = digits.partition(":")
+        if f"decimal{bits}" in _DECIMALS and precision.isdigit() and scale.isdigit():
+            return _DECIMALS[f"decimal{bits}"](int(precision), int(scale))
+    return None
+
+
 def arrow_type_from_json(json_type: Mapping[str, Any]) -> pa.DataType:
-    """The Arrow type a `JsonArrowDataType` (as a dict) describes; ValueError if none."""
+    """The Arrow type a `JsonArrowDataType` (as a dict) describes, in the spec's names or
+    Lance's own; ValueError if none."""
     name = str(json_type.get("type") or "").lower()
     if name in _NAMED_TYPES:
         return _NAMED_TYPES[name]
+    try:
+        lance_named = _lance_named(str(json_type.get("type") or ""))
+    except (ValueError, pa.ArrowInvalid) as error:
+        raise ValueError(f"data_type {json_type!r} is not a type: {error}") from None
+    if lance_named is not None:
+        return lance_named
     if name in _DECIMALS:
         precision, scale = _precision_and_scale(_length(json_type))
         return _DECIMALS[name](precision, scale)

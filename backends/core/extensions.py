@@ -1,15 +1,23 @@
-"""Request and response models of the spec operations the official 0.13 clients lack.
+"""Request and response models of the spec operations the official 0.13 clients lack, and
+official request models extended by what Lance does and LanceDB's remote client sends.
 
 The Lance Namespace spec (`namespace-spec.md`) names ListOperations, AlterNamespace and
 AlterTable; the generated client has no model for them. These follow the official models'
 conventions: `identity` and `context` on every request, `id` as a list of names, and
 `to_dict` / `from_dict` like the generated models.
+
+A model here named as an official one extends it (`app.spec` takes this one): its added
+fields are options of Lance itself that the spec does not carry yet (a query's `order_by`, an
+index's `replace` and full-text tokenizer options). A backend that cannot honour an added
+field it is given refuses it (`extension_fields` names the ones set).
 """
 
 from __future__ import annotations
 
 from typing import Any, Self
 
+import lance_namespace
+from lance_namespace_urllib3_client import models
 from lance_namespace_urllib3_client.models import Identity
 from pydantic import BaseModel, ConfigDict
 
@@ -65,3 +73,72 @@ class AlterTableResponse(_Model):
 
     properties: dict[str, str] | None = None
     context: dict[str, str] | None = None
+
+
+class ColumnOrder(_Model):
+    """One key of a query's order: Lance's `ColumnOrdering`."""
+
+    column_name: str
+    ascending: bool = True
+    nulls_first: bool = False
+
+
+class QueryTableRequest(lance_namespace.QueryTableRequest):
+    """QueryTable, and the order of the answer's rows (LanceDB's `order_by`)."""
+
+    order_by: list[ColumnOrder] | None = None
+
+
+class AnalyzeTableQueryPlanRequest(lance_namespace.AnalyzeTableQueryPlanRequest):
+    """AnalyzeTableQueryPlan, and the order of the query's rows."""
+
+    order_by: list[ColumnOrder] | None = None
+
+
+class ExplainTableQueryPlanRequest(lance_namespace.ExplainTableQueryPlanRequest):
+    """ExplainTableQueryPlan of a query that may order its rows."""
+
+    query: QueryTableRequest
+
+
+class CreateTableIndexRequest(lance_namespace.CreateTableIndexRequest):
+    """CreateTableIndex, with `replace` (False: an existing index of that name is an error,
+    not rebuilt) and the full-text index options of Lance's inverted index."""
+
+    replace: bool | None = None
+    min_ngram_length: int | None = None
+    max_ngram_length: int | None = None
+    prefix_only: bool | None = None
+    custom_stop_words: list[str] | None = None
+    block_size: int | None = None
+    index_operators: bool | None = None
+    preserve_original: bool | None = None
+    split_identifiers: bool | None = None
+    split_on_numerics: bool | None = None
+    lance_tokenizer: str | None = None
+
+
+class AddColumnsEntry(models.AddColumnsEntry):
+    """A new column: from an SQL expression, or all null of `data_type` (a spec
+    `JsonArrowDataType`, or Lance's JSON name of a type) as Lance adds a column from a schema
+    (LanceDB's `add_columns(pa.field(...))`)."""
+
+    data_type: dict[str, Any] | None = None
+    nullable: bool | None = None
+
+
+class AlterTableAddColumnsRequest(lance_namespace.AlterTableAddColumnsRequest):
+    """AlterTableAddColumns, whose columns may also be typed all-null ones."""
+
+    new_columns: list[AddColumnsEntry]
+
+
+def extension_fields(request: BaseModel) -> list[str]:
+    """The fields `request` sets that its official model does not have."""
+    official = getattr(lance_namespace, type(request).__name__, None)
+    if official is None or official is type(request):
+        return []
+    return [
+        name for name in type(request).model_fields
+        if name not in official.model_fields and getattr(request, name) is not None
+    ]

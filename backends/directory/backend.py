@@ -5,11 +5,13 @@ where the native operation fails or answers wrongly on a nested-namespace root.
 Native as they are (`NATIVE_OPERATIONS`): DescribeNamespace, NamespaceExists and the
 transactions. Native, their errors given the spec's codes and a table the native lookup misses
 served by the generic operation (`NATIVE_TABLE_OPERATIONS`): row writes other than insert,
-counts, stats, scalar indexes, tags, branch listing and deletion, restore, dropping columns and
-schema metadata. Native behind this module's fixes: the other namespace operations, table
-registration, create, insert, declare, describe, exists and the queries; modes are parsed
-once (`parse_mode`) before the native call, which accepts only some spellings and ignores the
-namespace and registration modes.
+counts, scalar indexes (not their stats: natively without the distance), tags,
+branch listing and deletion, restore, dropping columns and schema metadata; a request asking
+what they ignore (`backends.directory.ignored`) goes to the generic operation. Native behind
+this module's fixes: the other namespace operations, table registration, create, insert,
+declare, describe, exists and the queries; modes are parsed once (`parse_mode`) before the
+native call, which accepts only some spellings and ignores the namespace and registration
+modes.
 
 Everything else is `MetadataNamespace`'s (pylance at the table location, located by the
 native DescribeTable), because natively it fails or answers wrongly: ListAllTables (only the
@@ -93,6 +95,7 @@ from backends.core.modes import (
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.core.paging import paginate
 from backends.core.settings import BackendSettings
+from backends.directory.ignored import natively_ignored
 from backends.directory.layout import (
     DirectoryLayout,
     listed_directory,
@@ -104,11 +107,11 @@ from backends.directory.orphans import manifest_tables, sweep_orphans
 from backends.directory.settings import DirectorySettings
 from backends.guard import front_door
 from backends.layouts import TableLayout
-from backends.tables.access import TableLocation, open_dataset
+from backends.tables.access import TableLocation, open_dataset, stream_has_rows
 from backends.tables.errors import translate_native
 from backends.tables.history import staging_manifest_key
 from backends.tables.lifecycle import caller, renamed_id
-from backends.tables.reads import query_vectors, require_vector_column
+from backends.tables.reads import query_vectors, require_vector_column, vector_column
 
 # Set while the backend itself deregisters a root table listed by its directory: DropTable,
 # which deletes the directory too, and RenameTable, which moves it (see `deregister_table`).
@@ -141,8 +144,8 @@ NATIVE_OPERATIONS = ("describe_namespace", "namespace_exists", "describe_transac
 # the native lookup misses is served by the generic operation (`DirectoryBackend._native`).
 NATIVE_TABLE_OPERATIONS = (
     "merge_insert_into_table", "update_table", "delete_from_table", "count_table_rows",
-    "create_table_scalar_index", "list_table_indices", "describe_table_index_stats",
-    "drop_table_index", "restore_table", "update_table_schema_metadata", "get_table_stats",
+    "create_table_scalar_index", "list_table_indices", "drop_table_index", "restore_table",
+    "update_table_schema_metadata",
     "alter_table_drop_columns", "list_table_tags", "get_table_tag_version", "create_table_tag",
     "update_table_tag", "delete_table_tag", "list_table_branches", "delete_table_branch",
 )
@@ -298,9 +301,13 @@ class DirectoryBackend(MetadataNamespace):
         return self._native("declare_table", request)
 
     def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
+        """A table from a schema alone (a stream without rows) is the generic operation's:
+        natively it is refused as "no data"."""
         mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
         require_storable_id(list(request.id or []))
         self._require_namespace(list(request.id or [])[:-1], request)
+        if not stream_has_rows(request_data):
+            return super().create_table(request, request_data)
         native = request.model_copy(update={"mode": _NATIVE_CREATE_MODES[mode]})
         created = self._native("create_table", native, request_data)
         if created.version is None:  # natively unset when ExistOk found the table
@@ -360,8 +367,11 @@ class DirectoryBackend(MetadataNamespace):
             raise translated from error
 
     def _native(self, name: str, *arguments: Any) -> Any:
-        """The native operation; on a table its lookup misses (see `_from_manifest`), the
-        base's, which finds the table through `describe_table_entry`."""
+        """The native operation; the base's for a request it would not honour in full
+        (`backends.directory.ignored`), and on a table its lookup misses (see
+        `_from_manifest`), which the base finds through `describe_table_entry`."""
+        if natively_ignored(arguments[0]):
+            return getattr(super(), name)(*arguments)
         try:
             return self._translated(name, *arguments)
         except TableNotFoundError as error:
@@ -514,6 +524,11 @@ class DirectoryBackend(MetadataNamespace):
 
     def _check_query(self, request: Any, query: Any, version: int | None) -> None:
         """`query` (`request`'s own or its inner query) as `backends.tables.reads` checks it:
-        no empty vector among several, and a vector column given without a vector exists."""
-        if not query_vectors(query) and query.vector_column:
+        no empty vector among several, a vector column given without a vector exists, and a
+        vector search of a table with several vector columns names one (natively the first
+        is searched)."""
+        if query_vectors(query):
+            if not query.vector_column:
+                vector_column(self.open(request, version).schema, None)
+        elif query.vector_column:
             require_vector_column(self.open(request, version).schema, query.vector_column)

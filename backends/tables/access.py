@@ -101,6 +101,16 @@ def read_arrow_stream(data: bytes | None) -> pa.Table:
         raise InvalidInputError(f"data is not an Arrow IPC stream: {error}") from None
 
 
+def stream_has_rows(data: bytes | None) -> bool:
+    """Whether the Arrow IPC stream `data` holds a row (a schema alone holds none); a body
+    that is not a stream has rows for this: the operation reading it says what is wrong."""
+    try:
+        reader = pa.ipc.open_stream(data or b"", options=_ALIGNED)
+        return any(batch.num_rows for batch in reader)
+    except (pa.ArrowInvalid, OSError):
+        return True
+
+
 def check_storable_stream(data: object) -> None:
     """Refuse a request body whose Arrow IPC stream has a column Lance cannot store, from its
     schema alone, before anything is written (Lance would fail mid-write with an internal

@@ -20,6 +20,7 @@ from lance_namespace import (
     TableBranchAlreadyExistsError,
     TableBranchNotFoundError,
     TableColumnNotFoundError,
+    TableIndexAlreadyExistsError,
     TableIndexNotFoundError,
     TableNotFoundError,
     TableSchemaValidationError,
@@ -43,7 +44,10 @@ _MESSAGE_RULES: tuple[tuple[type[LanceNamespaceError], tuple[str, ...]], ...] = 
     # The native lookup misses a table it cannot locate on storage (e.g. a root table whose
     # name it percent-encodes differently from the manifest).
     (TableNotFoundError, ("dataset at path", "was not found")),
+    # An inverted index without positions cannot answer a phrase query: not a missing index.
+    (InvalidInputError, ("position is not found", "phrase")),
     (TableIndexNotFoundError, ("index", "not found")),
+    (TableIndexAlreadyExistsError, ("index name", "already exists")),
     (TableColumnNotFoundError, ("column", "does not exist")),
     (TableColumnNotFoundError, ("field", "not found")),
     (TableColumnNotFoundError, ("column", "is not in the dataset")),

@@ -52,7 +52,20 @@ _TEXT_PARAMETERS = (
     "stem",
     "remove_stop_words",
     "ascii_folding",
+    # Lance's own, which the spec lacks (`backends.core.extensions.CreateTableIndexRequest`).
+    "min_ngram_length",
+    "max_ngram_length",
+    "prefix_only",
+    "custom_stop_words",
+    "block_size",
+    "index_operators",
+    "preserve_original",
+    "split_identifiers",
+    "split_on_numerics",
+    "lance_tokenizer",
 )
+# The full-text options no other index type takes.
+_TEXT_ONLY = frozenset(_TEXT_PARAMETERS)
 
 
 def _normalised_type(index_type: str | None) -> str:
@@ -61,10 +74,11 @@ def _normalised_type(index_type: str | None) -> str:
 
 def _given(request: Any, names: dict[str, str] | tuple[str, ...]) -> dict[str, Any]:
     pairs = names.items() if isinstance(names, dict) else ((name, name) for name in names)
+    # An official request model lacks the extension's fields: those are not given.
     return {
-        argument: getattr(request, field)
+        argument: getattr(request, field, None)
         for field, argument in pairs
-        if getattr(request, field) is not None
+        if getattr(request, field, None) is not None
     }
 
 
@@ -75,12 +89,17 @@ def create_index(
     index_type = _normalised_type(request.index_type)
     if not request.column:
         raise InvalidInputError("an index needs the column it indexes")
+    _refuse_foreign_options(request, SCALAR_INDEX_TYPES.get(index_type) or index_type)
+    # Lance's default for a vector index is to replace one of the same name, for a scalar
+    # index not to; the spec's (and LanceDB's) is to replace unless told not to.
+    replace = getattr(request, "replace", None) is not False
     with lance_errors(dataset.uri):
         if index_type in SCALAR_INDEX_TYPES:
             dataset.create_scalar_index(
                 request.column,
                 SCALAR_INDEX_TYPES[index_type],
                 name=request.name,
+                replace=replace,
                 **_given(request, _TEXT_PARAMETERS),
             )
         elif index_type in VECTOR_INDEX_TYPES and not scalar_only:
@@ -89,6 +108,7 @@ def create_index(
                 index_type,
                 name=request.name,
                 metric=request.distance_type or "l2",
+                replace=replace,
                 **_given(request, _VECTOR_PARAMETERS),
             )
         else:
@@ -96,6 +116,25 @@ def create_index(
             raise InvalidInputError(
                 f"index_type must be one of {', '.join(kinds)}, got {request.index_type!r}"
             )
+
+
+def _refuse_foreign_options(request: Any, index_type: str) -> None:
+    """Options of another index type are refused, not ignored: full-text options on a
+    non-text index, vector options or a distance on a scalar one."""
+    given = {
+        name for name in (*_TEXT_PARAMETERS, *_VECTOR_PARAMETERS, "distance_type")
+        if getattr(request, name, None) is not None
+    }
+    if index_type == "INVERTED":
+        foreign = given - _TEXT_ONLY
+    elif index_type in VECTOR_INDEX_TYPES:
+        foreign = given & _TEXT_ONLY
+    else:
+        foreign = given
+    if foreign:
+        raise InvalidInputError(
+            f"a {index_type} index does not take {', '.join(sorted(foreign))}"
+        )
 
 
 def list_indices(

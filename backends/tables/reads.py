@@ -1,12 +1,14 @@
-"""Reading: CountTableRows, QueryTable, the query plans and GetTableStats."""
+"""Reading: CountTableRows, QueryTable (vector, full-text and plain), the query plans and
+GetTableStats."""
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 import pyarrow as pa
 from lance import LanceDataset
+from lance.dataset import ColumnOrdering
+from lance.query import FullTextQuery
 from lance_namespace import (
     AnalyzeTableQueryPlanRequest,
     CountTableRowsRequest,
@@ -21,6 +23,7 @@ from lance_namespace_urllib3_client.models import FragmentStats, FragmentSummary
 
 from backends.tables.access import arrow_file
 from backends.tables.errors import lance_errors
+from backends.tables.full_text import lance_fts_query
 
 # The spec's "small fragment" (GetTableStats): fewer rows than this.
 SMALL_FRAGMENT_ROWS = 100_000
@@ -38,23 +41,38 @@ def require_vector_column(schema: pa.Schema, name: str) -> None:
         raise TableColumnNotFoundError(f"vector_column {name!r} does not exist in the table")
 
 
-def _vector_column(dataset: LanceDataset, requested: str | None) -> str:
+def _is_vector(column: pa.Field) -> bool:
+    """A float vector, or a multivector (a list of them)."""
+    kind = column.type
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        kind = kind.value_type
+    return pa.types.is_fixed_size_list(kind) and pa.types.is_floating(kind.value_type)
+
+
+def vector_column(schema: pa.Schema, requested: str | None) -> str:
+    """The column a vector search searches: the one named, else the table's only one (as
+    LanceDB picks it: with several, the query must name one)."""
     if requested:
-        require_vector_column(dataset.schema, requested)
+        require_vector_column(schema, requested)
         return requested
-    for column in dataset.schema:
-        if pa.types.is_fixed_size_list(column.type) and pa.types.is_floating(
-            column.type.value_type
-        ):
-            return column.name
-    raise InvalidInputError("the table has no vector column; name one in vector_column")
+    vectors = [column.name for column in schema if _is_vector(column)]
+    if not vectors:
+        raise InvalidInputError("the table has no vector column; name one in vector_column")
+    if len(vectors) > 1:
+        raise InvalidInputError(
+            f"the table has {len(vectors)} vector columns ({', '.join(vectors)}); name the "
+            "one to search in vector_column"
+        )
+    return vectors[0]
 
 
 def _nearest(dataset: LanceDataset, query: QueryLike, vector: list[float]) -> dict[str, Any]:
     nearest: dict[str, Any] = {
-        "column": _vector_column(dataset, query.vector_column),
+        "column": vector_column(dataset.schema, query.vector_column),
         "q": vector,
-        "k": query.k,
+        # The k nearest after the first `offset` of them: the scanner's offset skips rows of
+        # its k, so it is given k + offset.
+        "k": query.k + (query.offset or 0),
         "use_index": not query.bypass_vector_index,
     }
     optional = {
@@ -77,16 +95,27 @@ def _columns(query: QueryLike) -> list[str] | dict[str, str] | None:
     return query.columns.column_names
 
 
-def _full_text(query: QueryLike) -> dict[str, Any] | None:
+def _full_text(query: QueryLike) -> dict[str, Any] | FullTextQuery | None:
     search = query.full_text_query
     if search is None:
         return None
-    if search.string_query is None:
-        raise InvalidInputError("only string_query full-text searches are supported")
+    if (search.string_query is None) == (search.structured_query is None):
+        raise InvalidInputError(
+            "full_text_query needs exactly one of string_query and structured_query"
+        )
+    if search.structured_query is not None:
+        return lance_fts_query(search.structured_query.query, "full_text_query.structured_query")
     text: dict[str, Any] = {"query": search.string_query.query}
     if search.string_query.columns:
         text["columns"] = list(search.string_query.columns)
     return text
+
+
+def _order(query: QueryLike) -> list[ColumnOrdering] | None:
+    keys = getattr(query, "order_by", None)
+    if not keys:
+        return None
+    return [ColumnOrdering(key.column_name, key.ascending, key.nulls_first) for key in keys]
 
 
 def query_vectors(query: QueryLike) -> list[list[float]]:
@@ -114,6 +143,7 @@ def scanner_arguments(
         "prefilter": bool(query.prefilter),
         "fast_search": query.fast_search,
         "full_text_query": _full_text(query),
+        "order_by": _order(query),
     }
     if vector is None:
         if query.vector_column:
@@ -155,34 +185,44 @@ def query_plan(dataset: LanceDataset, query: QueryLike, analyze: bool, verbose: 
 
 
 def _fragment_summary(lengths: list[int]) -> FragmentSummary:
+    """The lengths' summary as LanceDB computes it: the percentile p is the length at index
+    len * p // 100 of the sorted lengths, the mean an integer division."""
     if not lengths:
         return FragmentSummary(min=0, max=0, mean=0, p25=0, p50=0, p75=0, p99=0)
     ordered = sorted(lengths)
+    count = len(ordered)
 
-    def percentile(share: float) -> int:
-        return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+    def percentile(share: int) -> int:
+        return ordered[count * share // 100]
 
     return FragmentSummary(
-        min=ordered[0],
-        max=ordered[-1],
-        mean=int(statistics.mean(ordered)),
-        p25=percentile(0.25),
-        p50=percentile(0.5),
-        p75=percentile(0.75),
-        p99=percentile(0.99),
+        min=ordered[0], max=ordered[-1], mean=sum(ordered) // count,
+        p25=percentile(25), p50=percentile(50), p75=percentile(75), p99=percentile(99),
     )
 
 
+def _stored_bytes(fragment: Any) -> int:
+    """The bytes of a fragment's data files and overlays, as its manifest entry records them."""
+    files = [*fragment.files, *(getattr(overlay, "data_file", overlay)
+                                for overlay in getattr(fragment, "overlays", None) or [])]
+    return sum(getattr(file, "file_size_bytes", None) or 0 for file in files)
+
+
 def table_stats(dataset: LanceDataset) -> GetTableStatsResponse:
+    """GetTableStats as LanceDB computes its table statistics: the bytes of the data files,
+    overlays and indexes, the rows (deleted ones not counted), and the fragments' physical
+    lengths (deleted rows counted)."""
     with lance_errors(dataset.uri):
-        lengths = [fragment.count_rows() for fragment in dataset.get_fragments()]
-        data_stats = dataset.stats.data_stats()
-        num_indices = len(dataset.describe_indices())
-    total_bytes = sum(column.bytes_on_disk for column in data_stats.fields)
+        fragments = [fragment.metadata for fragment in dataset.get_fragments()]
+        indices = dataset.describe_indices()
+        num_rows = dataset.count_rows()
+    lengths = [fragment.physical_rows for fragment in fragments]
+    total_bytes = sum(_stored_bytes(fragment) for fragment in fragments)
+    total_bytes += sum(index.total_size_bytes or 0 for index in indices)
     return GetTableStatsResponse(
         total_bytes=total_bytes,
-        num_rows=sum(lengths),
-        num_indices=num_indices,
+        num_rows=num_rows,
+        num_indices=len(indices),
         fragment_stats=FragmentStats(
             num_fragments=len(lengths),
             num_small_fragments=sum(1 for length in lengths if length < SMALL_FRAGMENT_ROWS),

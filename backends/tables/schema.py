@@ -23,25 +23,48 @@ from backends.tables.errors import lance_errors
 
 
 def add_columns(dataset: LanceDataset, request: AlterTableAddColumnsRequest) -> int:
-    """Add columns computed once from SQL expressions over the existing rows; the new version."""
+    """Add columns computed once from SQL expressions over the existing rows, or all-null
+    columns of given types (one kind a request: Lance adds each kind in its own commit); the
+    new version."""
     expressions: dict[str, str] = {}
+    typed: list[pa.Field] = []
     for entry in request.new_columns or []:
         if entry.virtual_column is not None or entry.computed is not None:
             raise UnsupportedOperationError(
                 f"column {entry.name}: computed and virtual columns need a backfill service; "
-                "this adapter adds columns from SQL expressions only"
+                "this adapter adds columns from SQL expressions or types only"
             )
-        if not entry.expression:
-            raise InvalidInputError(f"column {entry.name} needs an SQL expression")
-        expressions[entry.name] = entry.expression
-    if not expressions:
+        data_type = getattr(entry, "data_type", None)
+        if (entry.expression is None) == (data_type is None):
+            raise InvalidInputError(f"column {entry.name} needs an SQL expression or a data_type")
+        if data_type is None:
+            expressions[entry.name] = entry.expression
+        else:
+            typed.append(_typed_field(entry, data_type))
+    if not expressions and not typed:
         raise InvalidInputError("AlterTableAddColumns needs at least one column in new_columns")
+    if expressions and typed:
+        raise InvalidInputError(
+            "AlterTableAddColumns adds columns from SQL expressions or from types, not both in "
+            "one request"
+        )
     try:
         with lance_errors(dataset.uri):
-            dataset.add_columns(expressions)
+            dataset.add_columns(expressions or pa.schema(typed))
     except TableColumnNotFoundError as error:  # an expression that does not bind, as a filter
         raise InvalidInputError(str(error)) from error
     return dataset.version
+
+
+def _typed_field(entry: Any, data_type: dict[str, Any]) -> pa.Field:
+    if getattr(entry, "nullable", None) is False:
+        raise InvalidInputError(
+            f"column {entry.name}: a column added to existing rows is all null, so nullable"
+        )
+    try:
+        return pa.field(entry.name, arrow_type_from_json(data_type))
+    except ValueError as error:
+        raise InvalidInputError(f"column {entry.name}: {error}") from None
 
 
 def _alteration(entry: Any) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The SQL expressions a request carries (filters, predicates, update and column expressions),
+"""The SQL expressions a request carries (filters, predicates, update and column expressions,
+a query's aliased output columns),
 checked before any storage is touched (`check_sql_expressions`, at every backend's front door,
 `backends.guard.call_with_valid_id`) for what Lance's SQL planner does not implement: it
 panics on them, so they are refused here with code 13.
@@ -81,9 +82,20 @@ def _expressions(request: Any) -> Iterator[tuple[str, object]]:
     for entry in getattr(request, "new_columns", None) or []:
         yield "new_columns", getattr(entry, "expression", None)
         yield "new_columns", getattr(entry, "computed", None)
+    yield from _aliased_expressions(request, "columns")
     query = getattr(request, "query", None)
     if query is not None and not isinstance(query, str):
         yield "query.filter", getattr(query, "filter", None)
+        yield from _aliased_expressions(query, "query.columns")
+
+
+def _aliased_expressions(query: Any, field: str) -> Iterator[tuple[str, object]]:
+    """A query's output columns given as alias -> SQL expression."""
+    columns = getattr(query, "columns", None)
+    aliases = getattr(columns, "column_aliases", None)
+    if isinstance(aliases, dict):
+        for alias, expression in aliases.items():
+            yield f"{field}.column_aliases.{alias}", expression
 
 
 def check_sql_expressions(request: Any) -> None:

@@ -1,21 +1,20 @@
-"""What LanceDB's remote client (`lancedb.connect("db://…", host_override=URL)`) reads
-differently from the Lance REST spec.
+"""What LanceDB's remote client reads differently from the Lance REST spec's answers, and the
+backend calls it means where they differ from the spec's operation.
 
-It calls the spec's /v1/ routes (with a trailing `/`) and marks every request with the
-`x-lancedb-database` header. It parses DescribeTable's `schema` in Lance's own JSON schema
-form (`float`, `double`, `string`, `timestamp:us`…) rather than the spec's `JsonArrowSchema`
-names (`float32`, `float64`, `utf8`, `timestamp`…). The spec form carries no unit for
-timestamps, times and durations: those become microseconds, Lance's default.
+It parses DescribeTable's `schema` in Lance's own JSON schema form (`float`, `double`,
+`string`, `timestamp:us`…) rather than the spec's `JsonArrowSchema` names (`float32`,
+`float64`, `utf8`, `timestamp`…). The spec form carries no unit for timestamps, times and
+durations: those become microseconds, Lance's default.
 
-Three calls mean what they mean on LanceDB Cloud: `GET /v1/table/` (the spec's
-ListAllTables) lists the root's tables; a query's `k` of isize::MAX (no `limit` given) asks
-for every row; UpdateTable and DeleteFromTable answer `rows_updated` / `num_deleted_rows`.
+Two calls mean what they mean on LanceDB Cloud: `GET /v1/table/` (the spec's ListAllTables)
+lists the root's tables; UpdateTable and DeleteFromTable answer `rows_updated` /
+`num_deleted_rows`.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from lance_namespace import (
@@ -27,12 +26,6 @@ from lance_namespace import (
     ListTablesResponse,
 )
 
-from app.protocol import CONTEXT_HEADER_PREFIX
-
-LANCEDB_DATABASE_HEADER = "x-lancedb-database"
-# The most rows a query can ask for (the spec's `k` is an int32); LanceDB sends isize::MAX
-# for a query without a limit, and no answer holds more rows than this anyway.
-MOST_ROWS = 2**31 - 1
 # Where the backend call below hands the deleted row count to the answer.
 DELETED_ROWS_CONTEXT = "lancedb.num_deleted_rows"
 
@@ -49,10 +42,6 @@ _LANCE_TYPE_NAMES = {
     "time64": "time64:us",
     "duration": "duration:us",
 }
-
-
-def is_lancedb_remote(headers: Mapping[str, str]) -> bool:
-    return LANCEDB_DATABASE_HEADER in headers
 
 
 def _lance_type(spec_type: dict[str, Any]) -> dict[str, Any]:
@@ -98,23 +87,16 @@ def lancedb_answer(operation_id: str, payload: dict[str, Any]) -> Any:
 
 
 def lancedb_backend_call(
-    namespace: LanceNamespace, operation_id: str, request: Any
+    namespace: LanceNamespace, operation_id: str
 ) -> Callable[[Any], Any] | None:
     """The backend call a LanceDB remote request means where it differs from the spec's
     operation, or None: ListAllTables is the root's ListTables, and DeleteFromTable also
     counts the rows it deleted."""
-    if not is_lancedb_context(getattr(request, "context", None)):
-        return None
     if operation_id == "ListAllTables":
         return functools.partial(_root_tables, namespace)
     if operation_id == "DeleteFromTable":
         return functools.partial(_counted_delete, namespace)
     return None
-
-
-def is_lancedb_context(context: Mapping[str, str] | None) -> bool:
-    """Whether a request's context (its headers, `header.`-prefixed) is LanceDB's."""
-    return f"{CONTEXT_HEADER_PREFIX}{LANCEDB_DATABASE_HEADER}" in (context or {})
 
 
 def _root_tables(namespace: LanceNamespace, request: ListTablesRequest) -> ListTablesResponse:
@@ -153,27 +135,3 @@ def as_lancedb_describe(payload: dict[str, Any]) -> dict[str, Any]:
             converted["metadata"] = schema["metadata"]
         payload["schema"] = converted
     return payload
-
-
-def adapt_lancedb_request(operation_id: str, fields: dict[str, Any]) -> None:
-    """The request fields of a LanceDB remote call in the spec's form."""
-    if operation_id == "QueryTable":
-        _wrap_query_vector(fields)
-        k = fields.get("k")
-        if isinstance(k, int) and not isinstance(k, bool) and k > MOST_ROWS:
-            fields["k"] = MOST_ROWS
-    elif operation_id == "DescribeTable" and fields.get("load_detailed_metadata") is None:
-        # The spec leaves the unset case to the server; LanceDB needs version and schema.
-        fields["load_detailed_metadata"] = True
-
-
-def _wrap_query_vector(fields: dict[str, Any]) -> None:
-    """LanceDB sends QueryTable's `vector` as a bare list (one vector) or a list of lists;
-    the spec wraps it as `{"single_vector": [...]}` or `{"multi_vector": [[...], ...]}`."""
-    vector = fields.get("vector")
-    if not isinstance(vector, list):
-        return
-    if vector and all(isinstance(item, list) for item in vector):
-        fields["vector"] = {"multi_vector": vector}
-    else:
-        fields["vector"] = {"single_vector": vector}

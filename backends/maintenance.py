@@ -1,0 +1,131 @@
+"""Tables that maintain themselves, as LanceDB Cloud's do: one maintenance pass over every table
+a backend holds compacts small fragments, brings indexes up to date and removes versions past
+a retention (`MaintenancePolicy`).
+
+Each step is one Lance commit, resolved by Lance's conflict handling against concurrent
+writers: a compaction only rewrites fragments (appends commit beside it; an update or delete
+of rewritten rows is rebased by Lance), an index optimisation adds the rows written since, and
+a cleanup never removes the latest version, nor a tagged one. A table that fails one step is
+reported and the pass goes on with the next table.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from lance import LanceDataset
+from lance_namespace import ListTablesRequest
+
+from backends.core.names import ID_DELIMITER
+from backends.tables.errors import lance_errors
+
+logger = logging.getLogger("lance_adapter.maintenance")
+# Tables listed a page at a time: a pass holds one page of ids, not the catalog's.
+PAGE_SIZE = 1000
+
+
+@dataclass(frozen=True)
+class MaintenancePolicy:
+    """When a table is compacted, re-indexed and cleaned up."""
+
+    # Fragments of fewer rows than this are small; compaction writes fragments this large.
+    target_rows_per_fragment: int = 1024 * 1024
+    # A table is compacted once it holds this many small fragments.
+    min_small_fragments: int = 8
+    # Indexes are brought up to date once this many rows are not in them.
+    min_unindexed_rows: int = 1
+    # Versions older than this many seconds are removed (tagged ones are kept); 0 keeps all.
+    version_retention: float = 7 * 24 * 3600.0
+
+
+@dataclass
+class TableMaintenance:
+    """What one pass did to one table."""
+
+    table: str
+    fragments_before: int = 0
+    fragments_after: int = 0
+    compacted: bool = False
+    indexed_rows: int = 0
+    versions_removed: int = 0
+    error: str | None = None
+    actions: list[str] = field(default_factory=list)
+
+
+def maintain_table(
+    dataset: LanceDataset, policy: MaintenancePolicy, name: str = ""
+) -> TableMaintenance:
+    """One maintenance pass over the table `dataset` (its latest version)."""
+    done = TableMaintenance(name)
+    with lance_errors(dataset.uri):
+        fragments = dataset.get_fragments()
+        done.fragments_before = len(fragments)
+        small = sum(1 for fragment in fragments
+                    if fragment.metadata.physical_rows < policy.target_rows_per_fragment)
+        if small >= policy.min_small_fragments and len(fragments) > 1:
+            dataset.optimize.compact_files(
+                target_rows_per_fragment=policy.target_rows_per_fragment
+            )
+            done.compacted = True
+            done.actions.append("compacted")
+        unindexed = _unindexed_rows(dataset)
+        if unindexed >= policy.min_unindexed_rows:
+            dataset.optimize.optimize_indices()
+            done.indexed_rows = unindexed
+            done.actions.append("indexed")
+        if policy.version_retention > 0:
+            removed = dataset.cleanup_old_versions(
+                older_than=datetime.timedelta(seconds=policy.version_retention),
+                error_if_tagged_old_versions=False,
+            )
+            done.versions_removed = removed.old_versions
+            if removed.old_versions:
+                done.actions.append("cleaned")
+        done.fragments_after = len(dataset.get_fragments())
+    return done
+
+
+def _unindexed_rows(dataset: LanceDataset) -> int:
+    """The most rows any index of the table lacks."""
+    most = 0
+    for index in dataset.describe_indices():
+        stats = dataset.stats.index_stats(index.name)
+        most = max(most, int(stats.get("num_unindexed_rows") or 0))
+    return most
+
+
+def table_ids(namespace: Any) -> Iterator[list[str]]:
+    """Every table id of `namespace`, listed a page at a time (ListAllTables)."""
+    token: str | None = None
+    while True:
+        page = namespace.list_all_tables(ListTablesRequest(page_token=token, limit=PAGE_SIZE))
+        for joined in page.tables:
+            yield joined.split(ID_DELIMITER)
+        token = page.page_token
+        if not token or not page.tables:
+            return
+
+
+def maintain_all(
+    namespace: Any, policy: MaintenancePolicy,
+    observe: Callable[[TableMaintenance], None] | None = None,
+) -> list[TableMaintenance]:
+    """One maintenance pass over every table of `namespace` (a `MetadataNamespace`); each
+    table's outcome goes to `observe` as it is done. A table that fails is reported, not
+    retried: the next pass tries it again."""
+    outcomes = []
+    for table_id in table_ids(namespace):
+        name = ID_DELIMITER.join(table_id)
+        try:
+            done = maintain_table(namespace.open(ListTablesRequest(id=table_id)), policy, name)
+        except Exception as error:  # one table's failure does not stop the pass
+            logger.warning("maintenance of table %s failed: %s", name, error)
+            done = TableMaintenance(name, error=str(error))
+        outcomes.append(done)
+        if observe is not None:
+            observe(done)
+    return outcomes

@@ -1,0 +1,241 @@
+"""LanceDB's remote client judged by embedded LanceDB: the same call on identical tables,
+through the adapter (`lancedb.connect("db://…", host_override=URL)`) and in process
+(`lancedb.connect(directory)`), must give the same answer, or fail with the same exception
+type.
+
+`build_tables(db)` writes the tables every case reads; `CASES` maps a case's name to the call
+it makes on a connection; `MUTATIONS` maps a case's name to a change made to a fresh small
+table (`mutated(db, name)` answers the change's result, then the table's schema and rows);
+`differences(remote, embedded)` compares two outcomes (rows, ids in order, columns, scores and
+distances within a tolerance).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from lancedb.index import FTS, IvfFlat
+from lancedb.query import BooleanQuery, BoostQuery, MatchQuery, MultiMatchQuery, Occur, PhraseQuery
+from lancedb.remote.errors import HttpError
+
+DIMENSION = 8
+ROWS = 240
+WORDS = ("quick brown fox", "lazy dog sleeps", "quick thinking wins", "brown bread and butter",
+         "fox and dog are friends", "a quiet evening")
+# Columns whose values are scores or distances: compared within this relative tolerance.
+SCORE_COLUMNS = ("_score", "_distance", "_relevance_score")
+TOLERANCE = 1e-4
+
+
+def _vector(index: int) -> list[float]:
+    """A deterministic, well spread vector of row `index` (no ties between neighbours)."""
+    return [math.sin(index * (dimension + 1) * 0.37 + dimension) for dimension in range(DIMENSION)]
+
+
+def parity_rows() -> pa.Table:
+    ids = list(range(ROWS))
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "text": [f"{WORDS[i % len(WORDS)]} number {i}" for i in ids],
+        "title": [f"{WORDS[(i * 7) % len(WORDS)]}" for i in ids],
+        "vector": pa.array([_vector(i) for i in ids], pa.list_(pa.float32(), DIMENSION)),
+        "other": pa.array([_vector(i + 1000) for i in ids], pa.list_(pa.float32(), DIMENSION)),
+    })
+
+
+QUERY_VECTOR = _vector(7)
+
+
+def build_tables(db: Any) -> None:
+    """`docs`: full-text indexes on text (with positions) and title, a cosine IVF_FLAT index of
+    one partition on `vector` (exact, so both sides find the same neighbours); `plain`: the
+    same rows without an index; `two_vectors`: the same rows, searched without naming one of
+    its two vector columns."""
+    rows = parity_rows()
+    docs = db.create_table("docs", rows)
+    docs.create_index("text", config=FTS(with_position=True))
+    docs.create_index("title", config=FTS())
+    docs.create_index("vector", config=IvfFlat(distance_type="cosine", num_partitions=1))
+    db.create_table("plain", rows.drop_columns(["other"]))
+    db.create_table("two_vectors", rows)
+
+
+def _docs(db: Any) -> Any:
+    return db.open_table("docs")
+
+
+def _plain(db: Any) -> Any:
+    return db.open_table("plain")
+
+
+CASES: dict[str, Callable[[Any], Any]] = {
+    # Full-text search, every query shape.
+    "fts_string": lambda db: _docs(db).search("quick", query_type="fts", fts_columns="text")
+    .limit(30).to_arrow(),
+    "fts_string_any_column": lambda db: _plain(db).search("brown", query_type="fts")
+    .limit(30).to_arrow(),
+    "fts_match_and": lambda db: _docs(db).search(
+        MatchQuery("quick brown", "text", operator="AND")).limit(30).to_arrow(),
+    "fts_match_fuzzy": lambda db: _docs(db).search(
+        MatchQuery("quik", "text", fuzziness=1)).limit(30).to_arrow(),
+    "fts_match_boost": lambda db: _docs(db).search(
+        MatchQuery("dog", "text", boost=3.0)).limit(30).to_arrow(),
+    "fts_phrase": lambda db: _docs(db).search(PhraseQuery("brown fox", "text")).limit(30)
+    .to_arrow(),
+    "fts_phrase_slop": lambda db: _docs(db).search(PhraseQuery("quick fox", "text", slop=1))
+    .limit(30).to_arrow(),
+    "fts_boolean": lambda db: _docs(db).search(BooleanQuery([
+        (Occur.MUST, MatchQuery("quick", "text")),
+        (Occur.SHOULD, MatchQuery("fox", "text")),
+        (Occur.MUST_NOT, MatchQuery("thinking", "text")),
+    ])).limit(30).to_arrow(),
+    "fts_boost": lambda db: _docs(db).search(BoostQuery(
+        MatchQuery("quick", "text"), MatchQuery("brown", "text"), negative_boost=0.3))
+    .limit(30).to_arrow(),
+    "fts_multi_match": lambda db: _docs(db).search(
+        MultiMatchQuery("dog", ["text", "title"], boosts=[1.0, 2.0])).limit(30).to_arrow(),
+    "fts_filtered": lambda db: _docs(db).search("quick", query_type="fts", fts_columns="text")
+    .where("id > 100").limit(30).to_arrow(),
+    "fts_selected": lambda db: _docs(db).search("fox", query_type="fts", fts_columns="text")
+    .select(["id"]).limit(30).to_arrow(),
+    "hybrid": lambda db: _docs(db).search(query_type="hybrid", vector_column_name="vector")
+    .vector(QUERY_VECTOR).text("quick").limit(10).to_arrow(),
+    # Vector search.
+    "vector_cosine_index": lambda db: _docs(db).search(QUERY_VECTOR, vector_column_name="vector")
+    .limit(8).to_arrow(),
+    "vector_offset": lambda db: _plain(db).search(QUERY_VECTOR).limit(5).offset(3).to_arrow(),
+    "vector_dot": lambda db: _plain(db).search(QUERY_VECTOR).distance_type("dot").limit(6)
+    .to_arrow(),
+    "vector_prefilter": lambda db: _plain(db).search(QUERY_VECTOR).where("id > 120", prefilter=True)
+    .limit(6).to_arrow(),
+    "vector_range": lambda db: _plain(db).search(QUERY_VECTOR).distance_range(0.5, 4.0)
+    .limit(10).to_arrow(),
+    "vector_two_columns_unnamed": lambda db: db.open_table("two_vectors").search(QUERY_VECTOR)
+    .limit(3).to_arrow(),
+    "vector_two_columns_named": lambda db: db.open_table("two_vectors")
+    .search(QUERY_VECTOR, vector_column_name="other").limit(3).to_arrow(),
+    # Plain queries: every select form, offsets, order.
+    "select_list": lambda db: _plain(db).search().select(["id", "title"]).limit(5).to_arrow(),
+    "select_expressions": lambda db: _plain(db).search()
+    .select({"double": "id * 2", "loud": "upper(title)"}).limit(5).to_arrow(),
+    "limit_offset": lambda db: _plain(db).search().where("id >= 10").limit(4).offset(2)
+    .to_arrow(),
+    "order_by": lambda db: _plain(db).search()
+    .order_by([{"column_name": "id", "ascending": False}]).limit(5).to_arrow(),
+    "take_offsets": lambda db: _plain(db).take_offsets([3, 1, 7]).to_arrow(),
+    "take_row_ids": lambda db: _plain(db).take_row_ids([2, 5]).to_arrow(),
+    "count_filtered": lambda db: _plain(db).count_rows("id < 17"),
+    "index_distance": lambda db: _docs(db).index_stats("vector_idx").distance_type,
+    "fts_index_again_without_replace": lambda db: _docs(db).create_index(
+        "title", config=FTS(), replace=False),
+}
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A call that raised: its exception's type, and the HTTP status behind it (remote)."""
+
+    kind: type[Exception]
+    status: int | None
+
+    def same_as(self, embedded: Failure) -> bool:
+        """The remote client raises what embedded LanceDB raises; where it can only raise its
+        HttpError (any refusal of a query or index call but a 404), a 4xx refusal is the
+        same answer: a 5xx never is."""
+        if self.status is not None and self.status >= 500:
+            return False
+        return self.kind is embedded.kind or (
+            issubclass(self.kind, HttpError) and self.status is not None
+        )
+
+
+def small_rows() -> pa.Table:
+    ids = list(range(20))
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "score": pa.array([i / 4 for i in ids], pa.float32()),
+        "name": [f"n{i}" for i in ids],
+    })
+
+
+def _merged(table: Any) -> Any:
+    incoming = pa.table({"id": pa.array([3, 40], pa.int64()),
+                         "score": pa.array([9.0, 9.5], pa.float32()), "name": ["m3", "m40"]})
+    result = (table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+              .execute(incoming))
+    return (result.version, result.num_updated_rows, result.num_inserted_rows,
+            result.num_deleted_rows)
+
+
+MUTATIONS: dict[str, Callable[[Any], Any]] = {
+    "add_columns_field": lambda t: t.add_columns(pa.field("z", pa.int32())),
+    "add_columns_fields": lambda t: t.add_columns(
+        [pa.field("z", pa.list_(pa.float32(), 4)), pa.field("w", pa.string())]),
+    "add_columns_schema": lambda t: t.add_columns(pa.schema([pa.field("z", pa.float64())])),
+    "add_columns_sql": lambda t: t.add_columns({"doubled": "id * 2"}),
+    "alter_cast_double": lambda t: t.alter_columns({"path": "score", "data_type": pa.float64()}),
+    "alter_cast_large_string": lambda t: t.alter_columns(
+        {"path": "name", "data_type": pa.large_string()}),
+    "alter_rename": lambda t: t.alter_columns({"path": "name", "rename": "label"}),
+    "drop_columns": lambda t: t.drop_columns(["score"]),
+    "merge_insert": _merged,
+    "update": lambda t: t.update(where="id < 5", values={"score": 0.5}).rows_updated,
+    "delete": lambda t: t.delete("id > 10").num_deleted_rows,
+    "stats": lambda t: (t.add(small_rows()), t.delete("id = 2"), t.stats())[-1],
+}
+
+
+def mutated(db: Any, name: str) -> Any:
+    """The outcome of mutation `name` on a fresh table, then the table's schema and rows."""
+    table = db.create_table(f"m_{name}", small_rows())
+    result = outcome(MUTATIONS[name], table)
+    rows = table.search().to_arrow().sort_by("id")  # to_arrow() is refused remotely
+    return result, table.schema, rows
+
+
+def outcome(call: Callable[[Any], Any], db: Any) -> Any:
+    """The call's result, or how it failed."""
+    try:
+        return call(db)
+    except Exception as error:  # compared by type: the remote client's message differs
+        return Failure(type(error), getattr(error, "status_code", None))
+
+
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    return table.to_pylist()
+
+
+def _same_value(column: str, remote: Any, embedded: Any) -> bool:
+    if column in SCORE_COLUMNS and isinstance(remote, float) and isinstance(embedded, float):
+        return math.isclose(remote, embedded, rel_tol=TOLERANCE, abs_tol=TOLERANCE)
+    if isinstance(remote, list) and isinstance(embedded, list):
+        return len(remote) == len(embedded) and all(
+            math.isclose(a, b, rel_tol=TOLERANCE) if isinstance(a, float) else a == b
+            for a, b in zip(remote, embedded, strict=True)
+        )
+    return remote == embedded
+
+
+def differences(remote: Any, embedded: Any) -> list[str]:
+    """What differs between two outcomes (empty: the same answer)."""
+    if isinstance(remote, pa.Table) and isinstance(embedded, pa.Table):
+        if remote.column_names != embedded.column_names:
+            return [f"columns {remote.column_names} != {embedded.column_names}"]
+        remote_rows, embedded_rows = _rows(remote), _rows(embedded)
+        if len(remote_rows) != len(embedded_rows):
+            return [f"{len(remote_rows)} rows != {len(embedded_rows)}"]
+        return [
+            f"row {index} {column}: {left[column]!r} != {right[column]!r}"
+            for index, (left, right) in enumerate(zip(remote_rows, embedded_rows, strict=True))
+            for column in left
+            if not _same_value(column, left[column], right[column])
+        ][:5]
+    if isinstance(remote, Failure) and isinstance(embedded, Failure):
+        return [] if remote.same_as(embedded) else [f"{remote} != {embedded}"]
+    # LanceDB's result objects (AddColumnsResult...) have no equality: their reprs list fields.
+    same = remote == embedded or repr(remote) == repr(embedded)
+    return [] if same else [f"{remote!r} != {embedded!r}"]
