@@ -106,6 +106,11 @@ class Settings:
     metadata_cache_entries: int = 10_000
     # The share of requests that get an access log line (1 = all, 0.01 = one in a hundred).
     access_log_sample: float = 1.0
+    # LanceDB's remote client names a database in every call (`x-lancedb-database`): each
+    # database is the child namespace of that name of the root (LanceDB's connect_catalog),
+    # except this one, whose tables are the root's (`lancedb.connect("db://lance", ...)`);
+    # empty: every database is a child namespace.
+    lancedb_root_database: str = "lance"
     # Table maintenance in the server (`app.maintenance`): every maintenance_interval seconds,
     # one pass over every table compacts small fragments, brings indexes up to date and
     # removes versions older than maintenance_version_retention seconds (0 keeps them all).

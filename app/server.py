@@ -70,6 +70,8 @@ class _Service:
     vendor: CredentialVendor | None = None
     # What each caller may do, when the server judges it (auth_mode token).
     access: AccessPolicy | None = None
+    # The LanceDB database whose tables are the root's (`app.lancedb`).
+    lancedb_root_database: str = ""
 
 
 class OperationEndpoint:
@@ -93,7 +95,7 @@ class OperationEndpoint:
     async def respond(self, request: Request) -> Response:
         """The one error path: whatever fails becomes the spec's error answer. The client's
         dialect (`app.dialect`) is picked here, once, for reading, calling and answering."""
-        dialect = dialect_of(request.headers)
+        dialect = dialect_of(request.headers, self.service.lancedb_root_database)
         try:
             fields, data = await self.read(
                 self.operation, request, self.service.max_body, dialect)
@@ -155,6 +157,7 @@ def operation_routes(
     service = _Service(
         dispatcher, metrics or Metrics(), BodyLimits.from_settings(settings),
         settings.auth_mode != "off", vendor, access_policy(settings),
+        settings.lancedb_root_database,
     )
     endpoints: dict[tuple[str, bool], Any] = {}
     for operation in operations:

@@ -39,3 +39,26 @@ def test_lancedb_remote_client_lists_the_roots_tables_beside_namespaced_ones(
     assert list(db.table_names(namespace_path=["team"])) == ["inner"]
     # A query without a limit (k = isize::MAX) answers every row, as on LanceDB Cloud.
     assert len(db.open_table("outer").search().to_list()) == ROWS
+
+
+def test_lancedb_catalog_databases_are_child_namespaces_of_the_root(dir_server: str) -> None:
+    catalog = lancedb.connect_catalog(dir_server, api_key="any")
+    assert catalog.list_databases().databases == []
+    analytics = catalog.create_database("analytics", exist_ok=True)
+    analytics.create_table("events", sample_rows())
+    root = lancedb.connect("db://lance", api_key="any", host_override=dir_server, region="local")
+    root.create_table("outer", sample_rows())
+
+    assert catalog.list_databases().databases == ["analytics"]
+    assert list(catalog.connect_database("analytics").table_names()) == ["events"]
+    assert list(root.table_names()) == ["outer"]
+    assert list(root.table_names(namespace_path=["analytics"])) == ["events"]
+    # The database named in the URI is the namespace of that name, the same as the catalog's.
+    named = lancedb.connect("db://analytics", api_key="any", host_override=dir_server,
+                            region="local")
+    assert named.open_table("events").count_rows() == ROWS
+    with pytest.raises(Exception, match="not empty"):
+        catalog.drop_database("analytics")
+    named.drop_table("events")
+    catalog.drop_database("analytics")
+    assert catalog.list_databases().databases == []

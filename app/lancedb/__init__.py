@@ -6,6 +6,10 @@ It calls the spec's /v1/ routes (with a trailing `/`) and marks every request wi
 differently is put in the spec's form by `app.lancedb.requests`; what it reads differently,
 and the calls it means differently, are `app.lancedb.answers`.
 
+The database the header names is a child namespace of the root (LanceDB's `connect_catalog`
+and `connect_database`), whose name prefixes every id the client sends; the database named
+by the `lancedb_root_database` setting is the root itself.
+
 Every answer carries `phalanx-version`, the LanceDB Cloud server version whose protocol this
 server speaks: the client switches features on by it. 0.3.0 means multivector queries (from
 0.2.0) and structured full-text queries (from 0.3.0); not multipart writes (0.4.0) nor blob
@@ -21,7 +25,11 @@ from lance_namespace import ErrorCode, LanceNamespace, LanceNamespaceError
 
 from app.dialect import SPEC, Dialect
 from app.lancedb.answers import lancedb_answer, lancedb_backend_call
-from app.lancedb.requests import lancedb_fields_from_arrow, lancedb_request_fields
+from app.lancedb.requests import (
+    in_database,
+    lancedb_fields_from_arrow,
+    lancedb_request_fields,
+)
 
 LANCEDB_DATABASE_HEADER = "x-lancedb-database"
 SERVER_VERSION_HEADER = "phalanx-version"
@@ -31,10 +39,18 @@ NOT_FOUND_CODES = frozenset({ErrorCode.TABLE_NOT_FOUND, ErrorCode.NAMESPACE_NOT_
 
 
 class LanceDBDialect(Dialect):
+    """LanceDB's dialect for one request, to `database` (a child namespace of the root, or
+    None for the root)."""
+
     name = "lancedb"
+
+    def __init__(self, database: str | None = None) -> None:
+        self.database = database
 
     def request_fields(self, operation_id: str, fields: dict[str, Any]) -> None:
         lancedb_request_fields(operation_id, fields)
+        if self.database is not None:
+            in_database(operation_id, fields, self.database)
 
     def fields_from_arrow(self, operation_id: str, body: bytes) -> dict[str, Any] | None:
         return lancedb_fields_from_arrow(operation_id, body)
@@ -64,9 +80,10 @@ class LanceDBDialect(Dialect):
         return status
 
 
-LANCEDB = LanceDBDialect()
-
-
-def dialect_of(headers: Mapping[str, str]) -> Dialect:
-    """LanceDB's dialect for its remote client's requests, the spec's for any other."""
-    return LANCEDB if LANCEDB_DATABASE_HEADER in headers else SPEC
+def dialect_of(headers: Mapping[str, str], root_database: str = "") -> Dialect:
+    """LanceDB's dialect for its remote client's requests (to the database the header names;
+    `root_database` is the root's name), the spec's for any other."""
+    database = headers.get(LANCEDB_DATABASE_HEADER)
+    if database is None:
+        return SPEC
+    return LanceDBDialect(None if database == root_database else database)

@@ -7,8 +7,8 @@ It parses DescribeTable's `schema` in Lance's own JSON schema form (`float`, `do
 durations: those become microseconds, Lance's default.
 
 Two calls mean what they mean on LanceDB Cloud: `GET /v1/table/` (the spec's ListAllTables)
-lists the root's tables; UpdateTable and DeleteFromTable answer `rows_updated` /
-`num_deleted_rows`.
+lists the database's tables (the root's for the root database); UpdateTable and
+DeleteFromTable answer `rows_updated` / `num_deleted_rows`.
 """
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ def lancedb_backend_call(
 
 
 def _root_tables(namespace: LanceNamespace, request: ListTablesRequest) -> ListTablesResponse:
-    return namespace.list_tables(request.model_copy(update={"id": []}))
+    """The tables of the database's namespace (the request's id), or of the root."""
+    return namespace.list_tables(request.model_copy(update={"id": request.id or []}))
 
 
 def _counted_delete(

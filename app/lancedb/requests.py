@@ -15,7 +15,7 @@ CreateTableIndex names the distance `metric_type`; the spec's name is `distance_
 AlterTableAddColumns of types (`add_columns(pa.field(...))`, a list of fields or a schema) is
 an Arrow IPC stream of their schema, without rows: all-null columns of those types.
 DescribeTable without `load_detailed_metadata` means with it: LanceDB needs the version and
-schema.
+schema. In a database (`in_database`), every id is below the database's namespace.
 """
 
 from __future__ import annotations
@@ -161,3 +161,15 @@ def lancedb_fields_from_arrow(operation_id: str, body: bytes) -> dict[str, Any] 
         {"name": field.name, "data_type": field.type.to_dict(), "nullable": field.nullable}
         for field in fields
     ]}
+
+
+def in_database(operation_id: str, fields: dict[str, Any], database: str) -> None:
+    """The ids of a call to `database` put below its namespace: the call's own (ListAllTables,
+    `GET /v1/table/`, lists the database's tables) and a rename's new namespace."""
+    if operation_id == "ListAllTables":
+        fields["id"] = [database]
+        return
+    for name in ("id", "new_namespace_id"):
+        identifier = fields.get(name)
+        if isinstance(identifier, list):
+            fields[name] = [database, *identifier]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 from lance import LanceDataset
 from lance_namespace import (
     CreateTableIndexRequest,
@@ -22,6 +23,8 @@ from backends.tables.errors import lance_errors
 VECTOR_INDEX_TYPES = frozenset(
     {"IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_RQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ"}
 )
+# The vector index types that quantise with PQ (num_sub_vectors).
+PQ_INDEX_TYPES = frozenset({"IVF_PQ", "IVF_HNSW_PQ"})
 # The spec's names of scalar index types, as pylance spells them.
 SCALAR_INDEX_TYPES = {
     "BTREE": "BTREE",
@@ -103,19 +106,37 @@ def create_index(
                 **_given(request, _TEXT_PARAMETERS),
             )
         elif index_type in VECTOR_INDEX_TYPES and not scalar_only:
+            parameters = _given(request, _VECTOR_PARAMETERS)
+            if index_type in PQ_INDEX_TYPES and request.num_sub_vectors is None:
+                parameters["num_sub_vectors"] = _suggested_sub_vectors(
+                    dataset, request.column, request.num_bits)
             dataset.create_index(
                 request.column,
                 index_type,
                 name=request.name,
                 metric=request.distance_type or "l2",
                 replace=replace,
-                **_given(request, _VECTOR_PARAMETERS),
+                **parameters,
             )
         else:
             kinds = sorted(SCALAR_INDEX_TYPES) + ([] if scalar_only else sorted(VECTOR_INDEX_TYPES))
             raise InvalidInputError(
                 f"index_type must be one of {', '.join(kinds)}, got {request.index_type!r}"
             )
+
+
+def _suggested_sub_vectors(dataset: LanceDataset, column: str, num_bits: int | None) -> int:
+    """LanceDB's default number of PQ sub-vectors for the vector column `column`: its
+    dimension / 16, else / 8, else 1; even with 4-bit codes. (Lance picks the partitions.)"""
+    index = dataset.schema.get_field_index(column)
+    kind = dataset.schema.field(index).type if index >= 0 else None
+    if kind is not None and (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
+        kind = kind.value_type  # a multivector: its vectors' dimension
+    if kind is None or not pa.types.is_fixed_size_list(kind):
+        return 1  # not a vector column: Lance says so when it builds
+    dimension = kind.list_size
+    suggested = next((dimension // by for by in (16, 8) if dimension % by == 0), 1)
+    return suggested + 1 if num_bits == 4 and suggested % 2 else suggested
 
 
 def _refuse_foreign_options(request: Any, index_type: str) -> None:
@@ -170,9 +191,14 @@ def index_stats(dataset: LanceDataset, index_name: str | None) -> DescribeTableI
         raise InvalidInputError("DescribeTableIndexStats needs index_name")
     with lance_errors(dataset.uri):
         stats = dataset.stats.index_stats(index_name)
+        described = {index.name: index for index in dataset.describe_indices()}
     segments = stats.get("segments") or stats.get("indices") or [{}]
+    # Lance's stats name no type ("N/A") while an index holds no rows; its description does.
+    index_type = stats.get("index_type")
+    if index_name in described and index_type in (None, "N/A"):
+        index_type = described[index_name].index_type
     return DescribeTableIndexStatsResponse(
-        index_type=stats.get("index_type"),
+        index_type=index_type,
         distance_type=segments[0].get("metric_type"),
         num_indexed_rows=stats.get("num_indexed_rows"),
         num_unindexed_rows=stats.get("num_unindexed_rows"),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from lancedb.index import FTS, IvfFlat
+from lancedb.index import FTS, IvfFlat, IvfPq
 from lancedb.query import BooleanQuery, BoostQuery, MatchQuery, MultiMatchQuery, Occur, PhraseQuery
 from lancedb.remote.errors import HttpError
 
@@ -70,6 +70,23 @@ def _docs(db: Any) -> Any:
 
 def _plain(db: Any) -> Any:
     return db.open_table("plain")
+
+
+def _plan_operators(plan: str) -> list[str]:
+    """The operators of a query plan, in order (their arguments hold paths and timings).
+    LanceDB puts a GlobalLimitExec of k above a vector search's k nearest, where it cannot
+    change the rows; the server's plan (Lance's own) has none: it is left out."""
+    operators = (line.split()[0].split(":")[0].rstrip(",") for line in plan.splitlines()
+                 if line.strip())
+    return [operator for operator in operators if operator != "GlobalLimitExec"]
+
+
+def _pq_index_stats(db: Any) -> Any:
+    """An IVF_PQ index with LanceDB's defaults (no partitions or sub-vectors given)."""
+    table = db.create_table("pq_defaults", pa.concat_tables([parity_rows()] * 3))  # PQ trains
+    table.create_index("other", config=IvfPq())
+    stats = table.index_stats("other_idx")
+    return stats.index_type, stats.distance_type, stats.num_indexed_rows
 
 
 CASES: dict[str, Callable[[Any], Any]] = {
@@ -130,6 +147,11 @@ CASES: dict[str, Callable[[Any], Any]] = {
     "take_row_ids": lambda db: _plain(db).take_row_ids([2, 5]).to_arrow(),
     "count_filtered": lambda db: _plain(db).count_rows("id < 17"),
     "index_distance": lambda db: _docs(db).index_stats("vector_idx").distance_type,
+    "explain_plan": lambda db: _plan_operators(
+        _plain(db).search(QUERY_VECTOR).where("id > 3").limit(3).explain_plan(verbose=True)),
+    "analyze_plan": lambda db: _plan_operators(
+        _plain(db).search(QUERY_VECTOR).limit(3).analyze_plan()),
+    "index_pq_defaults": _pq_index_stats,
     "fts_index_again_without_replace": lambda db: _docs(db).create_index(
         "title", config=FTS(), replace=False),
 }

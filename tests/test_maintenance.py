@@ -1,0 +1,141 @@
+"""Tables that maintain themselves (`backends.maintenance`): a table fed by single-row writes
+through LanceDB's remote client is compacted and indexed by one pass of `lance-adapter
+maintain` while another writer keeps writing, and the server runs passes on its own, in one of
+its worker processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import lance
+import lancedb
+import pyarrow as pa
+import pytest
+from lancedb.index import IvfFlat
+
+from app.config import Settings, SettingsError, load_settings
+from app.server import create_app
+from backends import load_namespace
+from tests.support.adapter import metric, running_server
+from tests.support.cli import CLI, cli_environment, start_adapter
+
+DIMENSION = 8
+FED_ROWS = 1000
+
+
+def _row(index: int) -> pa.Table:
+    vector = [((index * 31 + d * 7) % 97) / 97 for d in range(DIMENSION)]
+    return pa.table({"id": pa.array([index], pa.int64()),
+                     "vector": pa.array([vector], pa.list_(pa.float32(), DIMENSION))})
+
+
+def _remote(url: str) -> Any:
+    return lancedb.connect("db://lance", api_key="any", host_override=url, region="local")
+
+
+def _maintain(root: Path) -> list[dict[str, Any]]:
+    """One pass of the real `lance-adapter maintain` over the directory root."""
+    done = subprocess.run([CLI, "maintain", "--prop", f"root={root}"], env=cli_environment(),
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+class Writer(threading.Thread):
+    """Adds one row at a time through the remote client until stopped; counts its outcomes."""
+
+    def __init__(self, table: Any) -> None:
+        super().__init__(daemon=True)
+        self.table = table
+        self.stopped = threading.Event()
+        self.written = 0
+        self.failures: list[str] = []
+
+    def run(self) -> None:
+        index = 1_000_000
+        while not self.stopped.is_set():
+            try:
+                self.table.add(_row(index))
+                self.written += 1
+            except Exception as error:  # counted: the test asserts there are none
+                self.failures.append(repr(error))
+            index += 1
+
+
+@pytest.mark.timeout(900)
+def test_a_table_fed_row_by_row_is_compacted_and_indexed_beside_a_writer(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    with running_server("dir", {"root": str(root)}) as url:
+        table = _remote(url).create_table("fed", pa.concat_tables(_row(i) for i in range(100)))
+        table.create_index("vector", config=IvfFlat(num_partitions=2))
+        for index in range(100, 100 + FED_ROWS):
+            table.add(_row(index))
+        before = table.stats()["fragment_stats"]["num_fragments"]
+        assert before == FED_ROWS + 1
+        assert table.index_stats("vector_idx").num_unindexed_rows == FED_ROWS
+
+        writer = Writer(_remote(url).open_table("fed"))
+        writer.start()
+        try:
+            passed = {line["table"]: line for line in _maintain(root)}["fed"]
+            while writer.written < 3 and not writer.failures:
+                time.sleep(0.05)  # the writer is also seen to succeed after the pass
+        finally:
+            writer.stopped.set()
+            writer.join(timeout=60)
+        assert writer.failures == [] and writer.written >= 3
+        assert passed["compacted"] and "indexed" in passed["actions"]
+        assert passed["fragments_before"] >= before
+        # The fed rows are in one fragment; the writer's rows came after, one a fragment.
+        assert table.stats()["fragment_stats"]["num_fragments"] <= 1 + writer.written
+        assert table.index_stats("vector_idx").num_indexed_rows >= 100 + FED_ROWS
+        assert table.count_rows() == 100 + FED_ROWS + writer.written
+
+        # A second pass with no writer leaves a compact, fully indexed table.
+        _maintain(root)
+        assert table.stats()["fragment_stats"]["num_fragments"] <= 2
+        assert table.index_stats("vector_idx").num_unindexed_rows == 0
+        ids = table.search().select(["id"]).to_arrow()["id"].to_pylist()
+        assert sorted(ids)[: 100 + FED_ROWS] == list(range(100 + FED_ROWS))
+
+
+def test_the_server_maintains_its_tables_in_one_worker(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    dataset = lance.write_dataset(_row(0), str(root / "small.lance"))
+    for index in range(1, 12):
+        dataset = lance.write_dataset(_row(index), str(root / "small.lance"), mode="append")
+    assert len(dataset.get_fragments()) == 12
+    adapter = start_adapter(tmp_path, "--impl", "dir", "--prop", f"root={root}",
+                            "--workers", "2", LANCE_ADAPTER_MAINTENANCE_INTERVAL="0.2")
+    try:
+        deadline = time.monotonic() + 60
+        while len(lance.dataset(str(root / "small.lance")).get_fragments()) > 1:
+            assert time.monotonic() < deadline, "no maintenance pass compacted the table"
+            time.sleep(0.1)
+        exposition = httpx.get(f"{adapter.url}/metrics", timeout=10).text
+        assert metric(exposition, "lance_adapter_maintained_tables_total", action="compacted") == 1
+        assert metric(exposition, "lance_adapter_maintenance_passes_total") >= 1
+    finally:
+        assert adapter.stopped_cleanly()
+    assert lance.dataset(str(root / "small.lance")).count_rows() == 12
+
+
+def test_maintenance_is_switched_off_and_bounded_by_its_settings(tmp_path: Path) -> None:
+    namespace = load_namespace("dir", {"root": str(tmp_path)})
+    on = create_app(namespace, Settings(properties={"root": str(tmp_path)}))
+    off = create_app(namespace, Settings(properties={"root": str(tmp_path)}, maintenance=False))
+    assert hasattr(on.state, "maintenance") and not hasattr(off.state, "maintenance")
+    for wrong in ({"maintenance_interval": "0"}, {"maintenance_min_small_fragments": "0"},
+                  {"maintenance_version_retention": "-1"}):
+        with pytest.raises(SettingsError, match=next(iter(wrong))):
+            load_settings(environ={}, overrides=wrong)
