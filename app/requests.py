@@ -94,7 +94,18 @@ def _coerce(parameter: QueryParameter, raw: str) -> Any:
     return raw
 
 
-def query_fields(operation: Operation, query: QueryParams) -> dict[str, Any]:
+def query_fields(
+    operation: Operation, query: QueryParams, addressing: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """The fields the query string holds; a parameter the operation does not take (nor one
+    of `addressing`, which name the object) is refused, not ignored."""
+    taken = {parameter.name for parameter in operation.query_parameters}
+    unknown = sorted(set(query.keys()) - taken - addressing - {"delimiter"})
+    if unknown:
+        raise InvalidInputError(
+            f"{operation.operation_id} does not take the query parameter(s) "
+            f"{', '.join(unknown[:5])}: the server does not act on them"
+        )
     fields: dict[str, Any] = {}
     for parameter in operation.query_parameters:
         if parameter.name == "delimiter" or parameter.name not in query:
@@ -217,6 +228,7 @@ async def read_route_request(
     path_params = dict(request.path_params)
     data = None
     fields: dict[str, Any] = {}
+    from_query = query_fields(operation, request.query_params)  # before a body is read
     if operation.body is BodyKind.JSON and _sends_arrow(request):
         fields = _fields_from_arrow(
             operation, dialect, await read_arrow_body(request, limits))
@@ -228,7 +240,7 @@ async def read_route_request(
         data = await read_arrow_body(request, limits)
     else:
         await skip_body(request, limits)
-    fields.update(query_fields(operation, request.query_params))
+    fields.update(from_query)
     raw_id = path_params.pop("id", None)
     fields.update(path_params)
     if raw_id is not None:
@@ -249,12 +261,17 @@ async def read_operation_request(
     The request model is the JSON body, except for operations that carry Arrow data:
     their fields come from the query (`id` joined with `delimiter`) and the body is the data.
     """
+    query = request.query_params
     if not operation.takes_data:
+        if query:  # the body is the whole request
+            raise InvalidInputError(
+                f"POST /{operation.operation_id} takes its request in the body, not the query "
+                f"string ({', '.join(sorted(query.keys())[:5])})"
+            )
         fields = await read_json_body(request, limits)
         return finish_fields(operation, fields, request.headers, dialect), None
+    fields = query_fields(operation, query, frozenset({"id"}))  # before the body is read
     data = await read_arrow_body(request, limits)
-    query = request.query_params
-    fields = query_fields(operation, query)
     raw_id = query.get("id")
     delimiter = query.get("delimiter") or ID_DELIMITER
     fields["id"] = [] if raw_id is None else parse_path_identifier(raw_id, delimiter)

@@ -17,6 +17,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
 from lance_namespace import (
     CountTableRowsRequest,
     DeleteFromTableRequest,
@@ -24,10 +25,13 @@ from lance_namespace import (
     LanceNamespace,
     ListTablesRequest,
     ListTablesResponse,
+    MergeInsertIntoTableRequest,
+    MergeInsertIntoTableResponse,
 )
 
-# Where the backend call below hands the deleted row count to the answer.
+# Where the backend calls below hand their counts to the answer.
 DELETED_ROWS_CONTEXT = "lancedb.num_deleted_rows"
+SOURCE_ROWS_CONTEXT = "lancedb.num_rows"
 
 _LANCE_TYPE_NAMES = {
     "float16": "halffloat",
@@ -80,23 +84,46 @@ def lancedb_answer(operation_id: str, payload: dict[str, Any]) -> Any:
     if operation_id == "UpdateTable":
         return {**payload, "rows_updated": payload.get("updated_rows", 0)}
     if operation_id == "DeleteFromTable":
-        context = dict(payload.pop("context", None) or {})
-        deleted = int(context.pop(DELETED_ROWS_CONTEXT, 0))
-        return {**payload, **({"context": context} if context else {}), "num_deleted_rows": deleted}
+        deleted = _context_count(payload, DELETED_ROWS_CONTEXT)
+        return {**payload, "num_deleted_rows": deleted}
+    if operation_id == "MergeInsertIntoTable":
+        return {**payload, "num_rows": _context_count(payload, SOURCE_ROWS_CONTEXT)}
     return payload
+
+
+def _context_count(payload: dict[str, Any], key: str) -> int:
+    """The count the backend call handed over in the answer's context, taken out of it."""
+    context = dict(payload.pop("context", None) or {})
+    count = int(context.pop(key, 0))
+    if context:
+        payload["context"] = context
+    return count
 
 
 def lancedb_backend_call(
     namespace: LanceNamespace, operation_id: str
 ) -> Callable[[Any], Any] | None:
     """The backend call a LanceDB remote request means where it differs from the spec's
-    operation, or None: ListAllTables is the root's ListTables, and DeleteFromTable also
-    counts the rows it deleted."""
+    operation, or None: ListAllTables is the database's ListTables, DeleteFromTable also
+    counts the rows it deleted, MergeInsertIntoTable the rows it was given."""
     if operation_id == "ListAllTables":
         return functools.partial(_root_tables, namespace)
     if operation_id == "DeleteFromTable":
         return functools.partial(_counted_delete, namespace)
+    if operation_id == "MergeInsertIntoTable":
+        return functools.partial(_counted_merge, namespace)
     return None
+
+
+def _counted_merge(
+    namespace: LanceNamespace, request: MergeInsertIntoTableRequest, data: bytes
+) -> MergeInsertIntoTableResponse:
+    """MergeInsertIntoTable, its answer carrying the rows of its source (LanceDB's
+    `num_rows`), counted batch by batch from the stream, which is in memory already."""
+    response = namespace.merge_insert_into_table(request, data)
+    rows = sum(batch.num_rows for batch in pa.ipc.open_stream(data))
+    response.context = {**(response.context or {}), SOURCE_ROWS_CONTEXT: str(rows)}
+    return response
 
 
 def _root_tables(namespace: LanceNamespace, request: ListTablesRequest) -> ListTablesResponse:

@@ -2,7 +2,8 @@
 a request asking for it is served by the generic operation (`MetadataNamespace`'s, pylance on
 the opened dataset) instead: a branch (natively every operation acts on main), a field of this
 server's extensions (`backends.core.extensions`), a vector query's offset (natively taken
-inside its k nearest) and a query's aliased columns (natively in no set order).
+inside its k nearest), a query's aliased columns (natively in no set order) and a query of
+several vectors (natively all but the first are ignored).
 """
 
 from __future__ import annotations
@@ -29,4 +30,5 @@ def natively_ignored(request: Any) -> bool:
         return False
     if getattr(query.columns, "column_aliases", None):
         return True
-    return bool(query.offset) and bool(query_vectors(query))
+    vectors = query_vectors(query)
+    return len(vectors) > 1 or (bool(query.offset) and bool(vectors))

@@ -64,6 +64,7 @@ _MESSAGE_RULES: tuple[tuple[type[LanceNamespaceError], tuple[str, ...]], ...] = 
     (InvalidInputError, ("declared as non-nullable but contains null",)),
     (InvalidInputError, ("top level field", "cannot contain `.`")),
     (InvalidInputError, ("no data provided for table creation",)),
+    (InvalidInputError, ("ef must be greater than or equal to k",)),
     (InvalidInputError, ("file name too long",)),
     (InvalidInputError, ("os error 36",)),
     (InvalidInputError, ("code: 36,",)),

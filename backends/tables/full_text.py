@@ -1,14 +1,16 @@
 """The spec's structured full-text queries (`FtsQuery`: match, phrase, boost, multi_match,
 boolean) as Lance's own query objects (`lance.query`), nested as the request nests them.
 
-A match or phrase query without a column searches the table's one full-text indexed column,
-as Lance does for a plain string query; the spec's multi_match (one match query a column)
-becomes Lance's multi-match when its queries share their terms and operator, else a boolean
-query whose clauses are all SHOULD, which scores the same way.
+A match or phrase query without a column searches the table's full-text indexed columns, as
+Lance does for a plain string query (the one column, or a multi-match over them all); the
+spec's multi_match (one match query a column) becomes Lance's multi-match when its queries
+share their terms and operator, else a boolean query whose clauses are all SHOULD, which
+scores the same way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lance.query import (
@@ -28,8 +30,12 @@ MOST_NESTED = 16
 _CLAUSES = (("must", Occur.MUST), ("should", Occur.SHOULD), ("must_not", Occur.MUST_NOT))
 
 
-def lance_fts_query(query: Any, path: str, depth: int = 0) -> FullTextQuery:
-    """The spec's `FtsQuery` model `query` (at `path` in the request) as a Lance query."""
+def lance_fts_query(
+    query: Any, path: str, indexed: Callable[[], list[str]], depth: int = 0
+) -> FullTextQuery:
+    """The spec's `FtsQuery` model `query` (at `path` in the request) as a Lance query;
+    `indexed()` names the table's full-text indexed columns, searched by a query naming
+    none."""
     if depth > MOST_NESTED:
         raise InvalidInputError(f"{path} nests full-text queries deeper than {MOST_NESTED}")
     kinds = [name for name in ("match", "phrase", "boost", "multi_match", "boolean")
@@ -42,22 +48,45 @@ def lance_fts_query(query: Any, path: str, depth: int = 0) -> FullTextQuery:
     body = getattr(query, kind)
     inner = f"{path}.{kind}"
     if kind == "match":
-        return _match(body, inner)
+        if body.column:
+            return _match(body, inner)
+        columns = _indexed_columns(indexed, inner)
+        return _match(body.model_copy(update={"column": columns[0]}), inner) if len(
+            columns) == 1 else _multi_match(
+            [body.model_copy(update={"column": column}) for column in columns], inner)
     if kind == "phrase":
-        return PhraseQuery(body.terms, body.column or "", slop=body.slop or 0)
+        column = body.column or _only_indexed_column(indexed, inner)
+        return PhraseQuery(body.terms, column, slop=body.slop or 0)
     if kind == "boost":
         return BoostQuery(
-            lance_fts_query(body.positive, f"{inner}.positive", depth + 1),
-            lance_fts_query(body.negative, f"{inner}.negative", depth + 1),
+            lance_fts_query(body.positive, f"{inner}.positive", indexed, depth + 1),
+            lance_fts_query(body.negative, f"{inner}.negative", indexed, depth + 1),
             negative_boost=0.5 if body.negative_boost is None else body.negative_boost,
         )
     if kind == "multi_match":
         return _multi_match(body.match_queries, inner)
     return BooleanQuery([
-        (occur, lance_fts_query(item, f"{inner}.{name}", depth + 1))
+        (occur, lance_fts_query(item, f"{inner}.{name}", indexed, depth + 1))
         for name, occur in _CLAUSES
         for item in getattr(body, name) or []
     ])
+
+
+def _indexed_columns(indexed: Callable[[], list[str]], path: str) -> list[str]:
+    columns = indexed()
+    if not columns:
+        raise InvalidInputError(f"{path} names no column and the table has no full-text index")
+    return columns
+
+
+def _only_indexed_column(indexed: Callable[[], list[str]], path: str) -> str:
+    columns = _indexed_columns(indexed, path)
+    if len(columns) > 1:
+        raise InvalidInputError(
+            f"{path} names no column and the table has {len(columns)} full-text indexed "
+            f"columns ({', '.join(columns)}): name one"
+        )
+    return columns[0]
 
 
 def _operator(text: str | None, path: str) -> FullTextOperator:

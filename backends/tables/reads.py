@@ -84,6 +84,8 @@ def _nearest(dataset: LanceDataset, query: QueryLike, vector: list[float]) -> di
         "ef": query.ef,
     }
     nearest.update({key: value for key, value in optional.items() if value is not None})
+    if query.lower_bound is not None or query.upper_bound is not None:
+        nearest["distance_range"] = (query.lower_bound, query.upper_bound)
     return nearest
 
 
@@ -95,7 +97,17 @@ def _columns(query: QueryLike) -> list[str] | dict[str, str] | None:
     return query.columns.column_names
 
 
-def _full_text(query: QueryLike) -> dict[str, Any] | FullTextQuery | None:
+def full_text_columns(dataset: LanceDataset) -> list[str]:
+    """The columns of the table's full-text (inverted) indexes."""
+    return sorted({
+        name for index in dataset.describe_indices()
+        if index.type_url.endswith("InvertedIndexDetails") for name in index.field_names
+    })
+
+
+def _full_text(
+    dataset: LanceDataset, query: QueryLike
+) -> dict[str, Any] | FullTextQuery | None:
     search = query.full_text_query
     if search is None:
         return None
@@ -104,7 +116,8 @@ def _full_text(query: QueryLike) -> dict[str, Any] | FullTextQuery | None:
             "full_text_query needs exactly one of string_query and structured_query"
         )
     if search.structured_query is not None:
-        return lance_fts_query(search.structured_query.query, "full_text_query.structured_query")
+        return lance_fts_query(search.structured_query.query, "full_text_query.structured_query",
+                               lambda: full_text_columns(dataset))
     text: dict[str, Any] = {"query": search.string_query.query}
     if search.string_query.columns:
         text["columns"] = list(search.string_query.columns)
@@ -142,7 +155,7 @@ def scanner_arguments(
         "with_row_id": bool(query.with_row_id),
         "prefilter": bool(query.prefilter),
         "fast_search": query.fast_search,
-        "full_text_query": _full_text(query),
+        "full_text_query": _full_text(dataset, query),
         "order_by": _order(query),
     }
     if vector is None:
@@ -158,9 +171,23 @@ def _with_query_index(table: pa.Table, index: int) -> pa.Table:
     return table.append_column("query_index", pa.array([index] * table.num_rows, pa.int32()))
 
 
+def searches(dataset: LanceDataset, query: QueryLike) -> list[Any]:
+    """The vector searches of a query, in order: none; its one vector; its vectors at once,
+    on a multivector column (a list of vectors a row, searched by all of them together); or
+    each of its several vectors apart (answered together, told apart by `query_index`)."""
+    vectors = query_vectors(query)
+    if len(vectors) <= 1:
+        return vectors
+    column = vector_column(dataset.schema, query.vector_column)
+    kind = dataset.schema.field(column).type
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return [vectors]
+    return vectors
+
+
 def query(dataset: LanceDataset, request: QueryTableRequest) -> QueryTableResponse:
-    vectors = query_vectors(request)
     with lance_errors(dataset.uri):
+        vectors = searches(dataset, request)
         if len(vectors) <= 1:
             vector = vectors[0] if vectors else None
             result = dataset.to_table(**scanner_arguments(dataset, request, vector))
@@ -175,9 +202,9 @@ def query(dataset: LanceDataset, request: QueryTableRequest) -> QueryTableRespon
 
 
 def query_plan(dataset: LanceDataset, query: QueryLike, analyze: bool, verbose: bool) -> str:
-    """The physical plan of the query (of its first vector), executed first when `analyze`."""
-    vectors = query_vectors(query)
+    """The physical plan of the query (of its first search), executed first when `analyze`."""
     with lance_errors(dataset.uri):
+        vectors = searches(dataset, query)
         scanner = dataset.scanner(
             **scanner_arguments(dataset, query, vectors[0] if vectors else None)
         )

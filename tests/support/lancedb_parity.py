@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -163,6 +163,7 @@ class Failure:
 
     kind: type[Exception]
     status: int | None
+    message: str = field(default="", compare=False)  # shown when a case fails
 
     def same_as(self, embedded: Failure) -> bool:
         """The remote client raises what embedded LanceDB raises; where it can only raise its
@@ -189,8 +190,9 @@ def _merged(table: Any) -> Any:
                          "score": pa.array([9.0, 9.5], pa.float32()), "name": ["m3", "m40"]})
     result = (table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
               .execute(incoming))
+    # num_attempts is not compared: Lance does not tell the server how many commits it tried.
     return (result.version, result.num_updated_rows, result.num_inserted_rows,
-            result.num_deleted_rows)
+            result.num_deleted_rows, result.num_rows)
 
 
 MUTATIONS: dict[str, Callable[[Any], Any]] = {
@@ -224,7 +226,7 @@ def outcome(call: Callable[[Any], Any], db: Any) -> Any:
     try:
         return call(db)
     except Exception as error:  # compared by type: the remote client's message differs
-        return Failure(type(error), getattr(error, "status_code", None))
+        return Failure(type(error), getattr(error, "status_code", None), str(error)[:300])
 
 
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
