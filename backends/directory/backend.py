@@ -1,35 +1,18 @@
 """The `dir` backend: a `MetadataNamespace` holding pylance's `DirectoryNamespace` (Rust,
 manifest-enabled by default), to which it delegates an explicit list of operations, with fixes
-where the native operation fails or answers wrongly on a nested-namespace root.
-
-Native as they are (`NATIVE_OPERATIONS`): DescribeNamespace, NamespaceExists and the
-transactions. Native, their errors given the spec's codes and a table the native lookup misses
-served by the generic operation (`NATIVE_TABLE_OPERATIONS`): row writes other than insert,
-counts, scalar indexes (not their stats: natively without the distance), tags,
-branch listing and deletion, restore, dropping columns and schema metadata; a request asking
-what they ignore (`backends.directory.ignored`) goes to the generic operation. Native behind
-this module's fixes: the other namespace operations, table registration, create, insert,
-declare, describe, exists and the queries; modes are parsed once (`parse_mode`) before the
-native call, which accepts only some spellings and ignores the namespace and registration
-modes.
-
-Everything else is `MetadataNamespace`'s (pylance at the table location, located by the
-native DescribeTable), because natively it fails or answers wrongly: ListAllTables (only the
-root's tables), UpdateFieldMetadata (unsupported), RenameTable (unsupported: register the same
-data under the new id, then deregister the old), CreateTableIndex (ignores num_sub_vectors),
-CreateTableBranch (a missing source version is invalid input, a missing source branch an
-internal error), AlterTableAddColumns (computed and virtual columns taken for SQL
-expressions), AlterTableAlterColumns (data_type wanted as a JSON string), the table versions
-(dicts in and out, server paths as manifest paths), AlterTableBackfillColumns and the
-materialized views (a Python NotImplementedError, a 500), ListOperations and the code-0
-answers.
+where the native operation fails or answers wrongly on a nested-namespace root. Which are
+delegated as they are, and which requests the native ones would not honour (then served by
+the generic operation), is `backends.directory.native`. Behind this module's fixes: the
+namespace operations, table registration, create, insert, declare, describe, exists and the
+queries; modes are parsed once (`parse_mode`) before the native call, which accepts only some
+spellings and ignores the namespace and registration modes.
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Callable, Iterator
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 from lance.namespace import DirectoryNamespace
 from lance_namespace import (
@@ -78,8 +61,6 @@ from backends.base import MetadataNamespace
 from backends.containment import moving_table
 from backends.core.lance_tables import require_lance_table
 from backends.core.locations import (
-    is_relative,
-    join_location,
     local_directory,
     resolve_stored,
     storage_root,
@@ -95,17 +76,23 @@ from backends.core.modes import (
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.core.paging import paginate
 from backends.core.settings import BackendSettings
-from backends.directory.ignored import natively_ignored
 from backends.directory.layout import (
     DirectoryLayout,
+    as_lance_opens,
+    in_root,
     listed_directory,
+    relative_to_root,
     rename_root_table,
     require_storable_id,
     storable_id,
 )
+from backends.directory.native import (
+    delegating,
+    natively_ignored,
+    quoted_for_sql,
+)
 from backends.directory.orphans import manifest_tables, sweep_orphans
 from backends.directory.settings import DirectorySettings
-from backends.guard import front_door
 from backends.layouts import TableLayout
 from backends.tables.access import TableLocation, open_dataset, stream_has_rows
 from backends.tables.errors import translate_native
@@ -129,48 +116,6 @@ def _deregistering_itself() -> Iterator[None]:
         _own_deregistration.reset(token)
 
 
-def _quoted_for_sql(request: Any) -> Any:
-    """`request` with its id's names as SQL string literals hold them (`'` doubled): the
-    native listings paste the parent's names into their query's text unquoted, where a `'`
-    ended the literal (the listing failed, or read a client's SQL)."""
-    names = [name.replace("'", "''") for name in request.id or []]
-    return request.model_copy(update={"id": names})
-
-
-# pylance's operations served as they are.
-NATIVE_OPERATIONS = ("describe_namespace", "namespace_exists", "describe_transaction",
-                     "alter_transaction")
-# pylance's table operations served as they are, their errors given the spec's codes; a table
-# the native lookup misses is served by the generic operation (`DirectoryBackend._native`).
-NATIVE_TABLE_OPERATIONS = (
-    "merge_insert_into_table", "update_table", "delete_from_table", "count_table_rows",
-    "create_table_scalar_index", "list_table_indices", "drop_table_index", "restore_table",
-    "update_table_schema_metadata",
-    "alter_table_drop_columns", "list_table_tags", "get_table_tag_version", "create_table_tag",
-    "update_table_tag", "delete_table_tag", "list_table_branches", "delete_table_branch",
-)
-BackendT = TypeVar("BackendT", bound=type)
-
-
-def _delegating(backend: BackendT) -> BackendT:
-    """`backend` with an operation, behind its guard, for each native operation it delegates."""
-    for name in NATIVE_OPERATIONS:
-        setattr(backend, name, front_door(_delegated(name, backend._as_is)))
-    for name in NATIVE_TABLE_OPERATIONS:
-        setattr(backend, name, front_door(_delegated(name, backend._native)))
-    return backend
-
-
-def _delegated(name: str, call_native: Callable[..., Any]) -> Callable[..., Any]:
-    """The operation `name`: `call_native(self, name, request, ...)`."""
-
-    def operation(self: Any, request: Any, *arguments: Any) -> Any:
-        return call_native(self, name, request, *arguments)
-
-    operation.__name__ = operation.__qualname__ = name
-    return operation
-
-
 # The spellings the native operations accept.
 _NATIVE_CREATE_MODES = {
     CreateMode.CREATE: "Create",
@@ -179,7 +124,7 @@ _NATIVE_CREATE_MODES = {
 }
 
 
-@_delegating
+@delegating
 class DirectoryBackend(MetadataNamespace):
     """pylance's `DirectoryNamespace`, held and delegated to by name (`NATIVE_OPERATIONS`,
     `NATIVE_TABLE_OPERATIONS`, and the native calls of the fixes below); every other operation
@@ -216,26 +161,7 @@ class DirectoryBackend(MetadataNamespace):
         return dict(self._storage_options)
 
     def registered_location(self, table: TableLocation) -> str:
-        return self._relative_to_root(table.location)
-
-    def _in_root(self, location: str) -> str:
-        """A location as the native RegisterTable resolves it: relative ones below the root.
-        Its rule, not Lance's (`is_relative`): what has no `://` and no leading `/` is
-        relative, `file:/x` included."""
-        if "://" in location or location.startswith("/"):
-            return location
-        return join_location(storage_root(self._root), location)
-
-    def _relative_to_root(self, location: str) -> str:
-        """The native RegisterTable takes only locations relative to the root; one inside the
-        root given in full (as DescribeTable answers it) is made relative."""
-        root = local_directory(self._root)
-        if root is None:
-            return location.removeprefix(self._root.rstrip("/") + "/")
-        path = None if is_relative(location) else local_directory(location)
-        if path is None or path == root or not path.is_relative_to(root):
-            return location
-        return path.relative_to(root).as_posix()
+        return relative_to_root(self._root, table.location)
 
     # -- modes parsed once, passed on in a spelling the native operation accepts -------------
 
@@ -280,13 +206,13 @@ class DirectoryBackend(MetadataNamespace):
             self._pylance.namespace_exists(NamespaceExistsRequest(id=namespace, **caller(request)))
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
-        return self._pylance.list_namespaces(_quoted_for_sql(request))
+        return self._pylance.list_namespaces(quoted_for_sql(request))
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         namespace = list(request.id or [])
         self._require_namespace(namespace, request)
         if namespace:
-            return self._pylance.list_tables(_quoted_for_sql(request))
+            return self._pylance.list_tables(quoted_for_sql(request))
         # Natively the root lists `<name>.lance` directories and misses root tables registered
         # at another location; the manifest holds them.
         whole = request.model_copy(update={"page_token": None, "limit": None})
@@ -327,8 +253,8 @@ class DirectoryBackend(MetadataNamespace):
         mode = parse_mode(request.mode, RegisterMode, RegisterMode.CREATE)
         require_storable_id(list(request.id or []))
         self._require_namespace(list(request.id or [])[:-1], request)
-        location = self._relative_to_root(request.location)
-        require_lance_table(self._in_root(location), self._storage_options)
+        location = relative_to_root(self._root, request.location)
+        require_lance_table(in_root(self._root, location), self._storage_options)
         native = request.model_copy(update={"mode": None, "location": location})
         if mode is RegisterMode.CREATE or not self._exists(request):
             registered = self._pylance.register_table(native)
@@ -368,7 +294,7 @@ class DirectoryBackend(MetadataNamespace):
 
     def _native(self, name: str, *arguments: Any) -> Any:
         """The native operation; the base's for a request it would not honour in full
-        (`backends.directory.ignored`), and on a table its lookup misses (see
+        (`backends.directory.native`), and on a table its lookup misses (see
         `_from_manifest`), which the base finds through `describe_table_entry`."""
         if natively_ignored(arguments[0]):
             return getattr(super(), name)(*arguments)
@@ -395,7 +321,7 @@ class DirectoryBackend(MetadataNamespace):
         stored = (self._manifest_tables() or {}).get(joined_id(table_id))
         if stored is None:
             return None
-        location = self._in_root(stored) if stored else stored
+        location = in_root(self._root, stored) if stored else stored
         return DescribeTableResponse(
             table=table_id[-1], namespace=table_id[:-1], location=location, table_uri=location,
             storage_options=dict(self._storage_options) or None,
@@ -406,7 +332,7 @@ class DirectoryBackend(MetadataNamespace):
             # No such table can be stored; the native lookup would fail walking for it.
             raise TableNotFoundError(f"table {joined_id(request.id)[:40]}... not found")
         described = self._translated("describe_table", request)
-        described.location = self._as_lance_opens(described.location)
+        described.location = as_lance_opens(self.storage_root(), described.location)
         return described
 
     def _described(self, request: Any) -> DescribeTableResponse:
@@ -417,18 +343,8 @@ class DirectoryBackend(MetadataNamespace):
             found = self._from_manifest(request)
             if found is None:
                 raise
-        found.location = self._as_lance_opens(found.location)
+        found.location = as_lance_opens(self.storage_root(), found.location)
         return found
-
-    def _as_lance_opens(self, location: str | None) -> str | None:
-        """The native lookup answers a table on object storage with its directory name as
-        stored (`s3://b/root/?.lance`), which Lance would open elsewhere: the same place,
-        its names escaped once (`backends.core.locations`)."""
-        root = self.storage_root()
-        if not location or local_directory(root) is not None or not location.startswith(root + "/"):
-            return location
-        names = location[len(root) + 1 :].split("/")
-        return resolve_stored(root).child(*names).uri
 
     def _natively_found(self, request: Any) -> bool:
         try:

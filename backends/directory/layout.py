@@ -27,7 +27,13 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
-from backends.core.locations import local_directory
+from backends.core.locations import (
+    is_relative,
+    join_location,
+    local_directory,
+    resolve_stored,
+    storage_root,
+)
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.layouts import TABLE_SUFFIX, TableLayout
 from backends.tables import lifecycle
@@ -129,3 +135,34 @@ class DirectoryLayout(TableLayout):
         if name.endswith(TABLE_SUFFIX) and len(name) > len(TABLE_SUFFIX):
             return (name[: -len(TABLE_SUFFIX)],)
         return None
+
+
+def in_root(root: str, location: str) -> str:
+    """A location as the native RegisterTable resolves it: relative ones below `root`. Its
+    rule, not Lance's (`is_relative`): what has no `://` and no leading `/` is relative,
+    `file:/x` included."""
+    if "://" in location or location.startswith("/"):
+        return location
+    return join_location(storage_root(root), location)
+
+
+def relative_to_root(root: str, location: str) -> str:
+    """The native RegisterTable takes only locations relative to `root`; one inside the root
+    given in full (as DescribeTable answers it) is made relative."""
+    directory = local_directory(root)
+    if directory is None:
+        return location.removeprefix(root.rstrip("/") + "/")
+    path = None if is_relative(location) else local_directory(location)
+    if path is None or path == directory or not path.is_relative_to(directory):
+        return location
+    return path.relative_to(directory).as_posix()
+
+
+def as_lance_opens(root: str, location: str | None) -> str | None:
+    """The native lookup answers a table on object storage under `root` (its storage root)
+    with its directory name as stored (`s3://b/root/?.lance`), which Lance would open
+    elsewhere: the same place, its names escaped once (`backends.core.locations`)."""
+    if not location or local_directory(root) is not None or not location.startswith(root + "/"):
+        return location
+    names = location[len(root) + 1 :].split("/")
+    return resolve_stored(root).child(*names).uri

@@ -263,3 +263,21 @@ def differences(remote: Any, embedded: Any) -> list[str]:
     # LanceDB's result objects (AddColumnsResult...) have no equality: their reprs list fields.
     same = remote == embedded or repr(remote) == repr(embedded)
     return [] if same else [f"{remote!r} != {embedded!r}"]
+
+
+def assert_same_answer(databases: tuple[Any, Any], case: str) -> None:
+    """Case `case` of `CASES` answers through the remote client (first) as embedded (second)."""
+    remote, embedded = databases
+    expected = outcome(CASES[case], embedded)
+    answered = outcome(CASES[case], remote)
+    assert not differences(answered, expected), (case, answered, expected)
+
+
+def assert_same_change(databases: tuple[Any, Any], case: str) -> None:
+    """Mutation `case` of `MUTATIONS` gives the same result, schema and rows both ways."""
+    remote, embedded = databases
+    result, schema, rows = mutated(remote, case)
+    expected_result, expected_schema, expected_rows = mutated(embedded, case)
+    assert not differences(result, expected_result), (case, result, expected_result)
+    assert schema == expected_schema
+    assert not differences(rows, expected_rows)

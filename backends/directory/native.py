@@ -1,0 +1,98 @@
+"""What the `dir` backend hands to pylance's native `DirectoryNamespace` as it is: the
+operations delegated by name (added to the backend class by `delegating`): as they are
+(`NATIVE_OPERATIONS`: DescribeNamespace, NamespaceExists and the transactions), and with their
+errors given the spec's codes and a table the native lookup misses served by the generic
+operation (`NATIVE_TABLE_OPERATIONS`: row writes other than insert, counts, scalar indexes,
+tags, branch listing and deletion, restore,
+dropping columns and schema metadata); the quoting the native listings need, and what the native
+table operations ignore without a word (`natively_ignored`), so that a request asking for it
+is served by the generic operation (`MetadataNamespace`'s, pylance on the opened dataset)
+instead: a branch (natively every operation acts on main), a field of this server's
+extensions (`backends.core.extensions`), a vector query's offset (natively taken inside its k
+nearest), a query's aliased columns (natively in no set order) and a query of several vectors
+(natively all but the first are ignored).
+
+Everything else is `MetadataNamespace`'s (pylance at the table location, located by the native
+DescribeTable), because natively it fails or answers wrongly: ListAllTables (only the root's
+tables), GetTableStats (natively without the index files' bytes), DescribeTableIndexStats
+(natively without the distance), UpdateFieldMetadata (unsupported), RenameTable (unsupported:
+register the same data under the new id, then deregister the old), CreateTableIndex (ignores
+num_sub_vectors), CreateTableBranch (a missing source version is invalid input, a missing
+source branch an internal error), AlterTableAddColumns (computed and virtual columns taken for
+SQL expressions), AlterTableAlterColumns (data_type wanted as a JSON string), the table
+versions (dicts in and out, server paths as manifest paths), AlterTableBackfillColumns and the
+materialized views (a Python NotImplementedError, a 500), ListOperations and the code-0
+answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from backends.core.extensions import extension_fields
+from backends.guard import front_door
+from backends.tables.reads import query_vectors
+
+
+def quoted_for_sql(request: Any) -> Any:
+    """`request` with its id's names as SQL string literals hold them (`'` doubled): the
+    native listings paste the parent's names into their query's text unquoted, where a `'`
+    ended the literal (the listing failed, or read a client's SQL)."""
+    names = [name.replace("'", "''") for name in request.id or []]
+    return request.model_copy(update={"id": names})
+
+
+# pylance's operations served as they are.
+NATIVE_OPERATIONS = ("describe_namespace", "namespace_exists", "describe_transaction",
+                     "alter_transaction")
+# pylance's table operations served as they are, their errors given the spec's codes; a table
+# the native lookup misses is served by the generic operation (`DirectoryBackend._native`).
+NATIVE_TABLE_OPERATIONS = (
+    "merge_insert_into_table", "update_table", "delete_from_table", "count_table_rows",
+    "create_table_scalar_index", "list_table_indices", "drop_table_index", "restore_table",
+    "update_table_schema_metadata",
+    "alter_table_drop_columns", "list_table_tags", "get_table_tag_version", "create_table_tag",
+    "update_table_tag", "delete_table_tag", "list_table_branches", "delete_table_branch",
+)
+BackendT = TypeVar("BackendT", bound=type)
+
+
+def delegating(backend: BackendT) -> BackendT:
+    """`backend` with an operation, behind its guard, for each native operation it delegates."""
+    for name in NATIVE_OPERATIONS:
+        setattr(backend, name, front_door(delegated_operation(name, backend._as_is)))
+    for name in NATIVE_TABLE_OPERATIONS:
+        setattr(backend, name, front_door(delegated_operation(name, backend._native)))
+    return backend
+
+
+def delegated_operation(name: str, call_native: Callable[..., Any]) -> Callable[..., Any]:
+    """The operation `name`: `call_native(self, name, request, ...)`."""
+
+    def operation(self: Any, request: Any, *arguments: Any) -> Any:
+        return call_native(self, name, request, *arguments)
+
+    operation.__name__ = operation.__qualname__ = name
+    return operation
+
+
+
+def natively_ignored(request: Any) -> bool:
+    """Whether the native operation would ignore part of `request`."""
+    if getattr(request, "branch", None) or extension_fields(request):
+        return True
+    query = getattr(request, "query", None)
+    if isinstance(query, BaseModel):  # ExplainTableQueryPlan's inner query
+        if extension_fields(query):
+            return True
+    else:
+        query = request
+    if not hasattr(query, "vector"):
+        return False
+    if getattr(query.columns, "column_aliases", None):
+        return True
+    vectors = query_vectors(query)
+    return len(vectors) > 1 or (bool(query.offset) and bool(vectors))
