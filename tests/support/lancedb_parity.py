@@ -12,6 +12,7 @@ distances within a tolerance).
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -89,6 +90,21 @@ def _pq_index_stats(db: Any) -> Any:
     return stats.index_type, stats.distance_type, stats.num_indexed_rows
 
 
+def _times(db: Any) -> Any:
+    """A table of times in every unit and a time zone: the schema read back, and rows added
+    to it (the client casts them to the schema it reads)."""
+    moment = datetime.datetime(2024, 1, 2, 3, 4, 5, 678000)
+    columns = {
+        "ms": pa.array([moment], pa.timestamp("ms")),
+        "ns_utc": pa.array([moment], pa.timestamp("ns", "UTC")),
+        "day": pa.array([moment.time()], pa.time32("ms")),
+        "wait": pa.array([datetime.timedelta(seconds=90)], pa.duration("s")),
+    }
+    table = db.create_table("times", pa.table(columns))
+    table.add(pa.table(columns))
+    return table.schema, table.search().to_arrow()
+
+
 CASES: dict[str, Callable[[Any], Any]] = {
     # Full-text search, every query shape.
     "fts_string": lambda db: _docs(db).search("quick", query_type="fts", fts_columns="text")
@@ -152,6 +168,7 @@ CASES: dict[str, Callable[[Any], Any]] = {
     "analyze_plan": lambda db: _plan_operators(
         _plain(db).search(QUERY_VECTOR).limit(3).analyze_plan()),
     "index_pq_defaults": _pq_index_stats,
+    "time_units": _times,
     "fts_index_again_without_replace": lambda db: _docs(db).create_index(
         "title", config=FTS(), replace=False),
 }

@@ -1,0 +1,710 @@
+"""The field walk (`tests.support.field_walk`) over every other operation: for each field of a
+request model, a pair of requests that differ only in that field, each sent on fresh objects (a
+fresh namespace and tables, built by `Scene.build`), whose observations must differ, or the
+variant be refused (code 13).
+
+An observation is the answer (its JSON without what differs from one run to the next: times,
+ids, the scene's random names) and, for an operation that changes state, what the catalog and
+Lance hold afterwards (`Scene.state`): the namespaces' properties, the tables listed, each
+table's properties and, read with pylance, its versions, tags, indices and for every branch its
+version, schema (with metadata) and rows.
+
+`VARIANTS` maps (operation, field) to a `Variant`; `UNWALKED` holds the fields that cannot be
+given a variant here, each with the reason; `UNSUPPORTED` the operations a backend answers with
+code 0 (not supported), whose every field is refused. AnalyzeTableQueryPlan walks QueryTable's
+variants (`tests.support.field_walk.QUERY_VARIANTS`) on the walk's tables, observed in the plan
+text; ExplainTableQueryPlan walks them inside its `query`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import httpx
+import lance
+
+from tests.support.field_walk import (
+    ARROW,
+    BASE,
+    FTS,
+    INDEX_VARIANTS,
+    NO_VECTOR,
+    QUERY_FORM_VARIANTS,
+    QUERY_VARIANTS,
+    ROWS,
+    Walk,
+    walk_rows,
+)
+from tests.support.lance_data import arrow_stream, read_arrow_file
+
+# Operations a backend answers with code 0 whatever the request: every field of theirs is
+# refused there (the walk asserts the code 0 of the baseline and of the variant's refusal).
+UNSUPPORTED: dict[str, frozenset[str]] = {
+    "dir": frozenset({
+        "AlterNamespace", "AlterTable", "AlterTableBackfillColumns", "BatchCommitTables",
+        "BatchCreateTableVersions", "CreateMaterializedView", "RefreshMaterializedView",
+    }),
+    "glue": frozenset({
+        "AlterTableBackfillColumns", "AlterTransaction", "BatchCommitTables",
+        "BatchCreateTableVersions", "CreateMaterializedView", "CreateTableVersion",
+        "DescribeTransaction", "RefreshMaterializedView",
+    }),
+}
+
+# Operations already walked by tests/contract/test_request_fields.py.
+WALKED_ELSEWHERE = frozenset({"QueryTable", "CreateTableIndex"})
+
+UNWALKED: dict[tuple[str, str], str] = {
+    ("CreateTable", "storage_options"): (
+        "a client may only set the object-store timeouts and retries "
+        "(backends.core.properties.CLIENT_STORAGE_OPTIONS), which the walked backends' "
+        "local-filesystem storage never consults; any other key is refused before the backend "
+        "(app/requests.py), so no allowed value can change an answer or what Lance records here"
+    ),
+    ("MergeInsertIntoTable", "use_index"): (
+        "only chooses how Lance joins the source to the table (through a scalar index on `on` "
+        "or by a hash join); the rows merged are the same by design and no answer of the "
+        "adapter shows the merge's plan"
+    ),
+}
+
+TABLE_VOLATILE = frozenset({
+    "timestamp_millis", "timestamp", "createAt", "create_at", "created_at", "updated_at",
+    "transaction_id", "uuid", "e_tag", "manifestSize", "branch_identifier",
+})
+
+
+@dataclass
+class Scene:
+    """Fresh objects for one request: namespace `namespace` (made), `other` (made by the
+    setups that say so), the table `t` with its history and what else the setup builds."""
+
+    url: str
+    namespace: list[str]
+    other: list[str]
+    names: dict[str, Any] = field(default_factory=dict)  # placeholders the setup resolved
+
+    def table(self, name: str = "t") -> list[str]:
+        return [*self.namespace, name]
+
+    def call(self, operation: str, body: dict[str, Any]) -> httpx.Response:
+        return httpx.post(f"{self.url}/{operation}", json=body, timeout=120)
+
+    def checked(self, operation: str, body: dict[str, Any]) -> Any:
+        answer = self.call(operation, body)
+        assert answer.status_code == 200, (operation, body, answer.text)
+        return answer.json()
+
+    def data(self, operation: str, table: list[str], rows: Any,
+             params: dict[str, Any] | None = None) -> httpx.Response:
+        return httpx.post(f"{self.url}/{operation}", params={"id": "$".join(table),
+                                                               **(params or {})},
+                          headers=ARROW, content=arrow_stream(rows), timeout=120)
+
+    def checked_data(self, operation: str, table: list[str], rows: Any,
+                     params: dict[str, Any] | None = None) -> None:
+        answer = self.data(operation, table, rows, params)
+        assert answer.status_code == 200, (operation, answer.text)
+
+    def location(self, name: str = "t") -> str:
+        return self.checked("DescribeTable", {"id": self.table(name)})["location"]
+
+    # --- setups -----------------------------------------------------------------------------
+
+    def build(self, setup: str) -> None:
+        """`setup` is a '+'-joined list of: ns2 (the other namespace made too), table (the
+        table `t` with its history), index (`t` with indices), tables (`t`, a table `u` and a
+        declared table `d`), props (`t` created with property a=b), deregistered (`u` made and
+        deregistered, its location in $LOC_U), staged (two staging manifests of `t`, copies of
+        its versions 1 and 2), transaction (a RestoreTable of `t`, its transaction in $TX)."""
+        self.checked("CreateNamespace", {"id": self.namespace})
+        parts = set(setup.split("+")) if setup else set()
+        if "ns2" in parts:
+            self.checked("CreateNamespace", {"id": self.other})
+        if parts & {"table", "index", "tables", "props", "staged", "transaction"}:
+            self.build_history("index" in parts, properties="props" in parts)
+        if "tables" in parts:
+            self.checked_data("CreateTable", self.table("u"), walk_rows(50, 10))
+            self.checked("DeclareTable", {"id": self.table("d")})
+        if "deregistered" in parts:
+            self.checked_data("CreateTable", self.table("u"), walk_rows(50, 10))
+            self.names["$LOC_U"] = self.location("u")
+            self.checked("DeregisterTable", {"id": self.table("u")})
+        if "staged" in parts:
+            directory = local_path(self.location()) / "_versions"
+            manifests = sorted(directory.glob("*.manifest"), reverse=True)  # v1 first
+            for version, manifest in ((1, manifests[0]), (2, manifests[1])):
+                shutil.copy(manifest, directory / f"4.manifest-staged{version}")
+        if "transaction" in parts:
+            restored = self.checked("RestoreTable", {"id": self.table(), "version": 1})
+            self.names["$TX"] = [*self.table(), restored["transaction_id"]]
+
+    def build_history(self, indexed: bool, properties: bool) -> None:
+        """`t`: version 1 has 20 rows, 2 and 3 add 5 and 3; branch `old` from version 1,
+        `dev` from the latest with 7 rows of its own; tags t1 (version 1), t2 (version 2).
+        Indexed: BTREE `id_idx` on id before `dev` branches, `text_idx` on text after (on main
+        only)."""
+        table = self.table()
+        params = {"properties": json.dumps({"a": "b"})} if properties else None
+        self.checked_data("CreateTable", table, walk_rows(0, 20), params)
+        self.checked_data("InsertIntoTable", table, walk_rows(100, 5))
+        self.checked_data("InsertIntoTable", table, walk_rows(300, 3))
+        if indexed:
+            self.checked("CreateTableScalarIndex", {"id": table, "column": "id",
+                                                    "index_type": "BTREE", "name": "id_idx"})
+        self.checked("CreateTableBranch", {"id": table, "name": "old", "from_version": 1})
+        self.checked("CreateTableBranch", {"id": table, "name": "dev"})
+        if indexed:
+            self.checked("CreateTableScalarIndex", {"id": table, "column": "text",
+                                                    "index_type": "BTREE", "name": "text_idx"})
+        self.checked_data("InsertIntoTable", table, walk_rows(200, 7), {"branch": "dev"})
+        self.checked("CreateTableTag", {"id": table, "tag": "t1", "version": 1})
+        self.checked("CreateTableTag", {"id": table, "tag": "t2", "version": 2})
+
+    # --- placeholders -----------------------------------------------------------------------
+
+    def resolve(self, value: Any) -> Any:
+        """$N, $N2, $T, $U, $D (ids), $LOC_U, $LOC_NEW (locations), $TX, by their values."""
+        if isinstance(value, dict):
+            return {key: self.resolve(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self.resolve(item) for item in value]
+        if not isinstance(value, str) or not value.startswith("$"):
+            return value
+        if value in self.names:
+            return self.names[value]
+        fixed = {"$N": self.namespace, "$N2": self.other, "$T": self.table(),
+                 "$U": self.table("u"), "$D": self.table("d"), "$NEW": self.table("new")}
+        if value in fixed:
+            return fixed[value]
+        if value == "$LOC_NEW":
+            return self.location().rstrip("/").rsplit("/", 1)[0] + "/elsewhere.lance"
+        raise KeyError(value)
+
+    # --- observations -----------------------------------------------------------------------
+
+    def state(self) -> Any:
+        """What the catalog and Lance hold now, of the scene's namespaces and tables."""
+        namespaces = {
+            label: answer_of(self.call("DescribeNamespace", {"id": namespace}))
+            for label, namespace in (("N", self.namespace), ("N2", self.other))
+        }
+        listed = answer_of(self.call("ListTables", {"id": self.namespace}))
+        tables = {}
+        for name in listed.get("tables", []) if isinstance(listed, dict) else []:
+            described = self.call("DescribeTable", {"id": self.table(name)})
+            if described.status_code != 200:
+                tables[name] = ("described", described.json().get("code"))
+                continue
+            tables[name] = {"properties": described.json().get("properties"),
+                            "lance": lance_state(described.json()["location"])}
+        return {"namespaces": namespaces, "tables": tables}
+
+    def normalized(self, value: Any) -> Any:
+        """`value` without run-to-run differences: volatile keys, this scene's names."""
+        text = json.dumps(strip(value), sort_keys=True, default=str)
+        for name, label in ((self.namespace[-1], "<N>"), (self.other[-1], "<N2>")):
+            text = re.sub(rf"[0-9a-f]{{8}}_{re.escape(name)}", label, text)
+            text = text.replace(name, label)
+        return json.loads(text)
+
+
+def strip(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: strip(item) for key, item in value.items() if key not in TABLE_VOLATILE}
+    if isinstance(value, list):
+        return [strip(item) for item in value]
+    return value
+
+
+def local_path(location: str) -> Path:
+    return Path(unquote(urlparse(location).path)) if "://" in location else Path(location)
+
+
+def answer_of(answer: httpx.Response) -> Any:
+    """An answer's JSON, rows (Arrow) or text; a failure as ("refused", code) for code 13 and
+    ("failed", HTTP status, code) otherwise."""
+    if answer.status_code != 200:
+        try:
+            code = answer.json().get("code")
+        except ValueError:
+            code = None
+        return ("refused", code) if code == 13 else ("failed", answer.status_code, code)
+    kind = answer.headers.get("content-type", "")
+    if "arrow" in kind:
+        return read_arrow_file(answer.content).to_pylist()
+    try:
+        return answer.json()
+    except ValueError:
+        return answer.text
+
+
+def lance_state(location: str) -> Any:
+    """Versions, tags, indices, and each branch's version, schema and rows, read by pylance."""
+    dataset = lance.dataset(location)
+    branches = {"main": dataset, **{
+        name: dataset.checkout_version((name, None)) for name in sorted(dataset.branches.list())
+    }}
+    return {
+        "versions": [(version["version"], version["metadata"]) for version in dataset.versions()],
+        "tags": {name: (tag["branch"], tag["version"])
+                 for name, tag in sorted(dataset.tags.list().items())},
+        "branches": {
+            name: {
+                "version": branch.version,
+                "schema": str(branch.schema),
+                "schema_metadata": {key.decode(): value.decode()
+                                    for key, value in (branch.schema.metadata or {}).items()},
+                "field_metadata": {f.name: {key.decode(): value.decode()
+                                            for key, value in (f.metadata or {}).items()}
+                                   for f in branch.schema},
+                "indices": sorted(index.name for index in branch.describe_indices()),
+                "rows": sorted(
+                    json.dumps(row, sort_keys=True, default=str)
+                    for row in branch.to_table(
+                        columns=[c for c in branch.schema.names
+                                 if c not in ("vector", "other")]).to_pylist()
+                ),
+            }
+            for name, branch in branches.items()
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A baseline request and its variant (JSON bodies; for the Arrow operations the query
+    parameters, the rows in `rows`), run on fresh objects built by `setup`."""
+
+    setup: str
+    baseline: dict[str, Any]
+    variant: dict[str, Any]
+    rows: tuple[int, int] | None = None  # walk_rows(start, count) sent as the Arrow body
+    reads: bool = False  # only reads: the answer alone is observed
+    observe: Callable[[Scene, Any], Any] | None = None  # a view of the answer instead of it
+
+
+def own_items(key: str) -> Callable[[Scene, Any], Any]:
+    """Of a listing of the whole server: the items of this scene's namespaces only."""
+    def view(scene: Scene, answer: Any) -> Any:
+        if not isinstance(answer, dict):
+            return answer
+        names = (scene.namespace[-1], scene.other[-1])
+        return sorted(item for item in answer.get(key, []) if any(n in item for n in names))
+    return view
+
+
+def how_many(key: str) -> Callable[[Scene, Any], Any]:
+    def view(scene: Scene, answer: Any) -> Any:
+        return len(answer.get(key, [])) if isinstance(answer, dict) else answer
+    return view
+
+
+# Page tokens: "$PAGE" is the token the same request with limit 1 answers first.
+PAGE = "$PAGE"
+
+
+def T(**body: Any) -> dict[str, Any]:  # noqa: N802 - a request on the scene's table `t`
+    return {"id": "$T", **body}
+
+
+def N(**body: Any) -> dict[str, Any]:  # noqa: N802 - a request on the scene's namespace
+    return {"id": "$N", **body}
+
+
+def _paged(listing: str, ids: dict[str, Any], reads: bool = True,
+           observe: Callable[[Scene, Any], Any] | None = None) -> dict[str, Variant]:
+    """limit and page_token of a listing: limit 1 answers fewer items than none; the first
+    page's token skips the first page."""
+    return {
+        "limit": Variant(listing_setup(ids), ids, {**ids, "limit": 1}, reads=reads,
+                         observe=observe),
+        "page_token": Variant(listing_setup(ids), {**ids, "limit": 1},
+                              {**ids, "limit": 1, "page_token": PAGE}, reads=reads,
+                              observe=observe),
+    }
+
+
+def listing_setup(ids: dict[str, Any]) -> str:
+    return "ns2" if ids.get("id") in ([], "$N") or "id" not in ids else "tables"
+
+
+UPDATE = [["text", "'changed'"]]
+MERGE = {"on": "id", "when_matched_update_all": "true"}
+STAGED = "_versions/4.manifest-staged1"
+QUERY_MV = {"id": "$NEW", "kind": "query", "source_query": "SELECT 1", "output_schema": "{}"}
+BACKFILL = T(column="text")
+
+VARIANTS: dict[tuple[str, str], Variant] = {
+    # --- namespaces ---
+    ("CreateNamespace", "mode"): Variant("", N(), N(mode="exist_ok")),
+    ("CreateNamespace", "properties"): Variant(
+        "", {"id": "$N2"}, {"id": "$N2", "properties": {"a": "b"}}),
+    ("DropNamespace", "mode"): Variant("", {"id": "$N2"}, {"id": "$N2", "mode": "skip"}),
+    ("DropNamespace", "behavior"): Variant("table", N(), N(behavior="cascade")),
+    ("ListNamespaces", "limit"): Variant("ns2", {"id": []}, {"id": [], "limit": 1}, reads=True,
+                                         observe=how_many("namespaces")),
+    ("ListNamespaces", "page_token"): Variant(
+        "ns2", {"id": [], "limit": 1}, {"id": [], "limit": 1, "page_token": PAGE}, reads=True),
+    **{("ListTables", name): variant for name, variant in _paged("ListTables", N()).items()},
+    ("ListTables", "include_declared"): Variant("tables", N(), N(include_declared=False),
+                                                reads=True),
+    ("ListAllTables", "limit"): Variant("tables", {}, {"limit": 1}, reads=True,
+                                        observe=how_many("tables")),
+    ("ListAllTables", "page_token"): Variant("tables", {"limit": 1},
+                                             {"limit": 1, "page_token": PAGE}, reads=True),
+    ("ListAllTables", "include_declared"): Variant(
+        "tables", {}, {"include_declared": False}, reads=True, observe=own_items("tables")),
+    ("AlterNamespace", "set_properties"): Variant(
+        "", N(set_properties={"a": "b"}), N(set_properties={"a": "c"})),
+    ("AlterNamespace", "unset_properties"): Variant(
+        "", N(set_properties={"x": "1"}), N(set_properties={"x": "1"}, unset_properties=["a"])),
+    # --- tables in the catalog ---
+    ("CreateTable", "mode"): Variant("table", T(), T(mode="overwrite"), rows=(0, 4)),
+    ("CreateTable", "properties"): Variant(
+        "", {"id": "$NEW"}, {"id": "$NEW", "properties": json.dumps({"a": "b"})}, rows=(0, 4)),
+    ("DeclareTable", "location"): Variant("table", {"id": "$NEW"},
+                                          {"id": "$NEW", "location": "$LOC_NEW"}),
+    ("DeclareTable", "vend_credentials"): Variant("", {"id": "$NEW"},
+                                                  {"id": "$NEW", "vend_credentials": True}),
+    ("DeclareTable", "properties"): Variant("", {"id": "$NEW"},
+                                            {"id": "$NEW", "properties": {"a": "b"}}),
+    ("RegisterTable", "location"): Variant(
+        "table+deregistered", {"id": "$NEW", "location": "$LOC_U"},
+        {"id": "$NEW", "location": "$LOC_NEW"}),
+    ("RegisterTable", "mode"): Variant("table+deregistered", T(location="$LOC_U"),
+                                       T(location="$LOC_U", mode="overwrite")),
+    ("RegisterTable", "properties"): Variant(
+        "deregistered", {"id": "$NEW", "location": "$LOC_U"},
+        {"id": "$NEW", "location": "$LOC_U", "properties": {"a": "b"}}),
+    ("RenameTable", "new_table_name"): Variant("table", T(new_table_name="r1"),
+                                               T(new_table_name="r2")),
+    ("RenameTable", "new_namespace_id"): Variant(
+        "table+ns2", T(new_table_name="r1"), T(new_table_name="r1", new_namespace_id="$N2")),
+    ("AlterTable", "set_properties"): Variant("table", T(set_properties={"a": "b"}),
+                                              T(set_properties={"a": "c"})),
+    ("AlterTable", "unset_properties"): Variant(
+        "props", T(set_properties={"x": "1"}), T(set_properties={"x": "1"},
+                                                 unset_properties=["a"])),
+    ("DescribeTable", "version"): Variant("table", T(load_detailed_metadata=True),
+                                          T(load_detailed_metadata=True, version=1), reads=True),
+    ("DescribeTable", "tag"): Variant("table", T(load_detailed_metadata=True),
+                                      T(load_detailed_metadata=True, tag="t1"), reads=True),
+    ("DescribeTable", "branch"): Variant("table", T(load_detailed_metadata=True),
+                                         T(load_detailed_metadata=True, branch="dev"),
+                                         reads=True),
+    ("DescribeTable", "with_table_uri"): Variant("table", T(), T(with_table_uri=True),
+                                                 reads=True),
+    ("DescribeTable", "load_detailed_metadata"): Variant(
+        "table", T(), T(load_detailed_metadata=True), reads=True),
+    ("DescribeTable", "check_declared"): Variant("table", T(), T(check_declared=True),
+                                                 reads=True),
+    ("DescribeTable", "vend_credentials"): Variant("table", T(), T(vend_credentials=True),
+                                                   reads=True),
+    ("TableExists", "version"): Variant("table", T(), T(version=99), reads=True),
+    # --- data ---
+    ("InsertIntoTable", "branch"): Variant("table", T(), T(branch="dev"), rows=(500, 4)),
+    ("InsertIntoTable", "mode"): Variant("table", T(), T(mode="overwrite"), rows=(500, 4)),
+    ("MergeInsertIntoTable", "branch"): Variant("table", T(**MERGE),
+                                                T(**MERGE, branch="dev"), rows=(10, 20)),
+    ("MergeInsertIntoTable", "on"): Variant(
+        "table", T(on="id", when_not_matched_insert_all="true"),
+        T(on="text", when_not_matched_insert_all="true"), rows=(10, 20)),
+    ("MergeInsertIntoTable", "when_matched_update_all"): Variant(
+        "table", T(on="id", when_not_matched_insert_all="true"),
+        T(on="id", when_not_matched_insert_all="true", when_matched_update_all="true"),
+        rows=(10, 20)),
+    ("MergeInsertIntoTable", "when_matched_update_all_filt"): Variant(
+        "table", T(**MERGE), T(**MERGE, when_matched_update_all_filt="target.id < 15"),
+        rows=(10, 20)),
+    ("MergeInsertIntoTable", "when_not_matched_insert_all"): Variant(
+        "table", T(**MERGE), T(**MERGE, when_not_matched_insert_all="true"), rows=(10, 20)),
+    ("MergeInsertIntoTable", "when_not_matched_by_source_delete"): Variant(
+        "table", T(**MERGE), T(**MERGE, when_not_matched_by_source_delete="true"),
+        rows=(10, 20)),
+    ("MergeInsertIntoTable", "when_not_matched_by_source_delete_filt"): Variant(
+        "table", T(**MERGE), T(**MERGE, when_not_matched_by_source_delete_filt="id >= 100"),
+        rows=(10, 20)),
+    # No commit conflicts here, so no timeout can elapse: a value that is no duration at all
+    # must be refused if the field is read.
+    ("MergeInsertIntoTable", "timeout"): Variant(
+        "table", T(**MERGE), T(**MERGE, timeout="not-a-duration"), rows=(10, 20)),
+    ("CountTableRows", "version"): Variant("table", T(), T(version=1), reads=True),
+    ("CountTableRows", "branch"): Variant("table", T(), T(branch="dev"), reads=True),
+    ("CountTableRows", "predicate"): Variant("table", T(), T(predicate="id < 3"), reads=True),
+    ("DeleteFromTable", "branch"): Variant("table", T(predicate="id < 5"),
+                                           T(predicate="id < 5", branch="dev")),
+    ("DeleteFromTable", "predicate"): Variant("table", T(predicate="id < 5"),
+                                              T(predicate="id < 10")),
+    ("UpdateTable", "branch"): Variant("table", T(updates=UPDATE), T(updates=UPDATE,
+                                                                     branch="dev")),
+    ("UpdateTable", "predicate"): Variant("table", T(updates=UPDATE),
+                                          T(updates=UPDATE, predicate="id < 2")),
+    ("UpdateTable", "updates"): Variant("table", T(updates=UPDATE),
+                                        T(updates=[["text", "'other'"]])),
+    ("UpdateTable", "properties"): Variant("table", T(updates=UPDATE),
+                                           T(updates=UPDATE, properties={"a": "b"})),
+    ("GetTableStats", "branch"): Variant("table", T(), T(branch="dev"), reads=True),
+    # --- schema ---
+    ("AlterTableAddColumns", "branch"): Variant(
+        "table", T(new_columns=[{"name": "d", "expression": "id * 2"}]),
+        T(new_columns=[{"name": "d", "expression": "id * 2"}], branch="dev")),
+    ("AlterTableAddColumns", "new_columns"): Variant(
+        "table", T(new_columns=[{"name": "d", "expression": "id * 2"}]),
+        T(new_columns=[{"name": "d", "expression": "id * 3"}])),
+    ("AlterTableAlterColumns", "branch"): Variant(
+        "table", T(alterations=[{"path": "text", "rename": "words"}]),
+        T(alterations=[{"path": "text", "rename": "words"}], branch="dev")),
+    ("AlterTableAlterColumns", "alterations"): Variant(
+        "table", T(alterations=[{"path": "text", "rename": "words"}]),
+        T(alterations=[{"path": "text", "rename": "letters"}])),
+    ("AlterTableDropColumns", "branch"): Variant("table", T(columns=["other"]),
+                                                 T(columns=["other"], branch="dev")),
+    ("AlterTableDropColumns", "columns"): Variant("table", T(columns=["other"]),
+                                                  T(columns=["text"])),
+    ("UpdateTableSchemaMetadata", "branch"): Variant(
+        "table", T(metadata={"k": "v"}), T(metadata={"k": "v"}, branch="dev")),
+    ("UpdateTableSchemaMetadata", "metadata"): Variant("table", T(metadata={"k": "v"}),
+                                                       T(metadata={"k": "w"})),
+    ("UpdateFieldMetadata", "branch"): Variant(
+        "table", T(updates=[{"path": "id", "metadata": {"k": "v"}}]),
+        T(updates=[{"path": "id", "metadata": {"k": "v"}}], branch="dev")),
+    ("UpdateFieldMetadata", "updates"): Variant(
+        "table", T(updates=[{"path": "id", "metadata": {"k": "v"}}]),
+        T(updates=[{"path": "text", "metadata": {"k": "v"}}])),
+    ("AlterTableBackfillColumns", "branch"): Variant("table", BACKFILL,
+                                                     {**BACKFILL, "branch": "dev"}),
+    ("AlterTableBackfillColumns", "column"): Variant("table", BACKFILL, T(column="id")),
+    **{("AlterTableBackfillColumns", name): Variant("table", BACKFILL, {**BACKFILL, name: value})
+       for name, value in {
+           "where": "id < 3", "concurrency": 2, "intra_applier_concurrency": 2,
+           "min_checkpoint_size": 2, "max_checkpoint_size": 4,
+           "batch_checkpoint_flush_interval_seconds": 1.5, "read_version": 1, "task_size": 2,
+           "num_frags": 1, "checkpoint_size": 2, "commit_granularity": 2, "cluster": "c",
+           "manifest": "m",
+       }.items()},
+    # --- versions, branches, tags ---
+    ("RestoreTable", "version"): Variant("table", T(version=1), T(version=2)),
+    ("RestoreTable", "branch"): Variant("table", T(version=4), T(version=4, branch="dev")),
+    ("ListTableVersions", "branch"): Variant("table", T(), T(branch="dev"), reads=True),
+    ("ListTableVersions", "descending"): Variant("table", T(), T(descending=True), reads=True),
+    **{("ListTableVersions", name): variant
+       for name, variant in _paged("ListTableVersions", T()).items()},
+    ("DescribeTableVersion", "version"): Variant("table", T(), T(version=1), reads=True),
+    ("DescribeTableVersion", "branch"): Variant("table", T(), T(branch="dev"), reads=True),
+    ("BatchDeleteTableVersions", "branch"): Variant(
+        "table", T(ranges=[{"start_version": 1, "end_version": 2}]),
+        T(ranges=[{"start_version": 1, "end_version": 2}], branch="dev")),
+    ("BatchDeleteTableVersions", "ranges"): Variant(
+        "table", T(ranges=[{"start_version": 1, "end_version": 2}]),
+        T(ranges=[{"start_version": 1, "end_version": 3}])),
+    ("CreateTableBranch", "name"): Variant("table", T(name="b1"), T(name="b2")),
+    ("CreateTableBranch", "from_branch"): Variant("table", T(name="b1"),
+                                                  T(name="b1", from_branch="dev")),
+    ("CreateTableBranch", "from_version"): Variant("table", T(name="b1"),
+                                                   T(name="b1", from_version=1)),
+    ("DeleteTableBranch", "name"): Variant("table", T(name="dev"), T(name="old")),
+    **{("ListTableBranches", name): variant
+       for name, variant in _paged("ListTableBranches", T()).items()},
+    ("CreateTableTag", "tag"): Variant("table", T(tag="a", version=2), T(tag="b", version=2)),
+    ("CreateTableTag", "version"): Variant("table", T(tag="a", version=2),
+                                           T(tag="a", version=3)),
+    ("CreateTableTag", "branch"): Variant("table", T(tag="a", version=2),
+                                          T(tag="a", version=2, branch="dev")),
+    ("DeleteTableTag", "tag"): Variant("table", T(tag="t1"), T(tag="t2")),
+    ("UpdateTableTag", "tag"): Variant("table", T(tag="t1", version=3), T(tag="t2", version=3)),
+    ("UpdateTableTag", "version"): Variant("table", T(tag="t1", version=3),
+                                           T(tag="t1", version=2)),
+    ("UpdateTableTag", "branch"): Variant("table", T(tag="t1", version=3),
+                                          T(tag="t1", version=3, branch="dev")),
+    ("GetTableTagVersion", "tag"): Variant("table", T(tag="t1"), T(tag="t2"), reads=True),
+    **{("ListTableTags", name): variant
+       for name, variant in _paged("ListTableTags", T()).items()},
+    # --- manifests and transactions (dir: natively; glue: code 0) ---
+    ("CreateTableVersion", "version"): Variant("staged", T(version=4, manifest_path=STAGED),
+                                               T(version=5, manifest_path=STAGED)),
+    ("CreateTableVersion", "manifest_path"): Variant(
+        "staged", T(version=4, manifest_path=STAGED),
+        T(version=4, manifest_path="_versions/4.manifest-staged2")),
+    ("CreateTableVersion", "branch"): Variant("staged", T(version=4, manifest_path=STAGED),
+                                              T(version=4, manifest_path=STAGED, branch="dev")),
+    ("CreateTableVersion", "manifest_size"): Variant(
+        "staged", T(version=4, manifest_path=STAGED),
+        T(version=4, manifest_path=STAGED, manifest_size=1)),
+    ("CreateTableVersion", "e_tag"): Variant(
+        "staged", T(version=4, manifest_path=STAGED),
+        T(version=4, manifest_path=STAGED, e_tag='"not-the-tag"')),
+    ("CreateTableVersion", "metadata"): Variant(
+        "staged", T(version=4, manifest_path=STAGED),
+        T(version=4, manifest_path=STAGED, metadata={"k": "v"})),
+    ("CreateTableVersion", "naming_scheme"): Variant(
+        "staged", T(version=4, manifest_path=STAGED),
+        T(version=4, manifest_path=STAGED, naming_scheme="V1")),
+    ("BatchCreateTableVersions", "entries"): Variant(
+        "staged", {"entries": [T(version=4, manifest_path=STAGED)]},
+        {"entries": [T(version=4, manifest_path="_versions/4.manifest-staged2")]}),
+    ("BatchCommitTables", "operations"): Variant(
+        "table", {"operations": [{"declare_table": {"id": "$NEW"}}]},
+        {"operations": [{"declare_table": {"id": "$D"}}]}),
+    ("AlterTransaction", "actions"): Variant(
+        "transaction", {"id": "$TX", "actions": [{"setStatusAction": {"status": "Canceled"}}]},
+        {"id": "$TX", "actions": [{"setPropertyAction": {"key": "k", "value": "v"}}]}),
+    # --- materialized views (a job service this adapter does not run) ---
+    ("CreateMaterializedView", "kind"): Variant("", QUERY_MV, {**QUERY_MV, "kind": "chunker"}),
+    ("CreateMaterializedView", "source_query"): Variant(
+        "", QUERY_MV, {**QUERY_MV, "source_query": "SELECT 2"}),
+    ("CreateMaterializedView", "output_schema"): Variant(
+        "", QUERY_MV, {**QUERY_MV, "output_schema": '{"fields": []}'}),
+    ("CreateMaterializedView", "udtf_spec"): Variant("", QUERY_MV, {**QUERY_MV, "udtf_spec": {
+        "kind": "udtf", "udtf": "e30=", "udtf_sha": "0", "udtf_name": "u",
+        "udtf_version": "1"}}),
+    ("CreateMaterializedView", "with_no_data"): Variant("", QUERY_MV,
+                                                        {**QUERY_MV, "with_no_data": True}),
+    ("CreateMaterializedView", "auto_refresh"): Variant("", QUERY_MV,
+                                                        {**QUERY_MV, "auto_refresh": True}),
+    **{("RefreshMaterializedView", name): Variant("", {"id": "$NEW"},
+                                                  {"id": "$NEW", name: value})
+       for name, value in {
+           "src_version": 1, "max_rows_per_fragment": 10, "concurrency": 2,
+           "intra_applier_concurrency": 2, "source_task_size": 2, "cluster": "c",
+           "output_limit": 5, "manifest": "m",
+       }.items()},
+    # --- indices (besides creating them) ---
+    ("ListTableIndices", "version"): Variant("index", T(), T(version=1), reads=True),
+    ("ListTableIndices", "branch"): Variant("index", T(), T(branch="dev"), reads=True),
+    **{("ListTableIndices", name): Variant("index", *pair, reads=True) for name, pair in {
+        "limit": (T(), T(limit=1)),
+        "page_token": (T(limit=1), T(limit=1, page_token=PAGE)),
+    }.items()},
+    ("DropTableIndex", "index_name"): Variant("index", T(index_name="id_idx"),
+                                              T(index_name="text_idx")),
+    ("DropTableIndex", "branch"): Variant("index", T(index_name="id_idx"),
+                                          T(index_name="id_idx", branch="dev")),
+    ("DescribeTableIndexStats", "index_name"): Variant(
+        "index", T(index_name="id_idx"), T(index_name="text_idx"), reads=True),
+    ("DescribeTableIndexStats", "version"): Variant(
+        "index", T(index_name="id_idx"), T(index_name="id_idx", version=4), reads=True),
+    ("DescribeTableIndexStats", "branch"): Variant(
+        "index", T(index_name="text_idx"), T(index_name="text_idx", branch="dev"), reads=True),
+}
+
+
+def run(scene: Scene, operation: str, variant: Variant, body: dict[str, Any]) -> Any:
+    """Build the scene, send `body` to `operation`, and observe."""
+    scene.build(variant.setup)
+    body = scene.resolve(body)
+    if body.get("page_token") == PAGE:
+        first = answer_of(send(scene, operation, {k: v for k, v in body.items()
+                                                  if k != "page_token"}, variant))
+        assert isinstance(first, dict) and first.get("page_token"), (operation, first)
+        body = {**body, "page_token": first["page_token"]}
+    answer = answer_of(send(scene, operation, body, variant))
+    if variant.observe is not None:
+        answer = variant.observe(scene, answer)
+    observed = {"answer": scene.normalized(answer)}
+    if not variant.reads:
+        observed["state"] = scene.normalized(scene.state())
+    return observed
+
+
+def send(scene: Scene, operation: str, body: dict[str, Any], variant: Variant) -> httpx.Response:
+    if variant.rows is None:
+        return scene.call(operation, body)
+    table = body.pop("id")
+    return scene.data(operation, table, walk_rows(*variant.rows), body)
+
+
+def is_refused(observed: Any) -> bool:
+    return observed.get("answer") == ["refused", 13]
+
+
+def code_of(observed: Any) -> Any:
+    answer = observed.get("answer")
+    return answer[-1] if isinstance(answer, list) and answer[:1] in (["refused"], ["failed"]) \
+        else None
+
+
+def new_scene(url: str, fresh: Callable[[str], list[str]]) -> Scene:
+    return Scene(url, fresh("ns"), fresh("other"))
+
+
+# --- CreateTableScalarIndex: what Lance records of the index built, as for CreateTableIndex --
+
+BTREE = {"column": "id", "index_type": "BTREE"}
+SCALAR_INDEX_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "branch": (BTREE, {**BTREE, "branch": "dev"}),
+    "column": (BTREE, {**BTREE, "column": "text"}),
+    "index_type": (BTREE, {**BTREE, "index_type": "BITMAP"}),
+    "name": (BTREE, {**BTREE, "name": "named"}),
+    "replace": ({**BTREE, "name": "again"}, {**BTREE, "name": "again", "replace": False}),
+    # A vector index's options on a scalar index cannot apply: they must be refused.
+    **{option: (BTREE, {**BTREE, option: value}) for option, value in {
+        "distance_type": "cosine", "num_partitions": 3, "num_sub_vectors": 4, "num_bits": 4,
+        "sample_rate": 3, "max_iterations": 1, "target_partition_size": 100, "m": 5,
+        "ef_construction": 20,
+    }.items()},
+    # The full-text options, as INDEX_VARIANTS has them, on an FTS index.
+    **{option: pair for option, pair in INDEX_VARIANTS.items() if pair[0] is FTS},
+}
+
+
+_VOLATILE_INDEX = ("uuid", "uri", "updated_at_timestamp_ms", "loss", "centroids", "created_at")
+
+
+def _without_ids(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_ids(v) for k, v in value.items() if k not in _VOLATILE_INDEX}
+    if isinstance(value, list):
+        return [_without_ids(item) for item in value]
+    return repr(value) if not isinstance(value, str | int | float | bool) else value
+
+
+def scalar_index_record(walk: Walk, table: str, body: dict[str, Any]) -> Any:
+    """What Lance records of the index CreateTableScalarIndex builds from `body` on a fresh copy
+    of the walk's rows (with a `dev` branch), or the refusal's code."""
+    walk.checked(table, "create", headers=ARROW, content=arrow_stream(walk_rows(0, ROWS)))
+    walk.checked(table, "branches/create", json={"name": "dev"})
+    if body.get("name") == "again":
+        walk.checked(table, "create_scalar_index",
+                     json={k: v for k, v in body.items() if k != "replace"})
+    answer = walk.post(table, "create_scalar_index", json=body)
+    if answer.status_code != 200:
+        return ("refused", answer.json().get("code"))
+    dataset = lance.dataset(walk.location(table))
+    if body.get("branch"):
+        dataset = dataset.checkout_version(("dev", None))
+    indices = sorted(dataset.describe_indices(), key=lambda index: index.name)
+    return [_without_ids(dataset.stats.index_stats(index.name)) for index in indices]
+
+
+# --- the plans: QueryTable's fields reach AnalyzeTableQueryPlan's and ExplainTableQueryPlan's
+
+PLAN_QUERY_VARIANTS = {**QUERY_VARIANTS, **QUERY_FORM_VARIANTS}
+EXPLAIN_VARIANTS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
+    "branch": ("walk", {"query": NO_VECTOR}, {"query": NO_VECTOR, "branch": "dev"}),
+    "verbose": ("walk", {"query": BASE}, {"query": BASE, "verbose": True}),
+    "query": ("walk", {"query": BASE}, {"query": {**BASE, "filter": "id % 2 = 0"}}),
+}
+_TIMES = re.compile(r"\d+(\.\d+)?\s?(ns|µs|us|ms|s)\b")
+
+
+def plan(walk: Walk, table: str, suffix: str, body: dict[str, Any]) -> Any:
+    """The plan text (its timings and ids left out), or the refusal's code."""
+    answer = walk.post(table, suffix, json=body)
+    if answer.status_code != 200:
+        return ("refused", answer.json().get("code"))
+    text = answer.text
+    text = _TIMES.sub("<time>", text)
+    return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<id>", text)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
