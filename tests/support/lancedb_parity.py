@@ -169,6 +169,13 @@ CASES: dict[str, Callable[[Any], Any]] = {
         _plain(db).search(QUERY_VECTOR).limit(3).analyze_plan()),
     "index_pq_defaults": _pq_index_stats,
     "time_units": _times,
+    # Refusals: the exception LanceDB raises embedded.
+    "create_existing_table": lambda db: db.create_table("plain", parity_rows()),
+    "open_missing_table": lambda db: db.open_table("nowhere"),
+    "drop_missing_table": lambda db: db.drop_table("nowhere"),
+    "select_missing_column": lambda db: _plain(db).search().select(["nope"]).to_arrow(),
+    "duplicate_tag": lambda db: (_plain(db).tags.create("v1", 1), _plain(db).tags.create("v1", 1)),
+    "checkout_missing_version": lambda db: _plain(db).checkout(99),
     "fts_index_again_without_replace": lambda db: _docs(db).create_index(
         "title", config=FTS(), replace=False),
 }
