@@ -3,6 +3,7 @@ namespace connection, with and without pushdown, each through a table's whole li
 
 from __future__ import annotations
 
+import httpx
 import lancedb
 import pytest
 
@@ -62,3 +63,20 @@ def test_lancedb_catalog_databases_are_child_namespaces_of_the_root(dir_server: 
     named.drop_table("events")
     catalog.drop_database("analytics")
     assert catalog.list_databases().databases == []
+
+
+def test_lancedb_calls_not_served_say_why(dir_server: str) -> None:
+    db = lancedb.connect("db://lance", api_key="any", host_override=dir_server, region="local")
+    table = db.create_table("served", sample_rows())
+    calls = {
+        "prewarm_index": lambda: table.prewarm_index("vector_idx"),
+        "prewarm_data": lambda: table.prewarm_data(["id"]),
+        "listing and dropping materialized views": db.list_materialized_views,
+    }
+    for name, call in calls.items():
+        with pytest.raises(RuntimeError, match=f"LanceDB's {name} is not served here"):
+            call()
+    for path in ("/v1/namespace/$/view/list", "/v1/namespace/$/secret/list"):
+        answer = httpx.get(f"{dir_server}{path}")
+        assert (answer.status_code, answer.json()["code"]) == (406, 0)
+        assert "views, secrets or functions is not served here" in answer.json()["error"]

@@ -27,9 +27,12 @@ _UNSERVED: tuple[tuple[str, str, str], ...] = (
      "this server advertises a LanceDB server version without them"),
     (r"namespace/[^/]+/(view|secret|function)/list/?", "listing views, secrets or functions",
      "this server holds only namespaces and tables"),
+    (r"namespace/[^/]+/materialized_view/list/?|materialized_view/[^/]+/drop/?",
+     "listing and dropping materialized views",
+     "no backend here keeps materialized views (CreateMaterializedView answers code 0)"),
     (r"(functions|jobs)/.*", "functions and jobs", "this server runs no user functions or jobs"),
 )
-_PATTERNS = tuple((re.compile(f"/v1/{pattern}"), call, why) for pattern, call, why in _UNSERVED)
+_PATTERNS = tuple((re.compile(f"/v1/(?:{pattern})"), call, why) for pattern, call, why in _UNSERVED)
 
 
 def unserved_reason(path: str) -> str | None:
