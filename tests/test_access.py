@@ -91,7 +91,8 @@ def send(url: str, operation: Operation, identity: str, table_id: list[str],
         if operation.body is BodyKind.ARROW:
             return httpx.post(f"{url}/{operation.operation_id}", params={"id": joined},
                               content=data, headers={**headers, **ARROW}, timeout=60)
-        return httpx.post(f"{url}/{operation.operation_id}", json={"id": table_id},
+        body = {"id": table_id} if operation.has_id else {}  # no field it does not take
+        return httpx.post(f"{url}/{operation.operation_id}", json=body,
                           headers=headers, timeout=60)
     path = operation.path.replace("{id}", joined).replace("{index_name}", "idx")
     if operation.body is BodyKind.ARROW:
@@ -190,6 +191,14 @@ def test_a_rename_needs_write_where_the_table_goes(served: tuple[str, Path]) -> 
                      {"new_table_name": "moved"})
     assert within.status_code == 200, within.text
     assert call_as(url, "admin", "/v1/table/sales$moved/exists", {}).status_code == 200
+
+
+def test_a_malformed_rename_target_is_bad_input(served: tuple[str, Path]) -> None:
+    url, _ = served
+    for target in (5, "hr", [1], {"a": "b"}):
+        answer = call_as(url, "writer", "/v1/table/sales$t/rename",
+                         {"new_namespace_id": target, "new_table_name": "x"})
+        assert (answer.status_code, answer.json()["code"]) == (400, 13), (target, answer.text)
 
 
 def test_pointing_a_table_at_storage_needs_admin(served: tuple[str, Path]) -> None:

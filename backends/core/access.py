@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lance_namespace import PermissionDeniedError
+from lance_namespace import InvalidInputError, PermissionDeniedError
 
 from backends.core.names import ID_DELIMITER, joined_id, validate_identifier
 
@@ -157,5 +157,10 @@ def _field(request: Any, name: str) -> Any:
 
 def _renamed(request: Any, target: list[str]) -> list[str]:
     namespace = _field(request, "new_namespace_id")
+    if namespace is not None and (
+        not isinstance(namespace, list | tuple)
+        or not all(isinstance(name, str) for name in namespace)
+    ):
+        raise InvalidInputError("new_namespace_id must be a list of names")
     parent = list(namespace) if namespace is not None else target[:-1]
     return validate_identifier([*parent, _field(request, "new_table_name") or ""])
