@@ -129,16 +129,18 @@ def test_one_json_log_line_per_request_and_no_credential_in_any_line(
     headers = {"authorization": f"Bearer {TOKEN}", "x-api-key": TOKEN, "x-request-id": "log-1"}
     with running_server(IMPL, {"name": "logs", "auth_token": "static-secret-for-backend"}) as url:
         backend = RecordingNamespace.instances["logs"]
-        ok = httpx.post(f"{url}/v1/table/a$b/describe?token={TOKEN}", headers=headers)
+        ok = httpx.post(f"{url}/v1/table/a$b/describe", headers=headers)
+        # A credential in the query string: refused (no operation takes it), and not logged.
+        refused = httpx.post(f"{url}/v1/table/a$b/describe?token={TOKEN}", headers=headers)
         backend.mode = "broken"
         failed = httpx.get(f"{url}/v1/namespace/$/table/list", headers=headers)
         backend.mode = "ok"
-    assert (ok.status_code, failed.status_code) == (200, 500)
+    assert (ok.status_code, refused.status_code, failed.status_code) == (200, 400, 500)
     text = log_lines.getvalue()
     lines = [json.loads(line) for line in text.splitlines()]
     access = [line for line in lines if line["logger"] == "lance_adapter.access"]
     assert [(a["operation"], a["status"], a["code"]) for a in access] == [
-        ("DescribeTable", 200, None), ("ListTables", 500, 18)
+        ("DescribeTable", 200, None), ("DescribeTable", 400, 13), ("ListTables", 500, 18)
     ]
     assert access[0]["request_id"] == "log-1"
     assert access[0]["path"] == "/v1/table/a$b/describe"

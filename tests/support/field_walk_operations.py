@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlparse
 
 import httpx
 import lance
+import pyarrow as pa
 
 from tests.support.field_walk import (
     ARROW,
@@ -78,7 +79,7 @@ UNWALKED: dict[tuple[str, str], str] = {
 
 TABLE_VOLATILE = frozenset({
     "timestamp_millis", "timestamp", "createAt", "create_at", "created_at", "updated_at",
-    "transaction_id", "uuid", "e_tag", "manifestSize", "branch_identifier",
+    "transaction_id", "uuid", "index_uuid", "e_tag", "manifestSize", "branch_identifier",
 })
 
 
@@ -120,18 +121,20 @@ class Scene:
     # --- setups -----------------------------------------------------------------------------
 
     def build(self, setup: str) -> None:
-        """`setup` is a '+'-joined list of: ns2 (the other namespace made too), table (the
+        """`setup` is a '+'-joined list of: nsprops (the namespace made with property a=b), ns2
+        (the other namespace made too), untagged (no tags on `t`), table (the
         table `t` with its history), index (`t` with indices), tables (`t`, a table `u` and a
         declared table `d`), props (`t` created with property a=b), deregistered (`u` and `v`
         made and deregistered, their locations in $LOC_U and $LOC_V), staged (two staging
         manifests of `t`, copies of its versions 1 and 2), transaction (a RestoreTable of `t`,
         its transaction in $TX)."""
-        self.checked("CreateNamespace", {"id": self.namespace})
         parts = set(setup.split("+")) if setup else set()
+        properties = {"properties": {"a": "b"}} if "nsprops" in parts else {}
+        self.checked("CreateNamespace", {"id": self.namespace, **properties})
         if "ns2" in parts:
             self.checked("CreateNamespace", {"id": self.other})
         if parts & {"table", "index", "tables", "props", "staged", "transaction"}:
-            self.build_history("index" in parts, properties="props" in parts)
+            self.build_history("index" in parts, "props" in parts, "untagged" not in parts)
         if "tables" in parts:
             self.checked_data("CreateTable", self.table("u"), walk_rows(50, 10))
             self.checked("DeclareTable", {"id": self.table("d")})
@@ -151,11 +154,11 @@ class Scene:
             # (glue answers no transaction: AlterTransaction is code 0 there)
             self.names["$TX"] = [*self.table(), restored.get("transaction_id", "none")]
 
-    def build_history(self, indexed: bool, properties: bool) -> None:
+    def build_history(self, indexed: bool, properties: bool, tagged: bool) -> None:
         """`t`: version 1 has 20 rows, 2 and 3 add 5 and 3; branch `old` from version 1,
         `dev` from the latest with 7 rows of its own; tags t1 (version 1), t2 (version 2).
-        Indexed: BTREE `id_idx` on id before `dev` branches, `text_idx` on text after (on main
-        only)."""
+        Indexed: BTREE `id_idx` on id before `dev` branches, BITMAP `text_idx` on text after
+        (on main only). Untagged: no tags (a tagged version cannot be deleted)."""
         table = self.table()
         params = {"properties": json.dumps({"a": "b"})} if properties else None
         self.checked_data("CreateTable", table, walk_rows(0, 20), params)
@@ -168,10 +171,11 @@ class Scene:
         self.checked("CreateTableBranch", {"id": table, "name": "dev"})
         if indexed:
             self.checked("CreateTableScalarIndex", {"id": table, "column": "text",
-                                                    "index_type": "BTREE", "name": "text_idx"})
+                                                    "index_type": "BITMAP", "name": "text_idx"})
         self.checked_data("InsertIntoTable", table, walk_rows(200, 7), {"branch": "dev"})
-        self.checked("CreateTableTag", {"id": table, "tag": "t1", "version": 1})
-        self.checked("CreateTableTag", {"id": table, "tag": "t2", "version": 2})
+        if tagged:
+            self.checked("CreateTableTag", {"id": table, "tag": "t1", "version": 1})
+            self.checked("CreateTableTag", {"id": table, "tag": "t2", "version": 2})
 
     # --- placeholders -----------------------------------------------------------------------
 
@@ -181,7 +185,7 @@ class Scene:
             return {key: self.resolve(item) for key, item in value.items()}
         if isinstance(value, list):
             return [self.resolve(item) for item in value]
-        if not isinstance(value, str) or not value.startswith("$"):
+        if not isinstance(value, str) or not value.startswith("$") or value == PAGE:
             return value
         if value in self.names:
             return self.names[value]
@@ -295,6 +299,7 @@ class Variant:
     baseline: dict[str, Any]
     variant: dict[str, Any]
     rows: tuple[int, int] | None = None  # walk_rows(start, count) sent as the Arrow body
+    renamed: bool = False  # the rows' text changed, so that no row matches the table's on it
     reads: bool = False  # only reads: the answer alone is observed
     observe: Callable[[Scene, Any], Any] | None = None  # a view of the answer instead of it
 
@@ -332,16 +337,12 @@ def _paged(listing: str, ids: dict[str, Any], reads: bool = True,
     """limit and page_token of a listing: limit 1 answers fewer items than none; the first
     page's token skips the first page."""
     return {
-        "limit": Variant(listing_setup(ids), ids, {**ids, "limit": 1}, reads=reads,
+        "limit": Variant("tables", ids, {**ids, "limit": 1}, reads=reads,
                          observe=observe),
-        "page_token": Variant(listing_setup(ids), {**ids, "limit": 1},
+        "page_token": Variant("tables", {**ids, "limit": 1},
                               {**ids, "limit": 1, "page_token": PAGE}, reads=reads,
                               observe=observe),
     }
-
-
-def listing_setup(ids: dict[str, Any]) -> str:
-    return "ns2" if ids.get("id") in ([], "$N") or "id" not in ids else "tables"
 
 
 UPDATE = [["text", "'changed'"]]
@@ -373,7 +374,8 @@ VARIANTS: dict[tuple[str, str], Variant] = {
     ("AlterNamespace", "set_properties"): Variant(
         "", N(set_properties={"a": "b"}), N(set_properties={"a": "c"})),
     ("AlterNamespace", "unset_properties"): Variant(
-        "", N(set_properties={"x": "1"}), N(set_properties={"x": "1"}, unset_properties=["a"])),
+        "nsprops", N(set_properties={"x": "1"}),
+        N(set_properties={"x": "1"}, unset_properties=["a"])),
     # --- tables in the catalog ---
     ("CreateTable", "mode"): Variant("table", T(), T(mode="overwrite"), rows=(0, 4)),
     ("CreateTable", "properties"): Variant(
@@ -424,7 +426,7 @@ VARIANTS: dict[tuple[str, str], Variant] = {
                                                 T(**MERGE, branch="dev"), rows=(10, 20)),
     ("MergeInsertIntoTable", "on"): Variant(
         "table", T(on="id", when_not_matched_insert_all="true"),
-        T(on="text", when_not_matched_insert_all="true"), rows=(10, 20)),
+        T(on="text", when_not_matched_insert_all="true"), rows=(10, 20), renamed=True),
     ("MergeInsertIntoTable", "when_matched_update_all"): Variant(
         "table", T(on="id", when_not_matched_insert_all="true"),
         T(on="id", when_not_matched_insert_all="true", when_matched_update_all="true"),
@@ -508,10 +510,10 @@ VARIANTS: dict[tuple[str, str], Variant] = {
     ("DescribeTableVersion", "version"): Variant("table", T(), T(version=1), reads=True),
     ("DescribeTableVersion", "branch"): Variant("table", T(), T(branch="dev"), reads=True),
     ("BatchDeleteTableVersions", "branch"): Variant(
-        "table", T(ranges=[{"start_version": 1, "end_version": 2}]),
+        "table+untagged", T(ranges=[{"start_version": 1, "end_version": 2}]),
         T(ranges=[{"start_version": 1, "end_version": 2}], branch="dev")),
     ("BatchDeleteTableVersions", "ranges"): Variant(
-        "table", T(ranges=[{"start_version": 1, "end_version": 2}]),
+        "table+untagged", T(ranges=[{"start_version": 1, "end_version": 2}]),
         T(ranges=[{"start_version": 1, "end_version": 3}])),
     ("CreateTableBranch", "name"): Variant("table", T(name="b1"), T(name="b2")),
     ("CreateTableBranch", "from_branch"): Variant("table", T(name="b1"),
@@ -611,8 +613,7 @@ def run(scene: Scene, operation: str, variant: Variant, body: dict[str, Any]) ->
     if body.get("page_token") == PAGE:
         first = answer_of(send(scene, operation, {k: v for k, v in body.items()
                                                   if k != "page_token"}, variant))
-        assert isinstance(first, dict) and first.get("page_token"), (operation, first)
-        body = {**body, "page_token": first["page_token"]}
+        body = {**body, "page_token": first_page_token(first)}
     answer = answer_of(send(scene, operation, body, variant))
     if variant.observe is not None:
         answer = variant.observe(scene, answer)
@@ -622,11 +623,28 @@ def run(scene: Scene, operation: str, variant: Variant, body: dict[str, Any]) ->
     return observed
 
 
+def first_page_token(first: Any) -> Any:
+    """The token the first page answers; where it answers none (its limit ignored), the name
+    of its first item, which is what the backends answer as the token of a one-item page."""
+    assert isinstance(first, dict), first
+    if first.get("page_token"):
+        return first["page_token"]
+    items = next(value for key, value in first.items() if isinstance(value, list | dict))
+    if isinstance(items, dict):
+        return sorted(items)[0]
+    item = items[0]
+    return item.get("index_name", item.get("version")) if isinstance(item, dict) else item
+
+
 def send(scene: Scene, operation: str, body: dict[str, Any], variant: Variant) -> httpx.Response:
     if variant.rows is None:
         return scene.call(operation, body)
     table = body.pop("id")
-    return scene.data(operation, table, walk_rows(*variant.rows), body)
+    rows = walk_rows(*variant.rows)
+    if variant.renamed:
+        renamed = pa.array([f"{text} again" for text in rows["text"].to_pylist()])
+        rows = rows.set_column(1, "text", renamed)
+    return scene.data(operation, table, rows, body)
 
 
 def is_refused(observed: Any) -> bool:
