@@ -87,6 +87,7 @@ from lance_namespace import (
     RestoreTableRequest,
     RestoreTableResponse,
     TableExistsRequest,
+    TableExistsResponse,
     TableNotFoundError,
     UpdateFieldMetadataRequest,
     UpdateFieldMetadataResponse,
@@ -170,6 +171,10 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
         """The catalog's entry of the table: location, storage options, properties."""
         return LanceNamespace.describe_table(self, request)
 
+    def table_entry_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+        """TableNotFoundError unless the catalog holds the table (TableExists's catalog part)."""
+        return LanceNamespace.table_exists(self, request)
+
     def backend_name(self) -> str:
         """How code-0 messages name this backend (a class name: no addresses or paths)."""
         return type(self).__name__
@@ -234,6 +239,13 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
             return False
         return True
 
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+        """The catalog's entry, and the version asked for (if any) in the table's data."""
+        self.table_entry_exists(request)
+        if request.version is not None:
+            self.open(request, request.version)
+        return TableExistsResponse()
+
     # -- describe ----------------------------------------------------------------------------
 
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
@@ -242,8 +254,8 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
         described = self.describe_table_entry(request)
         if not described.location:
             return described
-        if request.with_table_uri and not described.table_uri:
-            described.table_uri = described.location
+        # The spec's default is no table_uri; some catalogs' entries carry one anyway.
+        described.table_uri = described.location if request.with_table_uri else None
         wants_declared = request.check_declared and described.is_only_declared is None
         wants_details = request.load_detailed_metadata and described.version is None
         if not (wants_declared or wants_details):

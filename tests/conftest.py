@@ -19,4 +19,5 @@ pytest_plugins = (
     "tests.support.pipeline",
     "tests.support.vending",
     "tests.support.contract_backends",
+    "tests.support.field_walk",
 )

@@ -27,7 +27,6 @@ from lance_namespace import (
     DeclareTableResponse,
     DeregisterTableRequest,
     DeregisterTableResponse,
-    DescribeNamespaceRequest,
     DescribeTableRequest,
     DescribeTableResponse,
     DropNamespaceRequest,
@@ -37,14 +36,13 @@ from lance_namespace import (
     ExplainTableQueryPlanRequest,
     InsertIntoTableRequest,
     InsertIntoTableResponse,
+    InvalidInputError,
     InvalidTableStateError,
     ListNamespacesRequest,
     ListNamespacesResponse,
     ListTablesRequest,
     ListTablesResponse,
-    NamespaceAlreadyExistsError,
     NamespaceExistsRequest,
-    NamespaceNotFoundError,
     QueryTableRequest,
     QueryTableResponse,
     RegisterTableRequest,
@@ -67,8 +65,6 @@ from backends.core.locations import (
 )
 from backends.core.modes import (
     CreateMode,
-    DropBehavior,
-    DropMode,
     RegisterMode,
     WriteMode,
     parse_mode,
@@ -87,7 +83,9 @@ from backends.directory.layout import (
     storable_id,
 )
 from backends.directory.native import (
+    create_namespace_natively,
     delegating,
+    drop_namespace_natively,
     natively_ignored,
     quoted_for_sql,
 )
@@ -149,7 +147,9 @@ class DirectoryBackend(MetadataNamespace):
         return "DirectoryNamespace"
 
     def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
-        return self._described(request)
+        """The native entry without what the native lookup read of main's latest version: the
+        generic DescribeTable reads the version asked (a tag's, a branch's)."""
+        return self._described(request).model_copy(update={"version": None, "var_schema": None})
 
     def storage_root(self) -> str:
         return storage_root(self._root)
@@ -166,37 +166,10 @@ class DirectoryBackend(MetadataNamespace):
     # -- modes parsed once, passed on in a spelling the native operation accepts -------------
 
     def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
-        mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
-        native = request.model_copy(update={"mode": None})
-        try:
-            return self._pylance.create_namespace(native)
-        except NamespaceAlreadyExistsError:
-            if mode is CreateMode.CREATE:
-                raise
-        if mode is CreateMode.OVERWRITE:
-            self._pylance.drop_namespace(DropNamespaceRequest(id=request.id, **caller(request)))
-            return self._pylance.create_namespace(native)
-        described = self._pylance.describe_namespace(
-            DescribeNamespaceRequest(id=request.id, **caller(request))
-        )
-        return CreateNamespaceResponse(properties=described.properties)
+        return create_namespace_natively(self._pylance, request)
 
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
-        """The native drop ignores both fields: Skip is done here, Cascade refused (code 0)."""
-        skip_missing = parse_mode(request.mode, DropMode, DropMode.FAIL) is DropMode.SKIP
-        behavior = parse_mode(request.behavior, DropBehavior, DropBehavior.RESTRICT, "behavior")
-        if behavior is DropBehavior.CASCADE:
-            raise UnsupportedOperationError(
-                "DropNamespace with behavior Cascade is not supported by the DirectoryNamespace "
-                "backend: it only drops namespaces Restrict"
-            )
-        native = request.model_copy(update={"mode": None, "behavior": None})
-        try:
-            return self._pylance.drop_namespace(native)
-        except NamespaceNotFoundError:
-            if not skip_missing:
-                raise
-            return DropNamespaceResponse()
+        return drop_namespace_natively(self._pylance, request)
 
     # -- the native operations take a missing namespace for an empty one -------------------
 
@@ -251,6 +224,11 @@ class DirectoryBackend(MetadataNamespace):
         """The native answer names the location relative to the root: answered as DescribeTable
         names it."""
         mode = parse_mode(request.mode, RegisterMode, RegisterMode.CREATE)
+        if request.properties:
+            raise InvalidInputError(
+                "the DirectoryNamespace backend keeps no properties of a registered table "
+                "(pylance's native RegisterTable drops them): register it without properties"
+            )
         require_storable_id(list(request.id or []))
         self._require_namespace(list(request.id or [])[:-1], request)
         location = relative_to_root(self._root, request.location)
@@ -353,19 +331,23 @@ class DirectoryBackend(MetadataNamespace):
             return False
         return True
 
-    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+    def table_entry_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         self._described(DescribeTableRequest(id=request.id, **caller(request)))
         return TableExistsResponse()
 
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
-        """A table the native lookup misses is described from its manifest entry, completed
-        (version, schema, declared state) as the request asks by the generic operation."""
+        """A table the native lookup misses, or asked at a tag or on a branch, is described by
+        the generic operation (from the catalog entry, completed as the request asks)."""
+        if request.tag or request.branch:  # natively main's latest is described
+            return super().describe_table(request)
         try:
-            return self._natively_described(request)
+            described = self._natively_described(request)
         except TableNotFoundError:
             if self._from_manifest(request) is None:
                 raise
-        return super().describe_table(request)
+            return super().describe_table(request)
+        described.table_uri = described.location if request.with_table_uri else None
+        return described
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         """Natively a root table listed by its `<name>.lance` directory "deregisters" and is
@@ -412,6 +394,13 @@ class DirectoryBackend(MetadataNamespace):
         """Natively a dict in and out (the official models here), any file the server reads
         committed as a manifest and then deleted (only the table's staging manifests here),
         and a table its lookup misses not found (refused, code 0, saying why)."""
+        ignored = [name for name in ("e_tag", "manifest_size", "metadata")
+                   if getattr(request, name) is not None]
+        if ignored:
+            raise InvalidInputError(
+                f"the DirectoryNamespace backend's commit takes no {', '.join(ignored)}: "
+                "commit without them"
+            )
         table = self.locate(request)
         key = staging_manifest_key(resolve_stored(table.location).key, request.manifest_path)
         if not self._natively_found(request):

@@ -1,28 +1,33 @@
-"""What the `dir` backend hands to pylance's native `DirectoryNamespace` as it is: the
-operations delegated by name (added to the backend class by `delegating`): as they are
-(`NATIVE_OPERATIONS`: DescribeNamespace, NamespaceExists and the transactions), and with their
-errors given the spec's codes and a table the native lookup misses served by the generic
-operation (`NATIVE_TABLE_OPERATIONS`: row writes other than insert, counts, scalar indexes,
-tags, branch listing and deletion, restore,
-dropping columns and schema metadata); the quoting the native listings need, and what the native
-table operations ignore without a word (`natively_ignored`), so that a request asking for it
-is served by the generic operation (`MetadataNamespace`'s, pylance on the opened dataset)
-instead: a branch (natively every operation acts on main), a field of this server's
-extensions (`backends.core.extensions`), a vector query's offset (natively taken inside its k
-nearest), a query's aliased columns (natively in no set order) and a query of several vectors
-(natively all but the first are ignored).
+"""What the `dir` backend hands to pylance's native `DirectoryNamespace` as it is: the operations
+delegated by name (added to the backend class by `delegating`): as they are
+(`NATIVE_OPERATIONS`: DescribeNamespace, NamespaceExists and DescribeTransaction), and with
+their errors given the spec's codes and a table the native lookup misses served by the generic
+operation (`NATIVE_TABLE_OPERATIONS`: row writes other than insert, counts, listing and
+dropping indexes, tags, branch listing and deletion, restore, dropping columns and schema
+metadata); the quoting the native listings need, and what the native table operations ignore
+without a word (`natively_ignored`), so that a request asking for it is served by the generic
+operation (`MetadataNamespace`'s, pylance on the opened dataset) instead: a branch (natively
+every operation acts on main), a page (natively every listing answers whole), a merge's timeout
+and an update's properties (natively dropped), a plan's full-text query (natively the plan of a
+plain scan), a field of this server's extensions (`backends.core.extensions`), a vector query's
+offset (natively taken inside its k nearest), a query's aliased columns (natively in no set
+order) and a query of several vectors (natively all but the first are ignored). And the
+namespace operations whose modes the native ones do not take (`create_namespace_natively`,
+`drop_namespace_natively`).
 
 Everything else is `MetadataNamespace`'s (pylance at the table location, located by the native
 DescribeTable), because natively it fails or answers wrongly: ListAllTables (only the root's
 tables), GetTableStats (natively without the index files' bytes), DescribeTableIndexStats
-(natively without the distance), UpdateFieldMetadata (unsupported), RenameTable (unsupported:
-register the same data under the new id, then deregister the old), CreateTableIndex (ignores
-num_sub_vectors), CreateTableBranch (a missing source version is invalid input, a missing
-source branch an internal error), AlterTableAddColumns (computed and virtual columns taken for
-SQL expressions), AlterTableAlterColumns (data_type wanted as a JSON string), the table
-versions (dicts in and out, server paths as manifest paths), AlterTableBackfillColumns and the
-materialized views (a Python NotImplementedError, a 500), ListOperations and the code-0
-answers.
+(natively without the distance), UpdateFieldMetadata (unsupported), CreateTableScalarIndex
+(other index types' options ignored, a name taken refused without replace), AlterTransaction
+(every action answered SUCCEEDED and none taken: code 0, as on the other backends), RenameTable
+(unsupported: register the same data under the new id, then deregister the old),
+CreateTableIndex (ignores num_sub_vectors), CreateTableBranch (a missing source version is
+invalid input, a missing source branch an internal error), AlterTableAddColumns (computed and
+virtual columns taken for SQL expressions), AlterTableAlterColumns (data_type wanted as a JSON
+string), the table versions (dicts in and out, server paths as manifest paths),
+AlterTableBackfillColumns and the materialized views (a Python NotImplementedError, a 500),
+ListOperations and the code-0 answers.
 """
 
 from __future__ import annotations
@@ -30,10 +35,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from lance.namespace import DirectoryNamespace
+from lance_namespace import (
+    AnalyzeTableQueryPlanRequest,
+    CreateNamespaceRequest,
+    CreateNamespaceResponse,
+    DescribeNamespaceRequest,
+    DropNamespaceRequest,
+    DropNamespaceResponse,
+    ExplainTableQueryPlanRequest,
+    MergeInsertIntoTableRequest,
+    NamespaceAlreadyExistsError,
+    NamespaceNotFoundError,
+    UnsupportedOperationError,
+    UpdateTableRequest,
+)
 from pydantic import BaseModel
 
 from backends.core.extensions import extension_fields
+from backends.core.modes import CreateMode, DropBehavior, DropMode, parse_mode
 from backends.guard import front_door
+from backends.tables.lifecycle import caller
 from backends.tables.reads import query_vectors
 
 
@@ -46,13 +68,12 @@ def quoted_for_sql(request: Any) -> Any:
 
 
 # pylance's operations served as they are.
-NATIVE_OPERATIONS = ("describe_namespace", "namespace_exists", "describe_transaction",
-                     "alter_transaction")
+NATIVE_OPERATIONS = ("describe_namespace", "namespace_exists", "describe_transaction")
 # pylance's table operations served as they are, their errors given the spec's codes; a table
 # the native lookup misses is served by the generic operation (`DirectoryBackend._native`).
 NATIVE_TABLE_OPERATIONS = (
     "merge_insert_into_table", "update_table", "delete_from_table", "count_table_rows",
-    "create_table_scalar_index", "list_table_indices", "drop_table_index", "restore_table",
+    "list_table_indices", "drop_table_index", "restore_table",
     "update_table_schema_metadata",
     "alter_table_drop_columns", "list_table_tags", "get_table_tag_version", "create_table_tag",
     "update_table_tag", "delete_table_tag", "list_table_branches", "delete_table_branch",
@@ -84,6 +105,16 @@ def natively_ignored(request: Any) -> bool:
     """Whether the native operation would ignore part of `request`."""
     if getattr(request, "branch", None) or extension_fields(request):
         return True
+    if getattr(request, "limit", None) is not None or getattr(request, "page_token", None):
+        return True
+    if isinstance(request, MergeInsertIntoTableRequest) and request.timeout is not None:
+        return True  # natively any text is taken, and no timeout kept
+    if isinstance(request, UpdateTableRequest) and request.properties:
+        return True  # natively dropped
+    if isinstance(request, AnalyzeTableQueryPlanRequest | ExplainTableQueryPlanRequest):
+        query = getattr(request, "query", request)
+        if query.full_text_query is not None:
+            return True  # natively the plan of a plain scan
     query = getattr(request, "query", None)
     if isinstance(query, BaseModel):  # ExplainTableQueryPlan's inner query
         if extension_fields(query):
@@ -96,3 +127,44 @@ def natively_ignored(request: Any) -> bool:
         return True
     vectors = query_vectors(query)
     return len(vectors) > 1 or (bool(query.offset) and bool(vectors))
+
+
+def create_namespace_natively(
+    pylance: DirectoryNamespace, request: CreateNamespaceRequest
+) -> CreateNamespaceResponse:
+    """CreateNamespace, its mode parsed once (natively some spellings are refused, and
+    ExistOk and Overwrite ignored)."""
+    mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
+    native = request.model_copy(update={"mode": None})
+    try:
+        return pylance.create_namespace(native)
+    except NamespaceAlreadyExistsError:
+        if mode is CreateMode.CREATE:
+            raise
+    if mode is CreateMode.OVERWRITE:
+        pylance.drop_namespace(DropNamespaceRequest(id=request.id, **caller(request)))
+        return pylance.create_namespace(native)
+    described = pylance.describe_namespace(
+        DescribeNamespaceRequest(id=request.id, **caller(request))
+    )
+    return CreateNamespaceResponse(properties=described.properties)
+
+
+def drop_namespace_natively(
+    pylance: DirectoryNamespace, request: DropNamespaceRequest
+) -> DropNamespaceResponse:
+    """The native drop ignores both fields: Skip is done here, Cascade refused (code 0)."""
+    skip_missing = parse_mode(request.mode, DropMode, DropMode.FAIL) is DropMode.SKIP
+    behavior = parse_mode(request.behavior, DropBehavior, DropBehavior.RESTRICT, "behavior")
+    if behavior is DropBehavior.CASCADE:
+        raise UnsupportedOperationError(
+            "DropNamespace with behavior Cascade is not supported by the DirectoryNamespace "
+            "backend: it only drops namespaces Restrict"
+        )
+    native = request.model_copy(update={"mode": None, "behavior": None})
+    try:
+        return pylance.drop_namespace(native)
+    except NamespaceNotFoundError:
+        if not skip_missing:
+            raise
+        return DropNamespaceResponse()

@@ -354,7 +354,7 @@ class GlueNamespace(MetadataNamespace):
             properties=dict(glue_table.get("Parameters") or {}),
         )
 
-    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+    def table_entry_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         namespace, table, ref = self._table_ref(request.id)
         glue_table = self._catalog.get_table(ref, table, namespace)
         if not is_lance_table(glue_table):

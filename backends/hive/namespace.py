@@ -193,7 +193,7 @@ class _HiveNamespace(MetadataNamespace):
         page, token = paginate(names, request.page_token, request.limit)
         return ListTablesResponse(tables=page, page_token=token)
 
-    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+    def table_entry_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         ref, name = self._table_ref(request.id)
         self._hms.get_lance_table(ref, name)
         return TableExistsResponse()

@@ -40,7 +40,7 @@ class RestCatalogNamespace(MetadataNamespace):
         self.describe_namespace(DescribeNamespaceRequest(id=request.id))
         return NamespaceExistsResponse()
 
-    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+    def table_entry_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         self.describe_table(DescribeTableRequest(id=request.id))
         return TableExistsResponse()
 

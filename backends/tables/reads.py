@@ -202,13 +202,17 @@ def query(dataset: LanceDataset, request: QueryTableRequest) -> QueryTableRespon
 
 
 def query_plan(dataset: LanceDataset, query: QueryLike, analyze: bool, verbose: bool) -> str:
-    """The physical plan of the query (of its first search), executed first when `analyze`."""
+    """The physical plan of the query, executed first when `analyze`; of a query of several
+    searches, each one's, numbered as LanceDB's client numbers them."""
     with lance_errors(dataset.uri):
-        vectors = searches(dataset, query)
-        scanner = dataset.scanner(
-            **scanner_arguments(dataset, query, vectors[0] if vectors else None)
-        )
-        return scanner.analyze_plan() if analyze else scanner.explain_plan(verbose)
+        vectors = searches(dataset, query) or [None]
+        plans = []
+        for vector in vectors:
+            scanner = dataset.scanner(**scanner_arguments(dataset, query, vector))
+            plans.append(scanner.analyze_plan() if analyze else scanner.explain_plan(verbose))
+    if len(plans) == 1:
+        return plans[0]
+    return "\n\n".join(f"--- Plan #{number} ---\n{plan}" for number, plan in enumerate(plans, 1))
 
 
 def _fragment_summary(lengths: list[int]) -> FragmentSummary:

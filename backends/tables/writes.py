@@ -3,6 +3,9 @@ UpdateTable and DeleteFromTable, done by pylance on the opened dataset."""
 
 from __future__ import annotations
 
+import datetime
+import re
+
 import lance
 import pyarrow as pa
 from lance import LanceDataset
@@ -42,30 +45,52 @@ def insert_rows(
     return InsertIntoTableResponse(version=written.version, num_inserted_rows=rows.num_rows)
 
 
+# A duration as LanceDB and the spec write it: "30s", "5m", "1h30m", "250ms", "1.5s".
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|ms|s|m|h|d)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, field: str) -> datetime.timedelta:
+    """The duration `text` names; InvalidInputError naming `field` if it names none."""
+    cleaned = text.strip().replace(" ", "")
+    parts = _DURATION_PART.findall(cleaned)
+    if not cleaned or "".join(number + unit for number, unit in parts) != cleaned:
+        raise InvalidInputError(
+            f"{field} must be a duration such as 30s, 5m or 1h30m, got {text!r}"
+        )
+    return datetime.timedelta(
+        seconds=sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
+    )
+
+
 def merge_insert(
     dataset: LanceDataset, request: MergeInsertIntoTableRequest, rows: pa.Table
 ) -> MergeInsertIntoTableResponse:
+    """A merge; an action's filter alone asks for its action (as natively), and `timeout`
+    bounds how long Lance retries the commit against concurrent writers."""
     if not request.on:
         raise InvalidInputError("MergeInsertIntoTable needs the key columns in 'on'")
-    actions = (
-        request.when_matched_update_all,
-        request.when_not_matched_insert_all,
-        request.when_not_matched_by_source_delete,
-    )
-    if not any(actions):
+    update_matched = bool(request.when_matched_update_all) or (
+        request.when_matched_update_all_filt is not None)
+    delete_unmatched = bool(request.when_not_matched_by_source_delete) or (
+        request.when_not_matched_by_source_delete_filt is not None)
+    if not (update_matched or request.when_not_matched_insert_all or delete_unmatched):
         raise InvalidInputError("MergeInsertIntoTable needs at least one when_* action")
+    timeout = None if request.timeout is None else parse_duration(request.timeout, "timeout")
     with lance_errors(dataset.uri):
         builder = dataset.merge_insert(list(request.on))
-        if request.when_matched_update_all:
+        if update_matched:
             builder = builder.when_matched_update_all(request.when_matched_update_all_filt)
         if request.when_not_matched_insert_all:
             builder = builder.when_not_matched_insert_all()
-        if request.when_not_matched_by_source_delete:
+        if delete_unmatched:
             builder = builder.when_not_matched_by_source_delete(
                 request.when_not_matched_by_source_delete_filt
             )
         if request.use_index is not None:
             builder = builder.use_index(request.use_index)
+        if timeout is not None:
+            builder = builder.retry_timeout(timeout)
         counts = builder.execute(rows)
     return MergeInsertIntoTableResponse(
         num_updated_rows=counts["num_updated_rows"],
@@ -76,6 +101,11 @@ def merge_insert(
 
 
 def update_rows(dataset: LanceDataset, request: UpdateTableRequest) -> UpdateTableResponse:
+    if request.properties:
+        raise InvalidInputError(
+            "UpdateTable stores no table properties here (Lance keeps none with an update); "
+            "set them with AlterTable where the catalog keeps properties"
+        )
     if not request.updates:
         raise InvalidInputError("UpdateTable needs at least one [column, expression] in updates")
     assignments = dict(request.updates)

@@ -6,7 +6,6 @@ ones); and a field no operation takes is refused on every route."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -19,20 +18,12 @@ from tests.support.field_walk import (
     QUERY_VARIANTS,
     SERVER_FIELDS,
     Walk,
-    build_walk_tables,
     index_record,
     query_answer,
 )
 
 OPERATIONS = {operation.operation_id: operation for operation in load_operations()}
 WALKED = ["dir", "glue"]
-
-
-@pytest.fixture(scope="module")
-def walk(backend: ContractBackend) -> Iterator[Walk]:
-    walked = Walk(backend.url, backend.new_layout().namespace)
-    build_walk_tables(walked)
-    yield walked
 
 
 def test_every_field_of_the_walked_models_has_a_variant() -> None:

@@ -8,18 +8,22 @@ it), a `dev` branch with rows of its own, and a table with an IVF_HNSW_SQ index 
 `INDEX_VARIANTS` covers every field of CreateTableIndex: each option changes what Lance
 records of the index it builds. `SERVER_FIELDS` are read by the server itself, not the
 backend: the caller (`identity`), the request's headers (`context`) and the route's `id`.
+The fixture `walk` builds the tables on the contract backend of the module's tests.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import lance
 import pyarrow as pa
+import pytest
 
+from tests.support.contract_backends import ContractBackend
 from tests.support.lance_data import arrow_stream, read_arrow_file
 
 DIMENSION = 16
@@ -73,6 +77,14 @@ class Walk:
 
     def location(self, name: str) -> str:
         return self.checked(name, "describe", json={}).json()["location"]
+
+
+@pytest.fixture(scope="module")
+def walk(backend: ContractBackend) -> Iterator[Walk]:
+    """The walk's tables on the backend, in a fresh namespace, for one test module."""
+    walked = Walk(backend.url, backend.new_layout().namespace)
+    build_walk_tables(walked)
+    yield walked
 
 
 def build_walk_tables(walk: Walk) -> None:
@@ -194,15 +206,15 @@ def index_record(walk: Walk, table: str, body: dict[str, Any]) -> Any:
     if body.get("branch"):
         dataset = dataset.checkout_version(("dev", None))
     indices = sorted(dataset.describe_indices(), key=lambda index: index.name)
-    return [_without_ids(dataset.stats.index_stats(index.name)) for index in indices]
+    return [without_ids(dataset.stats.index_stats(index.name)) for index in indices]
 
 
 _VOLATILE = ("uuid", "uri", "updated_at_timestamp_ms", "loss", "centroids", "created_at")
 
 
-def _without_ids(value: Any) -> Any:
+def without_ids(value: Any) -> Any:
     if isinstance(value, dict):
-        return {key: _without_ids(item) for key, item in value.items() if key not in _VOLATILE}
+        return {key: without_ids(item) for key, item in value.items() if key not in _VOLATILE}
     if isinstance(value, list):
-        return [_without_ids(item) for item in value]
+        return [without_ids(item) for item in value]
     return repr(value) if not isinstance(value, str | int | float | bool) else value
