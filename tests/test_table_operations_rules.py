@@ -365,3 +365,26 @@ def test_a_version_range_as_wide_as_the_integers_is_not_expanded(data_root) -> N
         ))
     assert refused.value.code == 13  # it covers the latest version
     assert read_back(namespace, table).count_rows() == 4
+
+
+def test_deleting_a_version_a_tag_names_is_refused_until_the_tag_goes(
+    namespace: LanceNamespace,
+) -> None:
+    from lance_namespace import (
+        BatchDeleteTableVersionsRequest,
+        DeleteTableTagRequest,
+        InvalidTableStateError,
+    )
+    from lance_namespace_urllib3_client.models import VersionRange
+
+    namespace.create_table(CreateTableRequest(id=TABLE), arrow_stream(sample_table(3)))
+    for rows in (4, 5):
+        namespace.create_table(CreateTableRequest(id=TABLE, mode="overwrite"),
+                               arrow_stream(sample_table(rows)))
+    namespace.create_table_tag(CreateTableTagRequest(id=TABLE, tag="kept", version=1))
+    first = BatchDeleteTableVersionsRequest(
+        id=TABLE, ranges=[VersionRange(start_version=1, end_version=2)])
+    with pytest.raises(InvalidTableStateError, match="named by a tag: delete the tag first"):
+        namespace.batch_delete_table_versions(first)
+    namespace.delete_table_tag(DeleteTableTagRequest(id=TABLE, tag="kept"))
+    assert namespace.batch_delete_table_versions(first).deleted_count == 1

@@ -83,6 +83,8 @@ _EXPLAINED: tuple[tuple[tuple[str, ...], type[LanceNamespaceError], str], ...] =
      "the table holds a tag whose name Lance writes but cannot read back (a non-ASCII name, "
      "from an older server or another client), so its tags cannot be listed; DeleteTableTag "
      "that tag by its name"),
+    (("tagged version", "marked for cleanup"), InvalidTableStateError,
+     "a version to delete is named by a tag: delete the tag first (DeleteTableTag)"),
 )
 
 
