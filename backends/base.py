@@ -255,7 +255,10 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
         if not described.location:
             return described
         # The spec's default is no table_uri; some catalogs' entries carry one anyway.
-        described.table_uri = described.location if request.with_table_uri else None
+        if not request.with_table_uri:
+            described.table_uri = None
+        elif not described.table_uri:
+            described.table_uri = described.location
         wants_declared = request.check_declared and described.is_only_declared is None
         wants_details = request.load_detailed_metadata and described.version is None
         if not (wants_declared or wants_details):
