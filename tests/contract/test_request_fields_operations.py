@@ -21,14 +21,11 @@ from tests.support.field_walk_operations import (
     UNWALKED,
     VARIANTS,
     WALKED_ELSEWHERE,
-    code_of,
-    is_refused,
-    new_scene,
     plan,
-    run,
     scalar_index_record,
     unique,
 )
+from tests.support.field_walk_scene import code_of, is_refused, new_scene, run
 
 OPERATIONS = {operation.operation_id: operation for operation in load_operations()}
 WALKED = ["dir", "glue"]
