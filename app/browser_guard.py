@@ -37,6 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.auth import name_operation
 from app.config import Settings, allowed_origin_list, normal_origin
 from app.errors import render_error
+from app.protocol import media_type
 
 _ORIGIN = b"origin"
 _HOST = b"host"
@@ -80,7 +81,7 @@ def _is_loopback(name: str) -> bool:
 
 def _media_type(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
     for content_type in _values(headers, _CONTENT_TYPE):
-        return content_type.partition(";")[0].strip().lower()
+        return media_type(content_type)
     return None
 
 

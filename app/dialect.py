@@ -22,8 +22,6 @@ from app.errors import http_status
 class Dialect:
     """The Lance REST spec as it is written."""
 
-    name = "spec"
-
     def request_fields(self, operation_id: str, fields: dict[str, Any]) -> None:
         """Put the request `fields` of `operation_id` in the spec's form, in place."""
 

@@ -16,3 +16,8 @@ API_KEY_HEADER = "x-api-key"
 # A request header `name` reaches the backend as context entry `header.name`; a response's
 # `header.` context entries go back as HTTP headers (the spec's `Context`).
 CONTEXT_HEADER_PREFIX = "header."
+
+
+def media_type(content_type: str) -> str:
+    """The media type a Content-Type header names, without its parameters, lower-cased."""
+    return content_type.partition(";")[0].strip().lower()

@@ -28,6 +28,7 @@ from app.protocol import (
     ARROW_STREAM,
     AUTHORIZATION_HEADER,
     CONTEXT_HEADER_PREFIX,
+    media_type,
 )
 from app.spec import BodyKind, Operation, QueryParameter
 from backends.core.modes import (
@@ -208,7 +209,7 @@ def finish_fields(
 
 
 def _sends_arrow(request: Request) -> bool:
-    return request.headers.get("content-type", "").partition(";")[0].strip() == ARROW_STREAM
+    return media_type(request.headers.get("content-type", "")) == ARROW_STREAM
 
 
 def _fields_from_arrow(operation: Operation, dialect: Dialect, body: bytes) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lance import LanceDataset
-from lance_namespace import ListTablesRequest
+from lance_namespace import DescribeTableRequest, ListTablesRequest
 
 from backends.core.names import ID_DELIMITER
 from backends.tables.errors import lance_errors
@@ -121,7 +121,8 @@ def maintain_all(
     for table_id in table_ids(namespace):
         name = ID_DELIMITER.join(table_id)
         try:
-            done = maintain_table(namespace.open(ListTablesRequest(id=table_id)), policy, name)
+            dataset = namespace.open(DescribeTableRequest(id=table_id))
+            done = maintain_table(dataset, policy, name)
         except Exception as error:  # one table's failure does not stop the pass
             logger.warning("maintenance of table %s failed: %s", name, error)
             done = TableMaintenance(name, error=str(error))

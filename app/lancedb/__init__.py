@@ -42,8 +42,6 @@ class LanceDBDialect(Dialect):
     """LanceDB's dialect for one request, to `database` (a child namespace of the root, or
     None for the root)."""
 
-    name = "lancedb"
-
     def __init__(self, database: str | None = None) -> None:
         self.database = database
 

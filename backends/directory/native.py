@@ -100,7 +100,6 @@ def delegated_operation(name: str, call_native: Callable[..., Any]) -> Callable[
     return operation
 
 
-
 def natively_ignored(request: Any) -> bool:
     """Whether the native operation would ignore part of `request`."""
     if getattr(request, "branch", None) or extension_fields(request):
@@ -111,19 +110,26 @@ def natively_ignored(request: Any) -> bool:
         return True  # natively any text is taken, and no timeout kept
     if isinstance(request, UpdateTableRequest) and request.properties:
         return True  # natively dropped
-    if isinstance(request, AnalyzeTableQueryPlanRequest | ExplainTableQueryPlanRequest):
-        query = getattr(request, "query", request)
-        if query.full_text_query is not None:
-            return True  # natively the plan of a plain scan
-    query = getattr(request, "query", None)
-    if isinstance(query, BaseModel):  # ExplainTableQueryPlan's inner query
-        if extension_fields(query):
-            return True
-    else:
-        query = request
-    if not hasattr(query, "vector"):
-        return False
-    if getattr(query.columns, "column_aliases", None):
+    query = _query_of(request)
+    planned = isinstance(request, AnalyzeTableQueryPlanRequest | ExplainTableQueryPlanRequest)
+    return query is not None and _query_natively_ignored(query, planned)
+
+
+def _query_of(request: Any) -> Any:
+    """The query `request` carries: ExplainTableQueryPlan's inner one, or its own fields
+    (QueryTable, AnalyzeTableQueryPlan); None for a request that is no query."""
+    inner = getattr(request, "query", None)
+    if isinstance(inner, BaseModel):
+        return inner
+    return request if hasattr(request, "vector") else None
+
+
+def _query_natively_ignored(query: Any, planned: bool) -> bool:
+    """A field of the extensions, aliased columns, several vectors, a vector search's offset,
+    and in a plan a full-text query (natively the plan of a plain scan)."""
+    if extension_fields(query) or getattr(query.columns, "column_aliases", None):
+        return True
+    if planned and query.full_text_query is not None:
         return True
     vectors = query_vectors(query)
     return len(vectors) > 1 or (bool(query.offset) and bool(vectors))

@@ -19,6 +19,7 @@ from lance_namespace_urllib3_client.models import IndexContent
 
 from backends.core.paging import paginate
 from backends.tables.errors import lance_errors
+from backends.tables.reads import is_multivector
 
 VECTOR_INDEX_TYPES = frozenset(
     {"IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_RQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ"}
@@ -130,8 +131,8 @@ def _suggested_sub_vectors(dataset: LanceDataset, column: str, num_bits: int | N
     dimension / 16, else / 8, else 1; even with 4-bit codes. (Lance picks the partitions.)"""
     index = dataset.schema.get_field_index(column)
     kind = dataset.schema.field(index).type if index >= 0 else None
-    if kind is not None and (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
-        kind = kind.value_type  # a multivector: its vectors' dimension
+    if kind is not None and is_multivector(kind):
+        kind = kind.value_type  # its vectors' dimension
     if kind is None or not pa.types.is_fixed_size_list(kind):
         return 1  # not a vector column: Lance says so when it builds
     dimension = kind.list_size

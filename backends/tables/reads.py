@@ -41,11 +41,14 @@ def require_vector_column(schema: pa.Schema, name: str) -> None:
         raise TableColumnNotFoundError(f"vector_column {name!r} does not exist in the table")
 
 
+def is_multivector(kind: pa.DataType) -> bool:
+    """Whether a column of type `kind` holds a list of vectors a row (a multivector)."""
+    return pa.types.is_list(kind) or pa.types.is_large_list(kind)
+
+
 def _is_vector(column: pa.Field) -> bool:
     """A float vector, or a multivector (a list of them)."""
-    kind = column.type
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        kind = kind.value_type
+    kind = column.type.value_type if is_multivector(column.type) else column.type
     return pa.types.is_fixed_size_list(kind) and pa.types.is_floating(kind.value_type)
 
 
@@ -179,8 +182,7 @@ def searches(dataset: LanceDataset, query: QueryLike) -> list[Any]:
     if len(vectors) <= 1:
         return vectors
     column = vector_column(dataset.schema, query.vector_column)
-    kind = dataset.schema.field(column).type
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+    if is_multivector(dataset.schema.field(column).type):
         return [vectors]
     return vectors
 
@@ -234,9 +236,8 @@ def _fragment_summary(lengths: list[int]) -> FragmentSummary:
 
 def _stored_bytes(fragment: Any) -> int:
     """The bytes of a fragment's data files and overlays, as its manifest entry records them."""
-    files = [*fragment.files, *(getattr(overlay, "data_file", overlay)
-                                for overlay in getattr(fragment, "overlays", None) or [])]
-    return sum(getattr(file, "file_size_bytes", None) or 0 for file in files)
+    files = [*fragment.files, *(overlay.data_file for overlay in fragment.overlays)]
+    return sum(file.file_size_bytes or 0 for file in files)
 
 
 def table_stats(dataset: LanceDataset) -> GetTableStatsResponse:

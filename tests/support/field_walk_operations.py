@@ -24,20 +24,15 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import lance
-
 from tests.support.field_walk import (
-    ARROW,
     BASE,
     FTS,
     INDEX_VARIANTS,
     NO_VECTOR,
     QUERY_FORM_VARIANTS,
     QUERY_VARIANTS,
-    ROWS,
     Walk,
-    walk_rows,
-    without_ids,
+    index_record,
 )
 from tests.support.field_walk_scene import (
     PAGE,
@@ -46,7 +41,6 @@ from tests.support.field_walk_scene import (
     how_many,
     own_items,
 )
-from tests.support.lance_data import arrow_stream
 
 # Operations a backend answers with code 0 whatever the request: every field of theirs is
 # refused there (the walk asserts the code 0 of the baseline and of the variant's refusal).
@@ -395,22 +389,8 @@ SCALAR_INDEX_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 
 
 def scalar_index_record(walk: Walk, table: str, body: dict[str, Any]) -> Any:
-    """What Lance records of the index CreateTableScalarIndex builds from `body` on a fresh copy
-    of the walk's rows (with a `dev` branch), or the refusal's code."""
-    walk.checked(table, "create", headers=ARROW, content=arrow_stream(walk_rows(0, ROWS)))
-    walk.checked(table, "branches/create", json={"name": "dev"})
-    if body.get("name") == "again":
-        walk.checked(table, "create_scalar_index",
-                     json={k: v for k, v in body.items() if k != "replace"})
-    answer = walk.post(table, "create_scalar_index", json=body)
-    if answer.status_code != 200:
-        return ("refused", answer.json().get("code"))
-    main = lance.dataset(walk.location(table))
-    dataset = main.checkout_version(("dev", None)) if body.get("branch") else main
-    indices = sorted(dataset.describe_indices(), key=lambda index: index.name)
-    # Which branch holds an index: the same index on another branch has the same statistics.
-    on_main = sorted(index.name for index in main.describe_indices())
-    return [on_main, *(without_ids(dataset.stats.index_stats(index.name)) for index in indices)]
+    """What Lance records of the index CreateTableScalarIndex builds from `body`."""
+    return index_record(walk, table, body, "create_scalar_index")
 
 
 # --- the plans: QueryTable's fields reach AnalyzeTableQueryPlan's and ExplainTableQueryPlan's
