@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hmac
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,28 @@ PRINCIPAL_KEY = "lance_adapter.principal"
 _AUTHORIZATION = AUTHORIZATION_HEADER.encode()
 _API_KEY = API_KEY_HEADER.encode()
 _CHALLENGE = {"www-authenticate": 'Bearer realm="lance-namespace-adapter"'}
+logger = logging.getLogger("lance_adapter")
+
+
+def check_forwarding(namespace: object, settings: Settings) -> None:
+    """`auth_mode: forward` without tokens of the server's own trusts the backend to judge
+    every caller: refused at start on a backend that judges none, unless the operator accepts
+    it (`auth_forward_unchecked`), which is logged as a warning."""
+    if settings.auth_mode != "forward" or load_identities(settings):
+        return
+    checks = getattr(namespace, "checks_callers", None)
+    if callable(checks) and checks():
+        return
+    backend = settings.impl
+    if not settings.auth_forward_unchecked:
+        raise SettingsError(
+            f"auth_mode forward without auth_tokens or auth_tokens_file lets any bearer token "
+            f"do everything on the {backend} backend, which checks no caller: set tokens, use "
+            "auth_mode token, or set auth_forward_unchecked to accept that"
+        )
+    logger.warning(
+        "auth_mode forward with auth_forward_unchecked: the %s backend checks no caller, so "
+        "any bearer token may read, write and drop every table", backend)
 
 
 def load_credentials(settings: Settings) -> tuple[bytes, ...]:

@@ -37,6 +37,8 @@ from typing import Any, Protocol
 
 import orjson
 
+from backends.core.operations import Subject, traits_of
+
 CACHED_OPERATIONS = frozenset(
     {"DescribeTable", "TableExists", "ListTables", "ListNamespaces", "DescribeNamespace"}
 )
@@ -116,13 +118,6 @@ class Generations:
             _COUNTER.pack_into(self._map, slot * _COUNTER.size, self.read(slot) + 1)
 
 
-# The table writes that add a name to a namespace's listing or take one from it.
-LISTED_TABLE_WRITES = frozenset({
-    "CreateTable", "DeclareTable", "RegisterTable", "DeregisterTable",
-    "DropTable", "RenameTable",
-})
-
-
 def slot_of(scope: str) -> int:
     return 0 if scope == EVERYTHING else 1 + zlib.crc32(scope.encode()) % (SLOTS - 1)
 
@@ -162,14 +157,13 @@ def read_scopes(operation_id: str, fields: Mapping[str, Any]) -> tuple[str, ...]
 def write_scopes(operation_id: str, fields: Mapping[str, Any]) -> tuple[str, ...]:
     """What a write may have changed."""
     identifier = _request_id(fields)
-    if not identifier or operation_id.startswith("Batch"):
+    traits = traits_of(operation_id)
+    if not identifier or traits.subject not in (Subject.TABLE, Subject.NAMESPACE):
         return (EVERYTHING,)
-    if "Namespace" in operation_id:  # a drop takes the tables inside with it
+    if traits.subject is Subject.NAMESPACE:  # a drop takes the tables inside with it
         return (f"namespace:{_joined(identifier)}", f"namespaces:{_joined(identifier[:-1])}")
-    if "Table" not in operation_id:
-        return (EVERYTHING,)
     scopes = [f"table:{_joined(identifier)}"]
-    if operation_id in LISTED_TABLE_WRITES:
+    if traits.changes_listing:
         scopes.append(f"tables:{_joined(identifier[:-1])}")
     if operation_id == "RenameTable":
         name, target = fields.get("new_table_name"), fields.get("new_namespace_id")

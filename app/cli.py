@@ -21,7 +21,7 @@ import uvicorn
 import yaml
 from lance_namespace import LanceNamespace, ListTablesRequest
 
-from app.auth import load_credentials
+from app.auth import check_forwarding, load_credentials
 from app.config import AUTH_MODES, Settings, SettingsError, load_settings
 from app.connections import uvicorn_options
 from app.health import check_writable, local_root
@@ -164,6 +164,7 @@ def serve(settings: Settings) -> None:
     logging.config.dictConfig(log_config(settings.log_level))
     _check_local_root(settings)
     namespace = load_namespace(settings.impl, settings.properties)
+    check_forwarding(namespace, settings)  # before any worker starts
     check_vending(settings.properties)
     _check_object_store_root(namespace, settings)
     load_credentials(settings)

@@ -86,6 +86,10 @@ class Settings:
     # Accepted bearer tokens / API keys: comma-separated, and/or one per line in a file.
     auth_tokens: str = ""
     auth_tokens_file: str = ""
+    # auth_mode forward without tokens of its own lets the catalog judge every caller; on a
+    # backend that judges none (dir, glue, hive, a REST catalog without forward_caller_token)
+    # any made-up token could do anything, so the server refuses to start unless this is set.
+    auth_forward_unchecked: bool = False
     # With auth off: web origins (`scheme://host[:port]`, comma-separated) whose pages may
     # call the server from a browser besides its own (app.browser_guard).
     allowed_origins: str = ""

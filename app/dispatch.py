@@ -15,16 +15,14 @@ from lance_namespace import LanceNamespace, ServiceUnavailableError, Unsupported
 from app.cache import MISS, MetadataCache
 from app.dialect import SPEC, Dialect
 from app.spec import Operation
-
-# Operations that change nothing: when one outlasts the backend timeout the caller gets 17 at
-# once and may retry safely. A write is always awaited, so its answer is never a guess.
-READ_ONLY_PREFIXES = ("Describe", "List", "Count", "Query", "Get", "Explain", "Analyze")
-READ_ONLY_SUFFIXES = ("Exists",)
+from backends.core.operations import traits_of
 
 
 def is_read_only(operation: Operation) -> bool:
-    name = operation.backend_id
-    return name.startswith(READ_ONLY_PREFIXES) or name.endswith(READ_ONLY_SUFFIXES)
+    """An operation that changes nothing: when one outlasts the backend timeout the caller
+    gets 17 at once and may retry safely. A write is always awaited, so its answer is never
+    a guess."""
+    return traits_of(operation.backend_id).read_only
 
 
 class Dispatcher:

@@ -11,7 +11,6 @@ client's dialect (`app.dialect`), then refused if the operation does not take it
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,15 +30,9 @@ from app.protocol import (
     media_type,
 )
 from app.spec import BodyKind, Operation, QueryParameter
-from backends.core.modes import (
-    CreateMode,
-    DropBehavior,
-    DropMode,
-    RegisterMode,
-    WriteMode,
-    parse_mode,
-)
+from backends.core.modes import parse_mode
 from backends.core.names import ID_DELIMITER
+from backends.core.operations import traits_of
 from backends.core.properties import refused_client_storage_options
 
 IDENTITY_HEADERS = frozenset({AUTHORIZATION_HEADER, API_KEY_HEADER})
@@ -49,20 +42,6 @@ TRANSPORT_HEADERS = frozenset(
      "user-agent", "transfer-encoding", "expect"}
 )
 
-# Operations that may address the root namespace (the empty identifier).
-ROOT_OPERATIONS = frozenset(
-    {"ListNamespaces", "ListTables", "DescribeNamespace", "NamespaceExists"}
-)
-
-# The mode-like request fields and the values they parse to.
-CHOICE_FIELDS: dict[tuple[str, str], type[enum.StrEnum]] = {
-    ("CreateNamespace", "mode"): CreateMode,
-    ("DropNamespace", "mode"): DropMode,
-    ("DropNamespace", "behavior"): DropBehavior,
-    ("CreateTable", "mode"): CreateMode,
-    ("InsertIntoTable", "mode"): WriteMode,
-    ("RegisterTable", "mode"): RegisterMode,
-}
 
 
 def parse_path_identifier(raw: str, delimiter: str) -> list[str]:
@@ -137,8 +116,8 @@ def header_fields(headers: Mapping[str, str]) -> dict[str, Any]:
 
 def _normalise_choices(operation: Operation, fields: dict[str, Any]) -> None:
     """Any official spelling (ExistOk, EXIST_OK, exist_ok) of a choice becomes its value."""
-    for (operation_id, name), kind in CHOICE_FIELDS.items():
-        if operation_id == operation.backend_id and fields.get(name) is not None:
+    for name, kind in traits_of(operation.backend_id).choices.items():
+        if fields.get(name) is not None:
             fields[name] = parse_mode(fields[name], kind, next(iter(kind)), name).value
 
 
@@ -148,7 +127,8 @@ def _require_object_id(operation: Operation, fields: dict[str, Any]) -> None:
         return
     identifier = fields.get("id")
     addresses_one_object = operation.path is None or "{id}" in operation.path
-    if not identifier and addresses_one_object and operation.backend_id not in ROOT_OPERATIONS:
+    root_allowed = traits_of(operation.backend_id).root_allowed
+    if not identifier and addresses_one_object and not root_allowed:
         raise InvalidInputError(f"{operation.operation_id} needs a non-empty identifier")
     fields["id"] = [] if identifier is None else identifier
 

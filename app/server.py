@@ -18,7 +18,13 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from app.auth import IDENTITY_KEY, PRINCIPAL_KEY, AuthMiddleware, load_identities
+from app.auth import (
+    IDENTITY_KEY,
+    PRINCIPAL_KEY,
+    AuthMiddleware,
+    check_forwarding,
+    load_identities,
+)
 from app.bodies import BodyLimits, release_body
 from app.browser_guard import BrowserGuard
 from app.cache import GENERATION_FILE, Generations, MetadataCache
@@ -48,7 +54,8 @@ from app.responses import render, render_model
 from app.routing import LanceRoutes, RouteTable, route_path
 from app.spec import Operation, load_operations
 from backends import IMPLS
-from backends.core.access import AccessPolicy, Grants, Level, check_access
+from backends.core.access import AccessPolicy, Grants, check_access
+from backends.core.operations import Level, Subject, traits_of
 from backends.core.secrets import credential_values, without_credentials
 from backends.directory.stamps import directory_stamper
 from backends.vending import CredentialVendor, credential_vendor, with_vended
@@ -57,8 +64,6 @@ RequestReader = Callable[
     [Operation, Request, BodyLimits, Dialect], Awaitable[tuple[dict[str, Any], bytes | None]]
 ]
 Renderer = Callable[[Operation, Any, Dialect], Response]
-# The answers that carry vended credentials when vending is on (the spec's vend_credentials).
-VENDING_OPERATIONS = frozenset({"DescribeTable", "DeclareTable"})
 
 
 @dataclass(frozen=True)
@@ -134,12 +139,12 @@ class OperationEndpoint:
         only for a caller who may write the table."""
         vendor = self.service.vendor
         location = getattr(response, "location", None)
-        if (vendor is None or self.operation.backend_id not in VENDING_OPERATIONS
+        if (vendor is None or not traits_of(self.operation.backend_id).vends
                 or not location or not vendor.asked(fields.get("vend_credentials"))):
             return response
         caller_token = (fields.get("identity") or {}).get("auth_token")
         table_id = fields.get("id") or []
-        may_write = grants is None or grants.allows(Level.WRITE, table_id)
+        may_write = grants is None or grants.allows(Level.WRITE, table_id, Subject.TABLE)
         vended = await asyncio.to_thread(
             vendor.vend, location, scope.get(PRINCIPAL_KEY), table_id, caller_token, may_write
         )
@@ -281,6 +286,7 @@ def create_app(
     """The application serving `namespace`; `runtime_dir` and `metrics_dir` are the
     directories the workers of one server share (`app.workers`), when there are several."""
     settings = settings or Settings()
+    check_forwarding(namespace, settings)
     app = AdapterApp(
         title="lance-namespace-adapter",
         openapi_url=None,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -15,6 +14,7 @@ from pydantic import BaseModel
 
 from app.protocol import ARROW_FILE, ARROW_STREAM, JSON
 from backends.core import extensions
+from backends.core.operations import method_name
 
 SPEC_PATH = Path(__file__).with_name("rest.yaml")
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -66,7 +66,7 @@ class Operation:
     @cached_property
     def backend_method(self) -> str:
         """The `LanceNamespace` method: CreateNamespace -> create_namespace."""
-        return re.sub(r"(?<!^)(?=[A-Z])", "_", self.backend_id).lower()
+        return method_name(self.backend_id)
 
     @cached_property
     def request_model(self) -> type[BaseModel]:

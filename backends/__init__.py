@@ -11,11 +11,11 @@ of lance_namespace's native aliases, which win over registered ones, so `connect
 stays pylance's `DirectoryNamespace`; the server serves `dir` with
 `backends.directory.DirectoryBackend`, which holds that class and adds this adapter's fixes.
 
-`load_namespace` builds what the server serves through `lance_namespace.connect`, then gives a
-plain `LanceNamespace` plug-in the generic table operations (`backends.plugin`) and turns on
-the location checks (`backends.containment`) of the one guard every operation passes,
-`MetadataNamespace.guard`. The catalog backends are `backends.base.MetadataNamespace`
-subclasses, used as they are.
+`load_namespace` builds what the server serves through `lance_namespace.connect`, gives a
+plain `LanceNamespace` plug-in the generic table operations (`backends.plugin`) and puts the
+backend behind its one guard (`backends.guard.GuardedNamespace`: names validated, and the
+location checks of `backends.containment`). The catalog backends are
+`backends.base.MetadataNamespace` subclasses.
 
 A backend's package, and the client library of its extra (`CATALOG_EXTRAS`), is imported only
 when that backend is built or resolved, never by `import backends`: without the extra, building
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import lance_namespace
 from lance_namespace import LanceNamespace, register_namespace_impl
@@ -33,6 +34,9 @@ from lance_namespace import LanceNamespace, register_namespace_impl
 from backends.core.extras import GLUE, HIVE, Extra
 from backends.core.settings import ConfigurationError
 from backends.tables.errors import without_source_location
+
+if TYPE_CHECKING:
+    from backends.guard import GuardedNamespace
 
 # The registry lines: one alias and class path per catalog backend.
 CATALOG_IMPLS: dict[str, str] = {
@@ -90,8 +94,10 @@ def _configuration_error(impl: str, cause: BaseException) -> ConfigurationError:
     return ConfigurationError(f"cannot configure impl '{impl}': {cause}")
 
 
-def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> LanceNamespace:
-    """Build the backend `impl` with `properties`, with every generic table operation."""
+def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> GuardedNamespace:
+    """Build the backend `impl` with `properties`, with every generic table operation, behind
+    its one guard."""
+    from backends.guard import GuardedNamespace
     from backends.plugin import with_table_operations
 
     merged = dict(properties or {})
@@ -103,9 +109,7 @@ def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> La
     except ValueError as wrapped:
         cause = wrapped.__context__ or wrapped  # connect wraps every failure in a ValueError
         raise _configuration_error(impl, cause) from cause
-    loaded = with_table_operations(namespace)
-    loaded.check_locations()
-    return loaded
+    return GuardedNamespace(with_table_operations(namespace))
 
 
 __all__ = [

@@ -48,6 +48,7 @@ from lance_namespace import (
     DeleteTableTagRequest,
     DeleteTableTagResponse,
     DeregisterTableRequest,
+    DeregisterTableResponse,
     DescribeTableIndexStatsRequest,
     DescribeTableIndexStatsResponse,
     DescribeTableRequest,
@@ -100,19 +101,12 @@ from lance_namespace import (
 )
 
 from backends.capabilities import list_operations, unsupported
-from backends.containment import (
-    CHECKED_OPERATIONS,
-    Containment,
-    checked,
-    holds_other_tables,
-    moving_table,
-)
+from backends.containment import holds_other_tables
 from backends.core.arrow_schema import arrow_schema_to_json
 from backends.core.extensions import ListOperationsRequest, ListOperationsResponse
 from backends.core.locations import resolve_stored
 from backends.core.modes import CreateMode, WriteMode, parse_mode
 from backends.core.names import ID_DELIMITER, joined_id
-from backends.guard import FRONT_DOOR_MARK, FRONT_DOORS, call_with_valid_id, front_door
 from backends.layouts import TableLayout
 from backends.limits import NO_JOBS, NO_MANIFEST_STORE, AdapterLimits
 from backends.tables import history, indexes, lifecycle, reads, schema, writes
@@ -133,39 +127,17 @@ _Response = TypeVar("_Response")
 class MetadataNamespace(AdapterLimits, LanceNamespace):
     """A catalog backend; every table operation is done with pylance at the table location.
 
-    Every operation a subclass has, its own or inherited, is a front door to `guard`, the one
-    guard of the backend: the request's id is validated (`backends.core.names`), so a subclass never
-    sees a bad name, and once the server has loaded the backend (`check_locations`) the location
-    checks of `backends.containment` stand in front of RegisterTable, DeclareTable and DropTable.
+    `backends.load_namespace` puts a loaded backend behind its one guard
+    (`backends.guard.GuardedNamespace`): the request's id validated, so a backend never sees a
+    bad name, and the location checks of `backends.containment` in front of RegisterTable,
+    DeclareTable and DropTable. Inside, operations call each other as plain methods.
     """
 
-    _containment: Containment | None = None
-
-    def __init_subclass__(cls, **keywords: Any) -> None:
-        super().__init_subclass__(**keywords)
-        for name in FRONT_DOORS:
-            method = getattr(cls, name, None)
-            default = getattr(LanceNamespace, name, None)
-            if method is None or method is default or getattr(method, FRONT_DOOR_MARK, False):
-                continue
-            setattr(cls, name, front_door(method))
-
-    def guard(
-        self, name: str, call: Callable[..., Any], request: Any, *arguments: Any, **keywords: Any
-    ) -> Any:
-        """`call` (the operation `name`) for `request`, behind the backend's checks."""
-        if self._containment is not None and name in CHECKED_OPERATIONS:
-            call = checked(self._containment, name, call)
-        return call_with_valid_id(call, request, *arguments, **keywords)
-
-    def check_locations(self) -> None:
-        """From now on, the location checks guard this backend (a plug-in that names no
-        storage root is not checked)."""
-        root = self.storage_root()
-        if root is not None:
-            self._containment = Containment(self, root, self.table_layout())
-
     # -- hooks for subclasses ----------------------------------------------------------------
+
+    def served_operation(self, name: str) -> Callable[..., Any]:
+        """The method that serves the operation `name` (the guard calls it)."""
+        return getattr(self, name)
 
     def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
         """The catalog's entry of the table: location, storage options, properties."""
@@ -174,6 +146,11 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
     def table_entry_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         """TableNotFoundError unless the catalog holds the table (TableExists's catalog part)."""
         return LanceNamespace.table_exists(self, request)
+
+    def checks_callers(self) -> bool:
+        """Whether the catalog judges each caller by the identity the server forwards
+        (`auth_mode: forward`); a backend that does not would let any token do anything."""
+        return False
 
     def backend_name(self) -> str:
         """How code-0 messages name this backend (a class name: no addresses or paths)."""
@@ -194,6 +171,11 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
         (`backends.containment.holds_other_tables`); the credential vendor asks."""
         root = self.storage_root()
         return root is not None and holds_other_tables(root, self.table_layout(), location)
+
+    def deregister_entry(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
+        """The catalog's part of DropTable and RenameTable: the entry removed (the client's
+        DeregisterTable may refuse what these may do)."""
+        return self.deregister_table(request)
 
     def root_storage_options(self) -> dict[str, str]:
         """The storage options of the backend's own storage (its root)."""
@@ -288,16 +270,13 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
 
     def drop_table(self, request: DropTableRequest) -> DropTableResponse:
         table = self.locate(request)
-        self.deregister_table(DeregisterTableRequest(id=request.id, **caller(request)))
+        self.deregister_entry(DeregisterTableRequest(id=request.id, **caller(request)))
         remove_data(table)
         return DropTableResponse(id=request.id, location=table.location)
 
     def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
         table = self.locate(request)
-        with moving_table(table.id):
-            lifecycle.rename_by_reregistering(
-                self, request, table, self.registered_location(table)
-            )
+        lifecycle.rename_by_reregistering(self, request, table, self.registered_location(table))
         return RenameTableResponse()
 
     def list_all_tables(

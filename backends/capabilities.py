@@ -21,26 +21,10 @@ from lance_namespace import (
 )
 
 from backends.core.extensions import ListOperationsRequest, ListOperationsResponse
+from backends.core.operations import EXTENSION_METHODS, operation_id, operation_methods
 
 MethodT = TypeVar("MethodT", bound=Callable[..., Any])
 _UNSUPPORTED_MARK = "unsupported_default"
-# Deprecated in the spec in favour of DeclareTable; the official 0.13 clients have no route.
-_NOT_OPERATIONS = frozenset({"namespace_id", "create_empty_table"})
-EXTENSION_METHODS = ("alter_namespace", "alter_table")
-
-
-def operation_id(method_name: str) -> str:
-    """`create_table_index` -> `CreateTableIndex`."""
-    return "".join(part.capitalize() for part in method_name.split("_"))
-
-
-def operation_methods() -> list[str]:
-    """The method names of every operation of `LanceNamespace`."""
-    return [
-        name
-        for name, member in vars(LanceNamespace).items()
-        if callable(member) and not name.startswith("_") and name not in _NOT_OPERATIONS
-    ]
 
 
 def backend_name(namespace: Any) -> str:

@@ -15,25 +15,23 @@ The rules:
   that could hold other ids' own paths (a namespace's directory) is refused too. Nothing is
   written when a check fails (code 13). Each check needs at most one catalog lookup.
 - A table the server creates (CreateTable, DeclareTable without a location) is placed at its
-  own path, never over a Lance table already there.
+  own path, never over a Lance table already there (refused before anything is written).
 - DropTable deletes data only of a table that owns its location: one inside the root (also
   once symbolic links are resolved) and in the table's own path, or in the own path of an id
   the catalog no longer holds (a table renamed keeps its data where it was). Any other table
   is deregistered and its data left where it is.
 
-`MetadataNamespace.guard`, the one guard of every backend operation, puts these checks in
-front of register_table, declare_table and drop_table once the server has loaded the backend
-(`MetadataNamespace.check_locations`).
+The one guard of a loaded backend (`backends.guard.GuardedNamespace`) puts these checks in
+front of the client's RegisterTable, DeclareTable and DropTable; the backend's own calls
+(RenameTable re-registering the data it moves) do not pass them.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import os
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from lance_namespace import (
     DeregisterTableRequest,
@@ -53,17 +51,17 @@ from backends.core.names import joined_id
 from backends.core.settings import ConfigurationError
 from backends.layouts import TableLayout
 
+if TYPE_CHECKING:
+    from backends.base import MetadataNamespace
+
 # Files of the directory backend's catalog, directly below its root.
 CATALOG_ENTRIES = frozenset({"__manifest"})
-# While the server itself re-registers a table (RenameTable), its stored location is not
-# checked again.
-_moving: contextvars.ContextVar[bool] = contextvars.ContextVar("moving", default=False)
 
 
 class Containment:
     """The location checks of one backend, whose storage root is `root`."""
 
-    def __init__(self, namespace: LanceNamespace, root: str, layout: TableLayout) -> None:
+    def __init__(self, namespace: MetadataNamespace, root: str, layout: TableLayout) -> None:
         self.namespace = namespace
         self.layout = layout
         try:
@@ -157,31 +155,21 @@ def _physically_inside(path: StorageLocation, root: StorageLocation) -> bool:
     return os.path.realpath(path.uri).startswith(real_root)
 
 
-@contextlib.contextmanager
-def moving_table(table_id: list[str]) -> Iterator[None]:
-    """While a table is re-registered under a new id: its stored location moves with it."""
-    token = _moving.set(True)
-    try:
-        yield
-    finally:
-        _moving.reset(token)
-
-
 # The operations the location checks stand in front of.
-CHECKED_OPERATIONS = frozenset({"register_table", "declare_table", "drop_table"})
+CHECKED_OPERATIONS = frozenset({"register_table", "declare_table", "create_table", "drop_table"})
 
 
 def checked(containment: Containment, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
     """`call`, the operation `name` of the backend, behind its location checks."""
-    check = {"register_table": _register, "declare_table": _declare, "drop_table": _drop}[name]
+    check = {"register_table": _register, "declare_table": _declare, "create_table": _create,
+             "drop_table": _drop}[name]
     return functools.partial(check, containment, call)
 
 
 def _register(containment: Containment, register: Callable[..., Any], request: Any) -> Any:
     if not request.location or not str(request.location).strip():
         raise InvalidInputError("RegisterTable needs the location of an existing Lance table")
-    if not _moving.get():
-        containment.check_new_location(list(request.id or []), request.location, adopting=True)
+    containment.check_new_location(list(request.id or []), request.location, adopting=True)
     return register(request)
 
 
@@ -189,9 +177,16 @@ def _declare(containment: Containment, declare: Callable[..., Any], request: Any
     table_id = list(request.id or [])
     if request.location is None:
         _refuse_data_at_home(containment, table_id, request)
-    elif not _moving.get():
+    else:
         containment.check_new_location(table_id, request.location, adopting=False)
     return declare(request)
+
+
+def _create(
+    containment: Containment, create: Callable[..., Any], request: Any, *arguments: Any
+) -> Any:
+    _refuse_data_at_home(containment, list(request.id or []), request)
+    return create(request, *arguments)
 
 
 def _refuse_data_at_home(containment: Containment, table_id: list[str], request: Any) -> None:
@@ -229,16 +224,15 @@ def _drop(containment: Containment, drop: Callable[..., Any], request: Any) -> A
     entry = _catalog_entry(containment.namespace, table_id, request)
     if entry.location and containment.owns(table_id, entry):
         return drop(request)
-    deregistered = containment.namespace.deregister_table(
+    deregistered = containment.namespace.deregister_entry(
         DeregisterTableRequest(id=table_id, identity=request.identity, context=request.context)
     )
     return DropTableResponse(id=table_id, location=deregistered.location or entry.location)
 
 
 def _catalog_entry(
-    namespace: LanceNamespace, table_id: list[str], request: Any
+    namespace: MetadataNamespace, table_id: list[str], request: Any
 ) -> DescribeTableResponse:
-    describe = getattr(namespace, "describe_table_entry", namespace.describe_table)
-    return describe(
+    return namespace.describe_table_entry(
         DescribeTableRequest(id=table_id, identity=request.identity, context=request.context)
     )

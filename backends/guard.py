@@ -1,56 +1,88 @@
-"""The one front door of every backend operation: the request's id (and the tag and branch
-names and SQL expressions it holds, and the column types of its Arrow data) validated before
-the operation's body runs
-(`call_with_valid_id`), and `front_door`, which puts a `MetadataNamespace` method behind its
-namespace's `guard` (which adds the location checks of `backends.containment`)."""
+"""The one guard of every loaded backend: `GuardedNamespace`, the wrapper `load_namespace`
+puts around the backend it builds.
+
+Every operation called on the wrapper passes the guard once, before the backend's method:
+- the request's `id`, `new_namespace_id` and `new_table_name` are validated
+  (`backends.core.names`, in NFC), and the tag and branch names and SQL expressions the
+  request holds, and the column types of its Arrow data (`call_with_valid_id`);
+- RegisterTable, DeclareTable and DropTable pass the location checks of
+  `backends.containment` when the backend names a storage root.
+
+Inside the backend, operations call each other and their helpers as plain methods: nothing
+passes the guard twice, so no flag or memo tells an inner call from an outer one.
+"""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from backends.capabilities import EXTENSION_METHODS, operation_methods
-from backends.core.names import remembering_names, validate_identifier
+from backends.containment import CHECKED_OPERATIONS, Containment, checked
+from backends.core.names import validate_identifier, validate_name
+from backends.core.operations import EXTENSION_METHODS, operation_methods
 from backends.tables.access import check_storable_stream
 from backends.tables.refs import check_ref_names
 from backends.tables.sql import check_sql_expressions
 
+if TYPE_CHECKING:
+    from backends.base import MetadataNamespace
+
 ResultT = TypeVar("ResultT")
 
-# The methods that take a request naming an object: each validates the request's id first.
-FRONT_DOORS = (*operation_methods(), *EXTENSION_METHODS, "describe_table_entry")
-FRONT_DOOR_MARK = "validates_request_id"
+# The operations the wrapper puts behind the guard; any other attribute is the backend's own.
+GUARDED_OPERATIONS = frozenset((*operation_methods(), *EXTENSION_METHODS, "list_operations"))
 
 
-def front_door(method: Callable[..., Any]) -> Callable[..., Any]:
-    """`method(self, request, ...)` behind the namespace's one guard (`self.guard`: the
-    request's id validated, and the location checks of a loaded backend) before its body runs."""
-    name = method.__name__
+class GuardedNamespace:
+    """`backend` with every operation behind the guard. Anything else (`namespace_id`, the
+    hooks the server asks: `storage_root`, `readiness_probe`, ...) is the backend's."""
 
-    @functools.wraps(method)
-    def operation(self: Any, request: Any, *arguments: Any, **keywords: Any) -> Any:
-        return self.guard(name, functools.partial(method, self), request, *arguments,
-                          **keywords)
+    def __init__(self, backend: MetadataNamespace) -> None:
+        self.backend = backend
+        root = backend.storage_root()
+        self.containment = (
+            None if root is None else Containment(backend, root, backend.table_layout())
+        )
 
-    setattr(operation, FRONT_DOOR_MARK, True)
-    return operation
+    def call(self, name: str, request: Any, *arguments: Any, **keywords: Any) -> Any:
+        """The operation `name` for `request`, behind the guard."""
+        operation = self.backend.served_operation(name)
+        if self.containment is not None and name in CHECKED_OPERATIONS:
+            operation = checked(self.containment, name, operation)
+        return call_with_valid_id(operation, request, *arguments, **keywords)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in GUARDED_OPERATIONS:
+            return functools.partial(self.call, name)
+        return getattr(self.backend, name)
+
+    def __repr__(self) -> str:
+        return repr(self.backend)
 
 
 def call_with_valid_id(
     call: Callable[..., ResultT], request: Any, *arguments: Any, **keywords: Any
 ) -> ResultT:
-    """`call(request, ...)` with `request.id` validated first (and in NFC), and the tag and
-    branch names and SQL expressions it holds, and the column types of its Arrow data (the
-    one positional argument of the operations that take data): the front door of every
-    backend operation."""
-    with remembering_names():
-        identifier = getattr(request, "id", None)
-        if identifier is not None:
-            validated = validate_identifier(identifier)
-            if validated != identifier:
-                request = request.model_copy(update={"id": validated})
-        check_ref_names(request)
-        check_sql_expressions(request)
-        check_storable_stream(keywords.get("request_data", arguments[0] if arguments else None))
-        return call(request, *arguments, **keywords)
+    """`call(request, ...)` with `request.id`, `request.new_namespace_id` and
+    `request.new_table_name` validated first (and in NFC), and the tag and branch names and
+    SQL expressions it holds, and the column types of its Arrow data (the one positional
+    argument of the operations that take data)."""
+    updates: dict[str, Any] = {}
+    for field, kind in (("id", "identifier"), ("new_namespace_id", "new_namespace_id")):
+        names = getattr(request, field, None)
+        if names is not None:
+            validated = validate_identifier(names, kind)
+            if validated != names:
+                updates[field] = validated
+    new_name = getattr(request, "new_table_name", None)
+    if new_name is not None:
+        validated_name = validate_name(new_name, "new_table_name")
+        if validated_name != new_name:
+            updates["new_table_name"] = validated_name
+    if updates:
+        request = request.model_copy(update=updates)
+    check_ref_names(request)
+    check_sql_expressions(request)
+    check_storable_stream(keywords.get("request_data", arguments[0] if arguments else None))
+    return call(request, *arguments, **keywords)

@@ -17,8 +17,10 @@ from tests.support.adapter import running_server
 from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
-TOKENS = {"reader": "tok-reader", "writer": "tok-writer", "admin": "tok-admin"}
-ACCESS = {"reader": "read", "writer": "read, write@sales", "admin": "admin"}
+TOKENS = {"reader": "tok-reader", "writer": "tok-writer", "admin": "tok-admin",
+          "sales_reader": "tok-sales-reader", "archivist": "tok-archivist"}
+ACCESS = {"reader": "read", "writer": "read, write@sales", "admin": "admin",
+          "sales_reader": "read@sales", "archivist": "write@archive"}
 
 # The level each operation needs, written out by hand (not computed by the code under test).
 READS = {
@@ -26,7 +28,7 @@ READS = {
     "DescribeTable", "GetTable", "TableExists", "CountTableRows", "QueryTable",
     "ExplainTableQueryPlan", "AnalyzeTableQueryPlan", "GetTableStats", "ListTableIndices",
     "DescribeTableIndexStats", "ListTableVersions", "DescribeTableVersion", "ListTableTags",
-    "GetTableTagVersion", "ListTableBranches",
+    "GetTableTagVersion", "ListTableBranches", "ListAllTables",
 }
 WRITES = {
     "CreateTable", "DeclareTable", "InsertIntoTable", "MergeInsertIntoTable", "UpdateTable",
@@ -40,7 +42,7 @@ WRITES = {
 ADMINS = {"CreateNamespace", "DropNamespace", "AlterNamespace", "RegisterTable",
           "DeregisterTable"}
 # Operations that name no place in the namespace tree: covered by grants over everything.
-WHOLE_CATALOG_READS = {"ListAllTables", "DescribeTransaction"}
+WHOLE_CATALOG_READS = {"DescribeTransaction"}
 WHOLE_CATALOG_ADMINS = {"BatchCommitTables", "BatchCreateTableVersions", "AlterTransaction"}
 OPEN = {"ListOperations"}
 OPERATIONS = {operation.operation_id: operation for operation in load_operations()}
@@ -75,7 +77,7 @@ def target(operation_id: str, namespace: str) -> list[str]:
     """The object a call of `operation_id` names in `namespace`."""
     if operation_id in {"CreateNamespace", "DropNamespace", "AlterNamespace",
                         "DescribeNamespace", "GetNamespace", "NamespaceExists",
-                        "ListNamespaces", "ListTables"}:
+                        "ListNamespaces", "ListTables", "ListAllTables"}:
         return [namespace]
     return [namespace, "t"]
 
@@ -199,6 +201,39 @@ def test_a_malformed_rename_target_is_bad_input(served: tuple[str, Path]) -> Non
         answer = call_as(url, "writer", "/v1/table/sales$t/rename",
                          {"new_namespace_id": target, "new_table_name": "x"})
         assert (answer.status_code, answer.json()["code"]) == (400, 13), (target, answer.text)
+
+
+def test_a_namespace_grant_does_not_cover_a_root_table_of_its_name(
+    served: tuple[str, Path],
+) -> None:
+    """`write@archive` covers the namespace `archive` and its tables, not the root table
+    `archive`."""
+    url, root = served
+    admin = {"authorization": f"Bearer {TOKENS['admin']}"}
+    httpx.post(f"{url}/v1/table/archive/create", content=arrow_stream(sample_table(3)),
+               headers={**admin, **ARROW}, timeout=60).raise_for_status()
+    before = tree_snapshot(root)
+    archivist = {"authorization": f"Bearer {TOKENS['archivist']}"}
+    inserted = httpx.post(f"{url}/v1/table/archive/insert", headers={**archivist, **ARROW},
+                          content=arrow_stream(sample_table(2, start=3)), timeout=60)
+    assert refused(inserted), inserted.text
+    assert "table archive" in inserted.json()["error"]
+    assert refused(call_as(url, "archivist", "/v1/table/archive/drop", {}))
+    assert refused(call_as(url, "archivist", "/v1/table/archive/count_rows", {}))
+    assert tree_snapshot(root) == before
+    counted = call_as(url, "admin", "/v1/table/archive/count_rows", {})
+    assert counted.json() == 3, counted.text
+    assert call_as(url, "sales_reader", "/v1/table/sales$t/count_rows", {}).status_code == 200
+
+
+def test_list_all_tables_answers_only_what_the_grant_covers(served: tuple[str, Path]) -> None:
+    url, _ = served
+    scoped = call_as(url, "sales_reader", "/ListAllTables", {"id": ["sales"]})
+    assert scoped.status_code == 200, scoped.text
+    assert scoped.json()["tables"] and all(
+        table.startswith("sales$") for table in scoped.json()["tables"])
+    assert refused(call_as(url, "sales_reader", "/ListAllTables", {"id": ["hr"]}))
+    assert refused(call_as(url, "sales_reader", "/ListAllTables", {}))
 
 
 def test_pointing_a_table_at_storage_needs_admin(served: tuple[str, Path]) -> None:

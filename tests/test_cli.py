@@ -149,6 +149,19 @@ def test_a_root_that_is_a_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
         ]
 
 
+def test_forwarding_to_a_backend_that_checks_no_caller_is_refused_at_start(
+    tmp_path: Path,
+) -> None:
+    result = run_cli("serve", "--prop", f"root={tmp_path}", "--auth-mode", "forward",
+                     "--port", str(free_port()))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "lance-adapter: auth_mode forward without auth_tokens or auth_tokens_file lets any "
+        "bearer token do everything on the dir backend, which checks no caller: set tokens, "
+        "use auth_mode token, or set auth_forward_unchecked to accept that"
+    ]
+
+
 def test_an_unknown_log_level_is_one_line_and_exit_2(tmp_path: Path) -> None:
     result = run_cli("serve", "--prop", f"root={tmp_path}", "--log-level", "verbose")
     assert result.returncode == 2

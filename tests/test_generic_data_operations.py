@@ -48,7 +48,7 @@ def namespace(data_root: Path) -> Iterator[RestNamespace]:
 
 def test_the_stand_in_has_no_data_operations_of_its_own(data_root: Path) -> None:
     completed = load_namespace(STAND_IN, {"root": str(data_root)})
-    assert isinstance(completed, PluginNamespace)
+    assert isinstance(completed.backend, PluginNamespace)
     table_operations = {"create_table", "insert_into_table", "count_table_rows", "query_table"}
     assert table_operations <= set(vars(MetadataNamespace))
     assert not table_operations & set(vars(MetadataOnlyNamespace))

@@ -31,6 +31,7 @@ from lance_namespace import (
 from backends import load_namespace
 from backends.core.settings import ConfigurationError
 from backends.glue import GlueNamespace
+from backends.guard import GuardedNamespace
 from tests.support.glue import MotoEndpoint, glue_properties
 from tests.support.lance_data import sample_table, tree_snapshot
 
@@ -201,6 +202,8 @@ GLUE_NAME = "is not a valid Glue name"
 def test_invalid_names_are_rejected_before_glue(
     glue: GlueNamespace, clean_moto, bad: str, why: str
 ):
+    # Names are validated by the guard the server puts every loaded backend behind.
+    glue = GuardedNamespace(glue)
     with pytest.raises(InvalidInputError, match=why):
         glue.create_namespace(CreateNamespaceRequest(id=[bad]))
     create_db(glue, "ok")

@@ -15,6 +15,7 @@ from moto.core.authorization import enable_iam_authentication
 
 from backends.core.extensions import AlterNamespaceRequest, AlterTableRequest
 from backends.glue import GlueNamespace
+from backends.guard import GuardedNamespace
 from tests.support.common import free_port
 from tests.support.glue import MOTO_ACCOUNT_ID, MotoEndpoint, create_user_keys, glue_properties
 from tests.support.lance_data import all_list_pages, sample_table
@@ -137,7 +138,7 @@ def test_rename_errors_change_nothing(glue: GlueNamespace, clean_moto: MotoEndpo
         ),
         (ln.InvalidInputError, "new table name 'Bad' is not a valid Glue name",
          ln.RenameTableRequest(id=["db", "one"], new_table_name="Bad")),
-        (ln.InvalidInputError, "new table name must not be empty",
+        (ln.InvalidInputError, "new_table_name must not be empty",
          ln.RenameTableRequest(id=["db", "one"], new_table_name="")),
         (ln.InvalidInputError, r"table db\$hive is not a Lance table",
          ln.RenameTableRequest(id=["db", "hive"], new_table_name="x")),
@@ -148,7 +149,7 @@ def test_rename_errors_change_nothing(glue: GlueNamespace, clean_moto: MotoEndpo
     ]
     for error, why, request in cases:
         with pytest.raises(error, match=why):
-            glue.rename_table(request)
+            GuardedNamespace(glue).rename_table(request)  # as the server calls it
     assert stored_names(clean_moto, "db") == ["hive", "one", "two"]
     assert describe(glue, ["db", "one"]).location == "s3://b/one"
 

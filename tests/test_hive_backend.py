@@ -18,6 +18,7 @@ from hive_metastore.ttypes import NoSuchObjectException, PrincipalType
 
 from backends import resolve_impl
 from backends.core.settings import ConfigurationError
+from backends.guard import GuardedNamespace
 from backends.hive import Hive2Namespace, Hive3Namespace
 from tests.support.common import unique
 from tests.support.hive import HiveMetastoreProcess, create_raw_table, metastore_client
@@ -497,6 +498,8 @@ BAD_NAME_REFUSALS = {
 def test_bad_table_names_are_refused_and_nothing_is_registered(
     hive2: Hive2Namespace, database: str, hive_metastore: HiveMetastoreProcess, bad: str
 ) -> None:
+    # Names are validated by the guard the server puts every loaded backend behind.
+    hive2 = GuardedNamespace(hive2)
     with pytest.raises(ln.InvalidInputError, match=BAD_NAME_REFUSALS[bad]):
         hive2.declare_table(ln.DeclareTableRequest(id=[database, bad]))
     with metastore_client(hive_metastore.port) as client:
@@ -507,6 +510,8 @@ def test_bad_table_names_are_refused_and_nothing_is_registered(
 def test_bad_namespace_names_are_refused_and_nothing_is_created(
     hive2: Hive2Namespace, hive_metastore: HiveMetastoreProcess, bad: str
 ) -> None:
+    # Names are validated by the guard the server puts every loaded backend behind.
+    hive2 = GuardedNamespace(hive2)
     with metastore_client(hive_metastore.port) as client:
         before = client.get_all_databases()
     why = BAD_NAME_REFUSALS.get(bad, "database name is longer than 128 characters")

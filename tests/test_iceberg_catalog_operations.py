@@ -29,6 +29,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
 from backends.core.extensions import AlterNamespaceRequest, AlterTableRequest
+from backends.guard import GuardedNamespace
 from backends.iceberg import IcebergNamespace
 from tests.support.common import unique
 from tests.support.iceberg_rest_server import IcebergRestServer
@@ -108,8 +109,9 @@ def test_rename_errors_change_nothing(
     ns.declare_table(DeclareTableRequest(id=[*db, "a"]))
     ns.declare_table(DeclareTableRequest(id=[*db, "b"]))
 
-    def rename(**fields: object) -> None:
-        ns.rename_table(RenameTableRequest(**{"id": [*db, "a"], "new_table_name": "c", **fields}))
+    def rename(**fields: object) -> None:  # as the server calls it, behind the guard
+        request = RenameTableRequest(**{"id": [*db, "a"], "new_table_name": "c", **fields})
+        GuardedNamespace(ns).rename_table(request)
 
     with pytest.raises(TableNotFoundError, match=rf"Table does not exist: {db[1]}\.missing"):
         rename(id=[*db, "missing"])
@@ -119,9 +121,9 @@ def test_rename_errors_change_nothing(
         rename(new_table_name="a")
     with pytest.raises(NamespaceNotFoundError, match="Namespace does not exist: no_such_namespace"):
         rename(new_namespace_id=["wh", "no_such_namespace"])
-    for bad_name, why in (("", "table identifier part must not be empty"),
-                          ("x/y", "table identifier part 'x/y' must not contain '/'"),
-                          ("..", r"table identifier part must not be '\.\.'"),
+    for bad_name, why in (("", "new_table_name must not be empty"),
+                          ("x/y", "new_table_name 'x/y' must not contain '/'"),
+                          ("..", r"new_table_name must not be '\.\.'"),
                           ("tab\x01", "must not contain control or format characters")):
         with pytest.raises(InvalidInputError, match=why):
             rename(new_table_name=bad_name)

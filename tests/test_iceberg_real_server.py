@@ -42,6 +42,7 @@ from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
+from backends.guard import GuardedNamespace
 from backends.iceberg import IcebergNamespace
 from tests.support.common import unique
 from tests.support.iceberg_rest_server import IcebergRestServer
@@ -388,6 +389,8 @@ def test_register_existing_lance_table(
 def test_bad_table_identifiers_are_invalid_input(
     ns: IcebergNamespace, identifier: list[str], why: str
 ) -> None:
+    # Names are validated by the guard the server puts every loaded backend behind.
+    ns = GuardedNamespace(ns)
     with pytest.raises(InvalidInputError, match=why):
         ns.declare_table(DeclareTableRequest(id=identifier))
     with pytest.raises(InvalidInputError, match=why):
@@ -395,6 +398,8 @@ def test_bad_table_identifiers_are_invalid_input(
 
 
 def test_bad_namespace_identifier_is_invalid_input(ns: IcebergNamespace) -> None:
+    # Names are validated by the guard the server puts every loaded backend behind.
+    ns = GuardedNamespace(ns)
     with pytest.raises(
         InvalidInputError, match=r"identifier part 'a\\\\b' must not contain '\\\\'"
     ):

@@ -29,7 +29,6 @@ from lance_namespace import (
 
 from backends import load_namespace
 from backends.core import names
-from backends.directory import DirectoryBackend
 from tests.support.adapter import running_server
 from tests.support.glue import glue_properties
 from tests.support.lance_data import arrow_stream, sample_table
@@ -133,7 +132,7 @@ def test_bad_names_are_refused_through_the_server_before_the_backend(tmp_path: P
 
 
 def test_a_backend_used_from_python_refuses_bad_names(tmp_path: Path) -> None:
-    directory = DirectoryBackend(root=str(tmp_path))
+    directory = load_namespace("dir", {"root": str(tmp_path)})
     plugin = load_namespace("tests.support.plugin_stand_ins.RecordingNamespace",
                             {"name": "from-python"})
     for bad in BAD_IDS:
@@ -149,7 +148,7 @@ def test_a_backend_used_from_python_refuses_bad_names(tmp_path: Path) -> None:
 
 def test_a_name_reaches_the_backend_in_one_unicode_form(tmp_path: Path) -> None:
     decomposed, composed = "cafe\u0301", "caf\u00e9"
-    directory = DirectoryBackend(root=str(tmp_path))
+    directory = load_namespace("dir", {"root": str(tmp_path)})
     directory.create_namespace(CreateNamespaceRequest(id=[decomposed]))
     described = directory.describe_namespace(DescribeNamespaceRequest(id=[composed]))
     assert described is not None

@@ -53,7 +53,7 @@ def test_lance_namespace_connect_builds_our_backends_by_alias() -> None:
 def test_the_server_builds_its_own_class_whoever_holds_the_alias(impl: str) -> None:
     lance_namespace.register_namespace_impl(impl, f"lance_namespace_impls.{impl}.Other")
     try:
-        assert type(load_namespace(impl, OFFLINE_PROPERTIES[impl])) is resolve_impl(impl)
+        assert type(load_namespace(impl, OFFLINE_PROPERTIES[impl]).backend) is resolve_impl(impl)
     finally:
         lance_namespace.register_namespace_impl(impl, CATALOG_IMPLS[impl])
 
@@ -78,7 +78,7 @@ def test_importing_backends_is_the_registration() -> None:
 def test_dir_stays_pylances_for_connect_and_is_ours_for_the_server(tmp_path: Path) -> None:
     native = lance_namespace.connect("dir", {"root": str(tmp_path)})
     assert type(native) is DirectoryNamespace
-    assert type(load_namespace("dir", {"root": str(tmp_path)})) is DirectoryBackend
+    assert type(load_namespace("dir", {"root": str(tmp_path)}).backend) is DirectoryBackend
     assert resolve_impl("dir") is DirectoryBackend
 
 

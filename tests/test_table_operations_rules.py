@@ -48,6 +48,7 @@ from lance_namespace import (
 
 from backends.capabilities import list_operations
 from backends.core.extensions import AlterNamespaceRequest, AlterTableRequest, ListOperationsRequest
+from backends.guard import GuardedNamespace
 from backends.plugin import PluginNamespace
 from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
 from tests.support.plugin_stand_ins import MetadataOnlyNamespace, RecordingNamespace
@@ -227,7 +228,7 @@ class _WithoutRegister(MetadataOnlyNamespace):
 
 def test_list_operations_is_computed_from_the_backend(data_root: Path) -> None:
     request = ListOperationsRequest()
-    plugin = PluginNamespace(_WithoutRegister(root=str(data_root)))
+    plugin = GuardedNamespace(PluginNamespace(_WithoutRegister(root=str(data_root))))
     operations = plugin.list_operations(request).operations
     assert "RegisterTable" not in operations
     assert {"CreateTable", "DeregisterTable", "RenameTable", "ListAllTables"} <= set(operations)
@@ -272,7 +273,8 @@ def test_code_zero_names_the_operation_and_the_backend(
     ) as refused:
         call(namespace)
     assert refused.value.code == 0
-    name = "MetadataOnlyNamespace" if isinstance(namespace, PluginNamespace) else "Directory"
+    plugin = isinstance(namespace.backend, PluginNamespace)
+    name = "MetadataOnlyNamespace" if plugin else "Directory"
     assert operation in str(refused.value) and name in str(refused.value)
 
 
@@ -302,7 +304,7 @@ class _FailingDeregister(MetadataOnlyNamespace):
 
 
 def test_rename_is_undone_when_the_old_id_cannot_be_removed(data_root: Path) -> None:
-    plugin = PluginNamespace(_FailingDeregister(root=str(data_root)))
+    plugin = GuardedNamespace(PluginNamespace(_FailingDeregister(root=str(data_root))))
     plugin.create_namespace(CreateNamespaceRequest(id=["cat"]))
     plugin.create_table(CreateTableRequest(id=TABLE), arrow_stream(sample_table(5)))
     with pytest.raises(ServiceUnavailableError, match="the catalog is down"):

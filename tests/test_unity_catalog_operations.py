@@ -27,6 +27,7 @@ from lance_namespace import (
 )
 
 from backends.core.extensions import AlterNamespaceRequest, AlterTableRequest, ListOperationsRequest
+from backends.guard import GuardedNamespace
 from backends.unity import UnityNamespace
 from tests.support.common import unique
 from tests.support.unity_stand_in import API, UnityStandIn, running_unity_stand_in
@@ -129,7 +130,7 @@ def test_rename_errors_change_nothing(
 
     def rename(**fields: object) -> None:
         request = {"id": [*schema, "a"], "new_table_name": "c", **fields}
-        ns.rename_table(RenameTableRequest(**request))
+        GuardedNamespace(ns).rename_table(RenameTableRequest(**request))  # as the server does
 
     with pytest.raises(TableNotFoundError, match=r"Table not found: .*\.sch\.missing"):
         rename(id=[*schema, "missing"])
@@ -142,10 +143,10 @@ def test_rename_errors_change_nothing(
         rename(new_namespace_id=[schema[0], "no_such_schema"])
     with pytest.raises(NamespaceNotFoundError, match="Catalog not found: no_such_catalog"):
         rename(new_namespace_id=["no_such_catalog", "sch"])
-    for bad_name, why in (("", "table identifier part must not be empty"),
+    for bad_name, why in (("", "new_table_name must not be empty"),
                           ("a.b", "Unity names use only letters, digits"),
                           ("with space", "Unity names use only letters, digits"),
-                          ("x/y", "table identifier part 'x/y' must not contain '/'")):
+                          ("x/y", "new_table_name 'x/y' must not contain '/'")):
         with pytest.raises(InvalidInputError, match=why):
             rename(new_table_name=bad_name)
     with pytest.raises(

@@ -5,16 +5,18 @@ Levels nest: `read` (every operation that changes nothing), `write` (table data 
 changes: create, insert, merge, update, delete, alter columns, indexes, tags, branches,
 versions, restore, rename, drop), `admin` (namespaces, and RegisterTable, DeregisterTable and
 DeclareTable at a named location, which point the catalog at storage). A grant gives a level
-in one namespace and everything below it (`write@sales` covers `sales$t` and `sales$eu$t`),
-or everywhere (`write`). An operation needs its level at every object it names: RenameTable
-needs `write` at the table and at its new name. Operations that name no single place in the
-tree (ListAllTables, the transactions, the batch operations) need their level everywhere.
-The server checks a caller's grants in front of its cache and the backend (`app/server.py`).
+in one namespace and everything below it (`write@sales` covers the namespace `sales`, its
+tables `sales$t` and `sales$eu$t`, but not a root table named `sales`), or everywhere
+(`write`). An operation needs its level at every object it names (the level and what its id
+names are the operation's traits, `backends.core.operations`): RenameTable needs `write` at
+the table and at its new name; ListAllTables and ListTables need `read` at the namespace they
+list (the root: everywhere). Operations that name no single place in the tree (the
+transactions, the batch operations across tables) need their level everywhere. The server
+checks a caller's grants in front of its cache and the backend (`app/server.py`).
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,28 +24,9 @@ from typing import Any
 from lance_namespace import InvalidInputError, PermissionDeniedError
 
 from backends.core.names import ID_DELIMITER, joined_id, validate_identifier
-
-
-class Level(enum.IntEnum):
-    READ = 1
-    WRITE = 2
-    ADMIN = 3
-
+from backends.core.operations import Level, Subject, traits_of
 
 LEVEL_NAMES = {level.name.lower(): level for level in Level}
-_READ_PREFIXES = ("describe_", "list_", "count_", "query_", "get_", "explain_", "analyze_")
-_ADMIN_METHODS = frozenset({
-    "create_namespace", "drop_namespace", "alter_namespace", "register_table",
-    "deregister_table",
-})
-# Operations naming several tables in their body, or a transaction (whose id is no place in
-# the namespace tree): only a grant over everything covers them.
-_WHOLE_CATALOG_METHODS = frozenset({
-    "batch_commit_tables", "batch_create_table_versions", "alter_transaction",
-})
-_WHOLE_CATALOG_READS = frozenset({"describe_transaction"})
-# Operations that name no object and reveal nothing about any.
-_OPEN_METHODS = frozenset({"list_operations"})
 
 
 @dataclass(frozen=True)
@@ -53,8 +36,14 @@ class Grant:
     level: Level
     namespace: tuple[str, ...] = ()
 
-    def covers(self, target: Sequence[str]) -> bool:
-        return tuple(target[:len(self.namespace)]) == self.namespace
+    def covers(self, target: Sequence[str], subject: Subject = Subject.NAMESPACE) -> bool:
+        """Whether the grant reaches `target`, a namespace (at or below the grant's) or a
+        table (in a namespace at or below it: a table id equal to the grant's namespace is a
+        root-level table of that name, not inside it)."""
+        inside = tuple(target[:len(self.namespace)]) == self.namespace
+        if subject is Subject.TABLE and self.namespace:
+            return inside and len(target) > len(self.namespace)
+        return inside
 
     def __str__(self) -> str:
         name = self.level.name.lower()
@@ -65,13 +54,17 @@ class Grant:
 class Grants:
     grants: tuple[Grant, ...]
 
-    def level_at(self, target: Sequence[str]) -> Level | None:
+    def level_at(
+        self, target: Sequence[str], subject: Subject = Subject.NAMESPACE
+    ) -> Level | None:
         """The highest level a grant gives at `target`, None when none covers it."""
-        levels = [grant.level for grant in self.grants if grant.covers(target)]
+        levels = [grant.level for grant in self.grants if grant.covers(target, subject)]
         return max(levels, default=None)
 
-    def allows(self, level: Level, target: Sequence[str]) -> bool:
-        found = self.level_at(target)
+    def allows(
+        self, level: Level, target: Sequence[str], subject: Subject = Subject.NAMESPACE
+    ) -> bool:
+        found = self.level_at(target, subject)
         return found is not None and found >= level
 
     def __str__(self) -> str:
@@ -117,36 +110,51 @@ class AccessPolicy:
         return self.default
 
 
-def required_access(method: str, request: Any) -> list[tuple[Level, list[str]]]:
-    """The level operation `method` needs at each object `request` names (validated ids)."""
-    if method in _OPEN_METHODS:
+@dataclass(frozen=True)
+class Need:
+    """The level an operation needs at one object it names."""
+
+    level: Level
+    target: list[str]
+    subject: Subject
+
+
+def required_access(method: str, request: Any) -> list[Need]:
+    """What operation `method` needs at each object `request` names (validated ids)."""
+    traits = traits_of(method)
+    if traits.level is None:
         return []
-    if method in _WHOLE_CATALOG_METHODS:
-        return [(Level.ADMIN, [])]
-    if method in _WHOLE_CATALOG_READS:
-        return [(Level.READ, [])]
+    if traits.subject is Subject.CATALOG:
+        return [Need(traits.level, [], Subject.NAMESPACE)]
     target = validate_identifier(_field(request, "id") or [])
-    if method in _ADMIN_METHODS or (method == "declare_table" and _field(request, "location")):
-        return [(Level.ADMIN, target)]
-    if method.startswith(_READ_PREFIXES) or method.endswith("_exists"):
-        return [(Level.READ, target)]
+    level = traits.level
+    if method == "declare_table" and _field(request, "location"):
+        level = Level.ADMIN  # points the catalog at storage, as RegisterTable does
+    needs = [Need(level, target, traits.subject)]
     if method == "rename_table":
-        return [(Level.WRITE, target), (Level.WRITE, _renamed(request, target))]
-    return [(Level.WRITE, target)]
+        needs.append(Need(Level.WRITE, _renamed(request, target), Subject.TABLE))
+    return needs
 
 
 def check_access(grants: Grants, method: str, request: Any, who: str | None = None) -> None:
     """PermissionDeniedError (code 15) unless `grants` cover every object `request` names at
     the level `method` needs."""
-    for level, target in required_access(method, request):
-        if not grants.allows(level, target):
-            found = grants.level_at(target)
+    for need in required_access(method, request):
+        if not grants.allows(need.level, need.target, need.subject):
+            found = grants.level_at(need.target, need.subject)
             held = f"{found.name.lower()} access" if found else "no access"
-            place = joined_id(target) or "the root namespace"
+            place = _place(need)
             caller = f"identity {who!r}" if who else "this caller"
             raise PermissionDeniedError(
-                f"{caller} has {held} at {place}; this operation needs {level.name.lower()}"
+                f"{caller} has {held} at {place}; this operation needs {need.level.name.lower()}"
             )
+
+
+def _place(need: Need) -> str:
+    if not need.target:
+        return "the root namespace"
+    kind = "table" if need.subject is Subject.TABLE else "namespace"
+    return f"{kind} {joined_id(need.target)}"
 
 
 def _field(request: Any, name: str) -> Any:

@@ -1,12 +1,13 @@
 """Sorted, token-based paging shared by every backend's list operations, and ListAllTables'
-paging of table ids across namespaces."""
+scope and paging of table ids across namespaces."""
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
-from lance_namespace import InvalidInputError
+from lance_namespace import InvalidInputError, NamespaceExistsRequest
 
 from backends.core.names import ID_DELIMITER
 
@@ -62,3 +63,16 @@ def page_of_table_ids(
 def _ids_between(ordered_ids: list[str], after: str | None, below: str) -> int:
     start = bisect_right(ordered_ids, after) if after else 0
     return max(0, bisect_left(ordered_ids, below) - start)
+
+
+def within_scope(
+    namespace: Any, request: Any, paths: Iterable[Sequence[str]]
+) -> list[Sequence[str]]:
+    """The namespace `paths` at or below ListAllTables' scope, `request.id` (the root by
+    default): what a grant of that scope covers. A scope that is no namespace is not found
+    (code 1), as ListTables answers."""
+    scope = list(request.id or [])
+    if scope:
+        namespace.namespace_exists(NamespaceExistsRequest(
+            id=scope, identity=request.identity, context=request.context))
+    return [path for path in paths if list(path[:len(scope)]) == scope]

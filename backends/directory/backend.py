@@ -9,9 +9,6 @@ spellings and ignores the namespace and registration modes.
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from lance.namespace import DirectoryNamespace
@@ -31,8 +28,6 @@ from lance_namespace import (
     DescribeTableResponse,
     DropNamespaceRequest,
     DropNamespaceResponse,
-    DropTableRequest,
-    DropTableResponse,
     ExplainTableQueryPlanRequest,
     InsertIntoTableRequest,
     InsertIntoTableResponse,
@@ -56,7 +51,6 @@ from lance_namespace import (
 )
 
 from backends.base import MetadataNamespace
-from backends.containment import moving_table
 from backends.core.lance_tables import require_lance_table
 from backends.core.locations import (
     local_directory,
@@ -72,6 +66,7 @@ from backends.core.modes import (
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.core.paging import paginate
 from backends.core.settings import BackendSettings
+from backends.directory.delegated import NativeOperations
 from backends.directory.layout import (
     DirectoryLayout,
     as_lance_opens,
@@ -84,7 +79,6 @@ from backends.directory.layout import (
 )
 from backends.directory.native import (
     create_namespace_natively,
-    delegating,
     drop_namespace_natively,
     natively_ignored,
     quoted_for_sql,
@@ -98,22 +92,6 @@ from backends.tables.history import staging_manifest_key
 from backends.tables.lifecycle import caller, renamed_id
 from backends.tables.reads import query_vectors, require_vector_column, vector_column
 
-# Set while the backend itself deregisters a root table listed by its directory: DropTable,
-# which deletes the directory too, and RenameTable, which moves it (see `deregister_table`).
-_own_deregistration: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "own_deregistration", default=False
-)
-
-
-@contextlib.contextmanager
-def _deregistering_itself() -> Iterator[None]:
-    token = _own_deregistration.set(True)
-    try:
-        yield
-    finally:
-        _own_deregistration.reset(token)
-
-
 # The spellings the native operations accept.
 _NATIVE_CREATE_MODES = {
     CreateMode.CREATE: "Create",
@@ -122,11 +100,10 @@ _NATIVE_CREATE_MODES = {
 }
 
 
-@delegating
-class DirectoryBackend(MetadataNamespace):
-    """pylance's `DirectoryNamespace`, held and delegated to by name (`NATIVE_OPERATIONS`,
-    `NATIVE_TABLE_OPERATIONS`, and the native calls of the fixes below); every other operation
-    is this class's own or `MetadataNamespace`'s."""
+class DirectoryBackend(NativeOperations, MetadataNamespace):
+    """pylance's `DirectoryNamespace`, held and delegated to (`NativeOperations`, and the
+    native calls of the fixes below); every other operation is this class's own or
+    `MetadataNamespace`'s."""
 
     settings_class: ClassVar[type[BackendSettings]] = DirectorySettings
 
@@ -206,7 +183,7 @@ class DirectoryBackend(MetadataNamespace):
         require_storable_id(list(request.id or []))
         self._require_namespace(list(request.id or [])[:-1], request)
         if not stream_has_rows(request_data):
-            return super().create_table(request, request_data)
+            return MetadataNamespace.create_table(self, request, request_data)
         native = request.model_copy(update={"mode": _NATIVE_CREATE_MODES[mode]})
         created = self._native("create_table", native, request_data)
         if created.version is None:  # natively unset when ExistOk found the table
@@ -275,13 +252,13 @@ class DirectoryBackend(MetadataNamespace):
         (`backends.directory.native`), and on a table its lookup misses (see
         `_from_manifest`), which the base finds through `describe_table_entry`."""
         if natively_ignored(arguments[0]):
-            return getattr(super(), name)(*arguments)
+            return getattr(MetadataNamespace, name)(self, *arguments)
         try:
             return self._translated(name, *arguments)
         except TableNotFoundError as error:
             request = arguments[0]
             if self._from_manifest(request) is not None and not self._natively_found(request):
-                return getattr(super(), name)(*arguments)
+                return getattr(MetadataNamespace, name)(self, *arguments)
             if not self._exists(request):
                 raise
             table = joined_id(arguments[0].id)
@@ -339,13 +316,13 @@ class DirectoryBackend(MetadataNamespace):
         """A table the native lookup misses, or asked at a tag or on a branch, is described by
         the generic operation (from the catalog entry, completed as the request asks)."""
         if request.tag or request.branch:  # natively main's latest is described
-            return super().describe_table(request)
+            return MetadataNamespace.describe_table(self, request)
         try:
             described = self._natively_described(request)
         except TableNotFoundError:
             if self._from_manifest(request) is None:
                 raise
-            return super().describe_table(request)
+            return MetadataNamespace.describe_table(self, request)
         described.table_uri = described.location if request.with_table_uri else None
         return described
 
@@ -353,20 +330,18 @@ class DirectoryBackend(MetadataNamespace):
         """Natively a root table listed by its `<name>.lance` directory "deregisters" and is
         still found, listed and read there: refused, nothing changed (code 0)."""
         table_id = list(request.id or [])
-        if (len(table_id) == 1 and not _own_deregistration.get()
-                and self._natively_found(request)):
+        if len(table_id) == 1 and self._natively_found(request):
             raise UnsupportedOperationError(
                 f"table {table_id[0]} cannot be deregistered: it is the directory "
                 f"{table_id[0]}.lance under the root, which the DirectoryNamespace backend "
                 "lists as a table whatever its catalog holds; DropTable deletes it"
             )
-        return self._translated("deregister_table", request)
+        return self.deregister_entry(request)
 
-    def drop_table(self, request: DropTableRequest) -> DropTableResponse:
-        """Natively a registered table at a nested location cannot be dropped (its path is
-        re-encoded as one name): deregister, then delete the data at the location described."""
-        with _deregistering_itself():
-            return super().drop_table(request)
+    def deregister_entry(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
+        """The manifest entry removed: DropTable deletes a root table's directory too, and
+        RenameTable moves it, so neither leaves it found by its directory."""
+        return self._translated("deregister_table", request)
 
     # -- native operations that fail or answer wrongly: the generic ones instead ------------
 
@@ -383,9 +358,8 @@ class DirectoryBackend(MetadataNamespace):
         table = self.locate(request)
         directory = listed_directory(local_directory(self._root), table)
         if directory is None:
-            return super().rename_table(request)
-        with moving_table(table.id), _deregistering_itself():
-            rename_root_table(self, request, table, directory)
+            return MetadataNamespace.rename_table(self, request)
+        rename_root_table(self, request, table, directory)
         return RenameTableResponse()
 
     def create_table_version(

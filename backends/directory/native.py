@@ -1,10 +1,6 @@
-"""What the `dir` backend hands to pylance's native `DirectoryNamespace` as it is: the operations
-delegated by name (added to the backend class by `delegating`): as they are
-(`NATIVE_OPERATIONS`: DescribeNamespace, NamespaceExists and DescribeTransaction), and with
-their errors given the spec's codes and a table the native lookup misses served by the generic
-operation (`NATIVE_TABLE_OPERATIONS`: row writes other than insert, counts, listing and
-dropping indexes, tags, branch listing and deletion, restore, dropping columns and schema
-metadata); the quoting the native listings need, and what the native table operations ignore
+"""What the `dir` backend needs around pylance's native `DirectoryNamespace` (whose operations
+it delegates one by one in `backends.directory.delegated`): the quoting the native listings
+need, and what the native table operations ignore
 without a word (`natively_ignored`), so that a request asking for it is served by the generic
 operation (`MetadataNamespace`'s, pylance on the opened dataset) instead: a branch (natively
 every operation acts on main), a page (natively every listing answers whole), a merge's timeout
@@ -32,8 +28,7 @@ ListOperations and the code-0 answers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from lance.namespace import DirectoryNamespace
 from lance_namespace import (
@@ -54,7 +49,6 @@ from pydantic import BaseModel
 
 from backends.core.extensions import extension_fields
 from backends.core.modes import CreateMode, DropBehavior, DropMode, parse_mode
-from backends.guard import front_door
 from backends.tables.lifecycle import caller
 from backends.tables.reads import query_vectors
 
@@ -65,39 +59,6 @@ def quoted_for_sql(request: Any) -> Any:
     ended the literal (the listing failed, or read a client's SQL)."""
     names = [name.replace("'", "''") for name in request.id or []]
     return request.model_copy(update={"id": names})
-
-
-# pylance's operations served as they are.
-NATIVE_OPERATIONS = ("describe_namespace", "namespace_exists", "describe_transaction")
-# pylance's table operations served as they are, their errors given the spec's codes; a table
-# the native lookup misses is served by the generic operation (`DirectoryBackend._native`).
-NATIVE_TABLE_OPERATIONS = (
-    "merge_insert_into_table", "update_table", "delete_from_table", "count_table_rows",
-    "list_table_indices", "drop_table_index", "restore_table",
-    "update_table_schema_metadata",
-    "alter_table_drop_columns", "list_table_tags", "get_table_tag_version", "create_table_tag",
-    "update_table_tag", "delete_table_tag", "list_table_branches", "delete_table_branch",
-)
-BackendT = TypeVar("BackendT", bound=type)
-
-
-def delegating(backend: BackendT) -> BackendT:
-    """`backend` with an operation, behind its guard, for each native operation it delegates."""
-    for name in NATIVE_OPERATIONS:
-        setattr(backend, name, front_door(delegated_operation(name, backend._as_is)))
-    for name in NATIVE_TABLE_OPERATIONS:
-        setattr(backend, name, front_door(delegated_operation(name, backend._native)))
-    return backend
-
-
-def delegated_operation(name: str, call_native: Callable[..., Any]) -> Callable[..., Any]:
-    """The operation `name`: `call_native(self, name, request, ...)`."""
-
-    def operation(self: Any, request: Any, *arguments: Any) -> Any:
-        return call_native(self, name, request, *arguments)
-
-    operation.__name__ = operation.__qualname__ = name
-    return operation
 
 
 def natively_ignored(request: Any) -> bool:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from lance_namespace import InvalidInputError
 
-from backends.core.names import require_object_identifier, validate_identifier, validate_name
+from backends.core.names import object_identifier
 
 MAX_GLUE_NAME_LENGTH = 255
 MAX_PARAMETER_KEY_LENGTH = 255
@@ -19,8 +19,8 @@ _GLUE_NAME = re.compile(r"[a-z0-9_][a-z0-9_-]*")
 
 
 def validate_glue_name(name: str, kind: str) -> str:
-    """Glue's rules on top of the generic ones: lowercase letters, digits, `_`, `-`; <= 255."""
-    validate_name(name, kind)
+    """Glue's rules on top of the generic ones (the guard's): lowercase letters, digits, `_`,
+    `-`; <= 255."""
     if len(name) > MAX_GLUE_NAME_LENGTH:
         raise InvalidInputError(f"{kind} {name!r} is longer than {MAX_GLUE_NAME_LENGTH} characters")
     if not _GLUE_NAME.fullmatch(name):
@@ -32,13 +32,12 @@ def validate_glue_name(name: str, kind: str) -> str:
 
 def glue_identifier(parts: list[str] | None, kind: str) -> list[str]:
     """A namespace identifier of Glue names; the root namespace is the empty list."""
-    validated = validate_identifier(parts, f"{kind} identifier")
-    return [validate_glue_name(part, f"{kind} name") for part in validated]
+    return [validate_glue_name(part, f"{kind} name") for part in parts or []]
 
 
 def glue_table_identifier(parts: list[str] | None) -> tuple[list[str], str]:
     """A table identifier of Glue names, as (namespace, table)."""
-    identifier = require_object_identifier(parts, "table")
+    identifier = object_identifier(parts, "table")
     identifier = [validate_glue_name(part, "name") for part in identifier]
     return identifier[:-1], identifier[-1]
 

@@ -53,7 +53,7 @@ from backends.core.lance_tables import TABLE_TYPE_KEY, require_lance_table
 from backends.core.locations import storage_root
 from backends.core.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.core.names import joined_id
-from backends.core.paging import page_of_table_ids, paginate
+from backends.core.paging import page_of_table_ids, paginate, within_scope
 from backends.core.properties import PropertyChanges
 from backends.core.settings import BackendSettings
 from backends.glue.catalog import GlueCatalog, namespace_not_found
@@ -402,8 +402,9 @@ class GlueNamespace(MetadataNamespace):
         return AlterTableResponse(properties=dict(altered.get("Parameters") or {}))
 
     def list_all_tables(self, request: ListTablesRequest) -> ListTablesResponse:
+        databases = self._catalog.database_paths([], self._settings.catalog_id)
         page, token = page_of_table_ids(
-            self._catalog.database_paths([], self._settings.catalog_id),
+            within_scope(self, request, databases),
             lambda namespace: self._listed_tables(namespace, request.include_declared),
             request.page_token,
             request.limit,

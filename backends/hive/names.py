@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from lance_namespace import InvalidInputError
 
 from backends.core.locations import is_relative
-from backends.core.names import validate_identifier
 
 DEFAULT_CATALOG = "hive"
 DEFAULT_DATABASE = "default"
@@ -37,11 +36,8 @@ def hive_name(name: str, kind: str, max_length: int) -> str:
 
 
 def names_of_identifier(parts: Sequence[str] | None, kind: str) -> list[str]:
-    """The validated names of a list identifier, `$`-joined parts split into their names."""
-    names: list[str] = []
-    for part in validate_identifier(parts, kind):
-        names.extend(validate_identifier(part.split(IDENTIFIER_DELIMITER), kind))
-    return names
+    """The names of a list identifier the guard validated (no name holds a `$`)."""
+    return list(parts or [])
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ from backends.core.extensions import (
 from backends.core.lance_tables import open_lance_table, require_lance_table
 from backends.core.locations import storage_root
 from backends.core.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
-from backends.core.paging import page_of_table_ids, paginate
+from backends.core.paging import page_of_table_ids, paginate, within_scope
 from backends.core.properties import PropertyChanges
 from backends.core.settings import BackendSettings
 from backends.hive.client import MetastoreClientPool
@@ -306,7 +306,7 @@ class _HiveNamespace(MetadataNamespace):
 
     def list_all_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         page, token = page_of_table_ids(
-            self._hms.all_database_paths(),
+            within_scope(self, request, self._hms.all_database_paths()),
             lambda path: self._listed_tables(path, request.include_declared),
             request.page_token,
             request.limit,

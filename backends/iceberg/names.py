@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from lance_namespace import InvalidInputError
 
-from backends.core.names import require_object_identifier
+from backends.core.names import object_identifier
 
 NAMESPACE_SEPARATOR = "%1F"  # the unit separator \x1F, URL-encoded
 PARENT_SEPARATOR = "\x1f"  # the same in a `parent` query parameter
@@ -19,13 +19,13 @@ PARENT_SEPARATOR = "\x1f"  # the same in a `parent` query parameter
 
 def namespace_identifier(identifier: list[str] | None) -> tuple[str, list[str]]:
     """(warehouse, namespace path) of a namespace identifier."""
-    parts = require_object_identifier(identifier, "namespace")
+    parts = object_identifier(identifier, "namespace")
     return parts[0], parts[1:]
 
 
 def table_identifier(identifier: list[str] | None) -> tuple[str, list[str], str]:
     """(warehouse, namespace path, name) of a table identifier."""
-    parts = require_object_identifier(identifier, "table")
+    parts = object_identifier(identifier, "table")
     if len(parts) < 3:
         raise InvalidInputError("an Iceberg table identifier is [warehouse, namespace..., table]")
     return parts[0], parts[1:-1], parts[-1]

@@ -47,7 +47,7 @@ from backends.core.extensions import (
 from backends.core.lance_tables import TABLE_TYPE_KEY, has_lance_table_type, require_lance_table
 from backends.core.locations import storage_root
 from backends.core.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
-from backends.core.names import joined_id, validate_identifier
+from backends.core.names import joined_id
 from backends.core.paging import paginate
 from backends.core.properties import PropertyChanges
 from backends.core.settings import BackendSettings
@@ -106,7 +106,7 @@ class IcebergNamespace(RestCatalogNamespace):
     # Namespaces
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
-        parts = validate_identifier(request.id, "namespace identifier")
+        parts = list(request.id or [])
         if not parts:
             raise UnsupportedOperationError(
                 "the Iceberg REST protocol cannot list warehouses; list a warehouse instead"
@@ -116,7 +116,7 @@ class IcebergNamespace(RestCatalogNamespace):
         return ListNamespacesResponse(namespaces=page, page_token=token)
 
     def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
-        if not validate_identifier(request.id, "namespace identifier"):
+        if not request.id:
             return DescribeNamespaceResponse(properties={})  # the root always exists
         warehouse, path = namespace_identifier(request.id)
         if not path:
@@ -183,7 +183,7 @@ class IcebergNamespace(RestCatalogNamespace):
     def list_all_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         """Every Lance table under `request.id`, `$`-joined; an empty id means every namespace
         of the configured `warehouses`."""
-        scope = validate_identifier(request.id, "namespace identifier")
+        scope = list(request.id or [])
         if not scope and not self.warehouses:
             raise UnsupportedOperationError(
                 "list_all_tables on the iceberg backend needs the warehouses property: the "
@@ -299,7 +299,7 @@ class IcebergNamespace(RestCatalogNamespace):
         if target_namespace is None:
             target_namespace = [warehouse, *path]
         target_warehouse, target_path, new_name = table_identifier(
-            [*validate_identifier(target_namespace, "new namespace id"), request.new_table_name]
+            [*target_namespace, request.new_table_name]
         )
         if target_warehouse != warehouse:
             raise UnsupportedOperationError(

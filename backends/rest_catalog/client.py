@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 from lance_namespace import InternalError, LanceNamespace, ServiceUnavailableError
 
-from backends.capabilities import EXTENSION_METHODS, operation_methods
+from backends.core.operations import EXTENSION_METHODS, operation_methods
 from backends.rest_catalog.errors import ErrorRules, error_for, parse_error_reply
 from backends.rest_catalog.oauth import OAuth2ClientCredentials
 from backends.rest_catalog.settings import RestCatalogSettings

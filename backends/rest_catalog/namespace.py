@@ -30,6 +30,9 @@ class RestCatalogNamespace(MetadataNamespace):
     def storage_root(self) -> str:
         return self.root
 
+    def checks_callers(self) -> bool:
+        return bool(self.client.settings.forward_caller_token)
+
     def root_storage_options(self) -> dict[str, str]:
         return dict(self.storage_options)
 

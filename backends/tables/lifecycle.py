@@ -1,13 +1,13 @@
 """Operations that involve the catalog as well as the data: CreateTable's declare-then-write,
 DropTable's deregister-then-delete, RenameTable by re-registering, and ListAllTables by
-walking every namespace. They call only `LanceNamespace` methods of the backend."""
+walking every namespace. They call the backend's plain methods (`MetadataNamespace`)."""
 
 from __future__ import annotations
 
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from lance_namespace import (
@@ -17,7 +17,6 @@ from lance_namespace import (
     DeregisterTableRequest,
     InvalidInputError,
     InvalidTableStateError,
-    LanceNamespace,
     ListNamespacesRequest,
     ListTablesRequest,
     ListTablesResponse,
@@ -28,10 +27,13 @@ from lance_namespace import (
 )
 
 from backends.core.modes import CreateMode
-from backends.core.names import ID_DELIMITER, joined_id, validate_name
+from backends.core.names import ID_DELIMITER, joined_id
 from backends.core.paging import paginate
 from backends.tables.access import TableLocation, has_data, latest_dataset, remove_data
 from backends.tables.writes import write_rows
+
+if TYPE_CHECKING:
+    from backends.base import MetadataNamespace
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +44,7 @@ def caller(request: Any) -> dict[str, Any]:
 
 
 def create_table(
-    namespace: LanceNamespace,
+    namespace: MetadataNamespace,
     request: CreateTableRequest,
     rows: pa.Table,
     mode: CreateMode,
@@ -99,11 +101,11 @@ def _created(table: TableLocation, version: int) -> CreateTableResponse:
     )
 
 
-def _undeclare(namespace: LanceNamespace, request: Any, table: TableLocation | None) -> None:
+def _undeclare(namespace: MetadataNamespace, request: Any, table: TableLocation | None) -> None:
     """Undo a declaration whose first write failed (and what it wrote, `table`), so nothing
     is left half-created."""
     try:
-        namespace.deregister_table(DeregisterTableRequest(id=request.id, **caller(request)))
+        namespace.deregister_entry(DeregisterTableRequest(id=request.id, **caller(request)))
     except Exception:
         logger.exception("could not deregister %s after a failed write", request.id)
     if table is not None:
@@ -114,11 +116,11 @@ def renamed_id(request: RenameTableRequest) -> list[str]:
     if not request.id:
         raise InvalidInputError("RenameTable needs the table's id")
     parent = request.id[:-1] if request.new_namespace_id is None else request.new_namespace_id
-    return [*parent, validate_name(request.new_table_name, "new_table_name")]
+    return [*parent, request.new_table_name]
 
 
 def rename_by_reregistering(
-    namespace: LanceNamespace,
+    namespace: MetadataNamespace,
     request: RenameTableRequest,
     table: TableLocation,
     registered_location: str | None,
@@ -141,13 +143,13 @@ def rename_by_reregistering(
         **caller(request),
     ))
     try:
-        namespace.deregister_table(DeregisterTableRequest(id=request.id, **caller(request)))
+        namespace.deregister_entry(DeregisterTableRequest(id=request.id, **caller(request)))
     except BaseException:
-        namespace.deregister_table(DeregisterTableRequest(id=new_id, **caller(request)))
+        namespace.deregister_entry(DeregisterTableRequest(id=new_id, **caller(request)))
         raise
 
 
-def _children(namespace: LanceNamespace, parent: list[str], request: Any) -> list[str]:
+def _children(namespace: MetadataNamespace, parent: list[str], request: Any) -> list[str]:
     return _every_page(
         lambda token: namespace.list_namespaces(
             ListNamespacesRequest(id=parent, page_token=token, **caller(request))
@@ -156,7 +158,9 @@ def _children(namespace: LanceNamespace, parent: list[str], request: Any) -> lis
     )
 
 
-def _tables(namespace: LanceNamespace, parent: list[str], request: ListTablesRequest) -> list[str]:
+def _tables(
+    namespace: MetadataNamespace, parent: list[str], request: ListTablesRequest
+) -> list[str]:
     return _every_page(
         lambda token: namespace.list_tables(
             ListTablesRequest(
@@ -186,7 +190,7 @@ def _every_page(list_page: Callable[[str | None], Any], field: str) -> list[str]
 
 
 def list_all_tables(
-    namespace: LanceNamespace,
+    namespace: MetadataNamespace,
     request: ListTablesRequest,
     delimiter: str = ID_DELIMITER,
     is_declared_only: Callable[[list[str]], bool] | None = None,

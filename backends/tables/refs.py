@@ -1,5 +1,5 @@
 """Tag and branch names, checked before any storage is touched (`check_ref_names`, at every
-backend's front door, `backends.guard.call_with_valid_id`).
+backend's guard, `backends.guard.call_with_valid_id`).
 
 The rules are Lance's, plus one: a new tag's name is ASCII. Lance keeps a tag as the file
 `_refs/tags/<name>.json`, percent-encoding a non-ASCII name when it writes the file and again

@@ -1,6 +1,6 @@
 """The SQL expressions a request carries (filters, predicates, update and column expressions,
-a query's aliased output columns),
-checked before any storage is touched (`check_sql_expressions`, at every backend's front door,
+a query's aliased output columns), checked before any storage is touched
+(`check_sql_expressions`, in the one guard of every loaded backend,
 `backends.guard.call_with_valid_id`) for what Lance's SQL planner does not implement: it
 panics on them, so they are refused here with code 13.
 

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from lance_namespace import InvalidInputError
 
-from backends.core.names import require_object_identifier, validate_identifier
+from backends.core.names import object_identifier
 
 API_PATH = "/api/2.1/unity-catalog"
 # Unity Catalog's own rule for catalog, schema and table names.
@@ -17,11 +17,8 @@ UNITY_NAME = re.compile(r"[A-Za-z0-9_@-]{1,255}")
 def unity_identifier(
     identifier: list[str] | None, kind: str, max_levels: int, min_levels: int = 0
 ) -> list[str]:
-    """Validate an identifier against the common rules, Unity's levels and Unity's name rule."""
-    if min_levels:
-        parts = require_object_identifier(identifier, kind)
-    else:
-        parts = validate_identifier(identifier, f"{kind} identifier")
+    """An identifier the guard validated, checked against Unity's levels and name rule."""
+    parts = object_identifier(identifier, kind) if min_levels else list(identifier or [])
     if not min_levels <= len(parts) <= max_levels:
         shape = "catalog.schema.table" if kind == "table" else "catalog or catalog.schema"
         raise InvalidInputError(f"a Unity {kind} identifier is {shape}, got {parts}")

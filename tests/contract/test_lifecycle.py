@@ -16,6 +16,7 @@ from lance_namespace import (
     BatchCreateTableVersionsRequest,
     CreateMaterializedViewRequest,
     CreateNamespaceRequest,
+    CreateTableRequest,
     CreateTableVersionRequest,
     DeclareTableRequest,
     DescribeNamespaceRequest,
@@ -32,6 +33,7 @@ from lance_namespace import (
 from lance_namespace_urllib3_client.models import AlterTransactionAction, AlterTransactionSetStatus
 
 from tests.support.contract_backends import NAMESPACE_PROPERTIES, ContractBackend
+from tests.support.lance_data import arrow_stream, sample_table
 from tests.support.table_steps import TableLayout, run_every_step
 
 # Operations every backend serves, and the spec's names of two of them.
@@ -65,6 +67,23 @@ def assert_code_0(response: httpx.Response, operation: str, backend: ContractBac
 
 def test_every_table_operation_over_http(backend: ContractBackend) -> None:
     run_every_step(backend.client(), backend.new_layout())
+
+
+def test_list_all_tables_of_a_namespace_answers_only_the_tables_below_it(
+    backend: ContractBackend,
+) -> None:
+    """What a grant of one namespace covers (the official client's `GET /v1/table` carries no
+    id, so the operation route is called)."""
+    layout = backend.new_layout()
+    client = backend.client()
+    for table_id in (layout.other, [*layout.rename_target, "scoped"]):
+        client.create_table(CreateTableRequest(id=table_id), arrow_stream(sample_table(2)))
+    answer = httpx.post(f"{backend.url}/ListAllTables", json={"id": layout.rename_target},
+                        timeout=60)
+    assert answer.status_code == 200, answer.text
+    inside = "$".join(layout.rename_target) + "$"
+    assert "$".join([*layout.rename_target, "scoped"]) in answer.json()["tables"]
+    assert [table for table in answer.json()["tables"] if not table.startswith(inside)] == []
 
 
 def test_namespace_operations_and_their_modes(backend: ContractBackend) -> None:

@@ -176,7 +176,7 @@ def _forwarding(
     urls = [
         stack.enter_context(running_server(
             impl, {**properties, "auth_token": STATIC_TOKEN, "forward_caller_token": forwards},
-            auth_mode="forward",
+            auth_mode="forward", auth_forward_unchecked=forwards == "false",
         ))
         for forwards in ("true", "false")
     ]
