@@ -14,6 +14,7 @@ import yaml
 from lance_namespace import LanceNamespaceError
 
 from backends.core.access import AccessPolicy
+from backends.core.bounds import RequestBounds
 from backends.core.settings import parse_bool
 
 ENV_PREFIX = "LANCE_ADAPTER_"
@@ -55,6 +56,12 @@ class Settings:
     # Rows, and columns (nested fields count), of one Arrow IPC request body.
     max_arrow_rows: int = 100_000_000
     max_arrow_columns: int = 10_000
+    # What one request may make the server compute (backends.core.bounds): the bytes of one
+    # SQL expression, a query's output columns, and how many times the functions that repeat
+    # their input (repeat, lpad, rpad, array_repeat, range) may multiply a value.
+    max_expression_bytes: int = 16 * 1024
+    max_projection_columns: int = 1024
+    max_expression_expansion: int = 1024
     # How deeply a JSON body or an Arrow schema may nest.
     max_nesting_depth: int = 32
     # Seconds a request's whole body may take to arrive; a slower one is answered 408.
@@ -235,6 +242,7 @@ def load_settings(
     for name in ("workers", "max_concurrency", "max_body_bytes", "max_in_flight_body_bytes",
                  "max_json_body_bytes", "max_json_containers", "max_arrow_rows",
                  "max_arrow_columns", "max_nesting_depth", "max_header_bytes",
+                 "max_expression_bytes", "max_projection_columns", "max_expression_expansion",
                  "maintenance_min_small_fragments", "maintenance_target_rows_per_fragment"):
         if getattr(settings, name) < 1:
             raise SettingsError(f"setting '{name}' must be at least 1")
@@ -267,6 +275,12 @@ def check_service_settings(settings: Settings) -> None:
         raise SettingsError(f"auth_mode must be one of {', '.join(AUTH_MODES)}")
     allowed_origin_list(settings)
     access_policy(settings)
+
+
+def request_bounds(settings: Settings) -> RequestBounds:
+    """What one request may make the backend compute, as the guard checks it."""
+    return RequestBounds(settings.max_expression_bytes, settings.max_projection_columns,
+                         settings.max_expression_expansion)
 
 
 def access_policy(settings: Settings) -> AccessPolicy | None:

@@ -36,6 +36,7 @@ from backends.core.settings import ConfigurationError
 from backends.tables.errors import without_source_location
 
 if TYPE_CHECKING:
+    from backends.core.bounds import RequestBounds
     from backends.guard import GuardedNamespace
 
 # The registry lines: one alias and class path per catalog backend.
@@ -94,9 +95,11 @@ def _configuration_error(impl: str, cause: BaseException) -> ConfigurationError:
     return ConfigurationError(f"cannot configure impl '{impl}': {cause}")
 
 
-def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> GuardedNamespace:
+def load_namespace(
+    impl: str, properties: Mapping[str, str] | None = None, bounds: RequestBounds | None = None
+) -> GuardedNamespace:
     """Build the backend `impl` with `properties`, with every generic table operation, behind
-    its one guard."""
+    its one guard (which holds each request within `bounds`)."""
     from backends.guard import GuardedNamespace
     from backends.plugin import with_table_operations
 
@@ -109,7 +112,7 @@ def load_namespace(impl: str, properties: Mapping[str, str] | None = None) -> Gu
     except ValueError as wrapped:
         cause = wrapped.__context__ or wrapped  # connect wraps every failure in a ValueError
         raise _configuration_error(impl, cause) from cause
-    return GuardedNamespace(with_table_operations(namespace))
+    return GuardedNamespace(with_table_operations(namespace), bounds)
 
 
 __all__ = [

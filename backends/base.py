@@ -192,8 +192,9 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
             )
         return resolve_stored(root).child(*home).uri
 
-    def registered_location(self, table: TableLocation) -> str:
-        """The location RegisterTable takes for `table`'s data (rename re-registers it)."""
+    def registered_location(self, table: TableLocation) -> str | None:
+        """The location RegisterTable takes for `table`'s data (rename re-registers it); None:
+        the renamed table is declared at its new id's own path."""
         return table.location
 
     # -- resolving a table -------------------------------------------------------------------

@@ -16,19 +16,26 @@ The rules:
   written when a check fails (code 13). Each check needs at most one catalog lookup.
 - A table the server creates (CreateTable, DeclareTable without a location) is placed at its
   own path, never over a Lance table already there (refused before anything is written).
+- Ownership is recorded with the data (`backends.ownership`): CreateTable, DeclareTable and
+  RegisterTable record the table's id at its location, RenameTable moves the record to the
+  new id. A location whose record (or a record above it) names a live table of another id
+  whose entry names it is refused; data last owned by a table now gone is taken only within
+  that table's namespace.
 - DropTable deletes data only of a table that owns its location: one inside the root (also
-  once symbolic links are resolved) and in the table's own path, or in the own path of an id
-  the catalog no longer holds (a table renamed keeps its data where it was). Any other table
-  is deregistered and its data left where it is.
+  once symbolic links are resolved) whose record names the table. Any other table (data the
+  server did not record: other tools' entries, tables from before records) is deregistered
+  and its data left where it is.
 
 The one guard of a loaded backend (`backends.guard.GuardedNamespace`) puts these checks in
-front of the client's RegisterTable, DeclareTable and DropTable; the backend's own calls
+front of the client's CreateTable, RegisterTable, DeclareTable, RenameTable and DropTable;
+the backend's own calls
 (RenameTable re-registering the data it moves) do not pass them.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -50,9 +57,13 @@ from backends.core.locations import StorageLocation, parse_location, resolve_sto
 from backends.core.names import joined_id
 from backends.core.settings import ConfigurationError
 from backends.layouts import TableLayout
+from backends.ownership import OwnershipRecords
+from backends.tables.lifecycle import renamed_id
 
 if TYPE_CHECKING:
     from backends.base import MetadataNamespace
+
+logger = logging.getLogger("lance_adapter")
 
 # Files of the directory backend's catalog, directly below its root.
 CATALOG_ENTRIES = frozenset({"__manifest"})
@@ -68,15 +79,16 @@ class Containment:
             self.root = resolve_stored(root)
         except InvalidInputError as error:
             raise ConfigurationError(f"the storage root cannot be used: {error}") from None
+        self.records = OwnershipRecords(namespace, self.root, layout)
 
     def check_new_location(
-        self, table_id: list[str], location: str, adopting: bool
+        self, table_id: list[str], location: str, adopting: bool, request: Any
     ) -> StorageLocation:
-        """A client-named location the table `table_id` may take, else code 13. Data left in
-        the own path of an id the catalog no longer holds (a deregistered or renamed table's)
-        may be adopted by RegisterTable (`adopting`) of a table in the same namespace;
-        DeclareTable may not take such a path, which would still be empty when that id is
-        created there."""
+        """A client-named location the table `table_id` may take, else code 13. A location
+        whose ownership is recorded is taken as the record allows (`OwnershipRecords`); data
+        left unrecorded in the own path of an id the catalog no longer holds may be adopted
+        by RegisterTable (`adopting`) of a table in that id's namespace. DeclareTable may not
+        take another id's own path, which would still be empty when that id is created."""
         path = self._inside_root(parse_location(location, self.root))
         if path is None:
             raise InvalidInputError(
@@ -86,7 +98,8 @@ class Containment:
         relative = path.relative_to(self.root) or ()
         owner = self.layout.owner_of(relative)
         key = self.layout.key(table_id)
-        if owner is not None and owner != key:
+        recorded = self.records.refuse_taken(table_id, path, request)
+        if owner is not None and owner != key and not (adopting and recorded):
             # Only within the namespace: its writers may reach what lies in its paths anyway.
             if adopting and owner[:-1] == key[:-1] and _gone(self.namespace, list(owner)):
                 return path
@@ -101,15 +114,11 @@ class Containment:
         return path
 
     def owns(self, table_id: list[str], entry: DescribeTableResponse) -> bool:
-        """Whether the table of `entry` owns its location, so DropTable may delete it."""
+        """Whether the table of `entry` owns its location, so DropTable may delete it: inside
+        the root, its record naming the table."""
         path = self._owned_path(entry.location or "")
-        if path is None:
-            return False
-        owner = self.layout.owner_of(path.relative_to(self.root) or ())
-        if owner is None:
-            return False
-        # A renamed table's data stays in its first id's own path.
-        return owner == self.layout.key(table_id) or _gone(self.namespace, list(owner))
+        return path is not None and self.records.owns(
+            table_id, path.uri, entry.storage_options)
 
     def home(self, table_id: list[str]) -> StorageLocation | None:
         """The id's own path, when the layout gives one."""
@@ -156,37 +165,82 @@ def _physically_inside(path: StorageLocation, root: StorageLocation) -> bool:
 
 
 # The operations the location checks stand in front of.
-CHECKED_OPERATIONS = frozenset({"register_table", "declare_table", "create_table", "drop_table"})
+CHECKED_OPERATIONS = frozenset(
+    {"register_table", "declare_table", "create_table", "rename_table", "drop_table"})
 
 
 def checked(containment: Containment, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
     """`call`, the operation `name` of the backend, behind its location checks."""
     check = {"register_table": _register, "declare_table": _declare, "create_table": _create,
-             "drop_table": _drop}[name]
+             "rename_table": _rename, "drop_table": _drop}[name]
     return functools.partial(check, containment, call)
 
 
 def _register(containment: Containment, register: Callable[..., Any], request: Any) -> Any:
     if not request.location or not str(request.location).strip():
         raise InvalidInputError("RegisterTable needs the location of an existing Lance table")
-    containment.check_new_location(list(request.id or []), request.location, adopting=True)
-    return register(request)
+    table_id = list(request.id or [])
+    place = containment.check_new_location(table_id, request.location, True, request)
+    return _claimed(containment, table_id, place, register(request), request)
 
 
 def _declare(containment: Containment, declare: Callable[..., Any], request: Any) -> Any:
     table_id = list(request.id or [])
     if request.location is None:
         _refuse_data_at_home(containment, table_id, request)
-    else:
-        containment.check_new_location(table_id, request.location, adopting=False)
-    return declare(request)
+        declared = declare(request)
+        _claim_after(containment, table_id, declared, unrecorded_only=False)
+        return declared
+    place = containment.check_new_location(table_id, request.location, False, request)
+    return _claimed(containment, table_id, place, declare(request), request)
+
+
+def _claimed(containment: Containment, table_id: list[str], place: StorageLocation,
+             answer: Any, request: Any) -> Any:
+    """`answer` to a registration at a client-named `place`, once its owner is recorded: a
+    location is never left registered without its record (which keeps other tables out), so
+    a record that cannot be written undoes the registration."""
+    try:
+        containment.records.claim(table_id, place.uri, placed=False)
+    except BaseException:
+        containment.namespace.deregister_entry(DeregisterTableRequest(
+            id=table_id, identity=request.identity, context=request.context))
+        raise
+    return answer
 
 
 def _create(
     containment: Containment, create: Callable[..., Any], request: Any, *arguments: Any
 ) -> Any:
-    _refuse_data_at_home(containment, list(request.id or []), request)
-    return create(request, *arguments)
+    table_id = list(request.id or [])
+    _refuse_data_at_home(containment, table_id, request)
+    created = create(request, *arguments)
+    _claim_after(containment, table_id, created, unrecorded_only=True)
+    return created
+
+
+def _rename(containment: Containment, rename: Callable[..., Any], request: Any) -> Any:
+    before = _catalog_entry(containment.namespace, list(request.id or []), request).location
+    renamed = rename(request)
+    new_id = renamed_id(request)
+    try:
+        containment.records.moved(list(request.id), new_id, before, request)
+    except Exception:  # the rename took effect: answered as done, the record left behind
+        logger.exception("could not move the ownership record of %s", joined_id(new_id))
+    return renamed
+
+
+def _claim_after(
+    containment: Containment, table_id: list[str], answer: Any, unrecorded_only: bool
+) -> None:
+    """Record the owner of a table the backend has just placed. The table exists already: a
+    record that cannot be written is logged, not answered as a failure of a write that took
+    effect (without a record, DropTable leaves the data: the safe side)."""
+    try:
+        containment.records.claim(table_id, answer.location, True, answer.storage_options,
+                                  unrecorded_only)
+    except Exception:
+        logger.exception("could not record the owner of %s", joined_id(table_id))
 
 
 def _refuse_data_at_home(containment: Containment, table_id: list[str], request: Any) -> None:

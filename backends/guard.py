@@ -5,6 +5,7 @@ Every operation called on the wrapper passes the guard once, before the backend'
 - the request's `id`, `new_namespace_id` and `new_table_name` are validated
   (`backends.core.names`, in NFC), and the tag and branch names and SQL expressions the
   request holds, and the column types of its Arrow data (`call_with_valid_id`);
+- the SQL expressions and projections it carries are within the server's `RequestBounds`;
 - RegisterTable, DeclareTable and DropTable pass the location checks of
   `backends.containment` when the backend names a storage root.
 
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from backends.containment import CHECKED_OPERATIONS, Containment, checked
+from backends.core.bounds import RequestBounds
 from backends.core.names import validate_identifier, validate_name
 from backends.core.operations import EXTENSION_METHODS, operation_methods
 from backends.tables.access import check_storable_stream
@@ -38,8 +40,9 @@ class GuardedNamespace:
     """`backend` with every operation behind the guard. Anything else (`namespace_id`, the
     hooks the server asks: `storage_root`, `readiness_probe`, ...) is the backend's."""
 
-    def __init__(self, backend: MetadataNamespace) -> None:
+    def __init__(self, backend: MetadataNamespace, bounds: RequestBounds | None = None) -> None:
         self.backend = backend
+        self.bounds = bounds or RequestBounds()
         root = backend.storage_root()
         self.containment = (
             None if root is None else Containment(backend, root, backend.table_layout())
@@ -50,7 +53,7 @@ class GuardedNamespace:
         operation = self.backend.served_operation(name)
         if self.containment is not None and name in CHECKED_OPERATIONS:
             operation = checked(self.containment, name, operation)
-        return call_with_valid_id(operation, request, *arguments, **keywords)
+        return call_with_valid_id(operation, request, *arguments, bounds=self.bounds, **keywords)
 
     def __getattr__(self, name: str) -> Any:
         if name in GUARDED_OPERATIONS:
@@ -62,7 +65,8 @@ class GuardedNamespace:
 
 
 def call_with_valid_id(
-    call: Callable[..., ResultT], request: Any, *arguments: Any, **keywords: Any
+    call: Callable[..., ResultT], request: Any, *arguments: Any,
+    bounds: RequestBounds | None = None, **keywords: Any
 ) -> ResultT:
     """`call(request, ...)` with `request.id`, `request.new_namespace_id` and
     `request.new_table_name` validated first (and in NFC), and the tag and branch names and
@@ -83,6 +87,6 @@ def call_with_valid_id(
     if updates:
         request = request.model_copy(update=updates)
     check_ref_names(request)
-    check_sql_expressions(request)
+    check_sql_expressions(request, bounds)
     check_storable_stream(keywords.get("request_data", arguments[0] if arguments else None))
     return call(request, *arguments, **keywords)

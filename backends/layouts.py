@@ -9,7 +9,7 @@ ids; it never calls the catalog.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 # The directory of a Lance table named `<name>`: glue and iceberg tables below their namespace
 # levels, `dir`'s root tables below the root.
@@ -108,19 +108,22 @@ class HiveLayout(TableLayout):
 
 
 class FixedDepthLayout(TableLayout):
-    """`<root>/<level>/…/<table>` with a fixed number of levels (unity: catalog/schema/table)."""
+    """`<root>/<level>/…/<table>` with a fixed number of levels (unity: catalog/schema/table);
+    a path with a segment that can never be a name of the catalog (`is_name`) is no one's."""
 
-    def __init__(self, depth: int) -> None:
+    def __init__(self, depth: int, is_name: Callable[[str], bool] = lambda _: True) -> None:
         self.depth = depth
+        self.is_name = is_name
 
     def home(self, table_id: Sequence[str]) -> tuple[str, ...] | None:
         return tuple(table_id) if len(table_id) == self.depth else None
 
     def owner(self, relative: tuple[str, ...]) -> tuple[str, ...] | None:
-        return relative if len(relative) == self.depth else None
+        named = all(self.is_name(segment) for segment in relative)
+        return relative if len(relative) == self.depth and named else None
 
     def holds_homes(self, relative: tuple[str, ...]) -> bool:
-        return len(relative) < self.depth
+        return len(relative) < self.depth and all(self.is_name(name) for name in relative)
 
 
 def _suffixed(name: str) -> bool:

@@ -20,4 +20,5 @@ pytest_plugins = (
     "tests.support.vending",
     "tests.support.contract_backends",
     "tests.support.field_walk",
+    "tests.support.containment_catalogs",
 )

@@ -15,13 +15,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
 import pytest
 
 from app.config import Settings
-from tests.support.cli import Adapter, start_adapter
+from tests.support.cli import Adapter, resident_bytes, start_adapter
 from tests.support.lance_data import arrow_stream, error_code, sample_table, zeros_stream
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
@@ -70,13 +69,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     assert not [line for line in lines if line["level"] == "error"]
     assert not [line for line in lines if (line.get("status") or 0) >= 500]
     assert any(line.get("status") == 413 for line in lines)
-
-
-def resident_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError(f"no VmRSS for process {pid}")
 
 
 class Observed:

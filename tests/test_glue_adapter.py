@@ -33,12 +33,10 @@ from moto.core.authorization import enable_iam_authentication
 from tests.support.adapter import running_server
 from tests.support.common import free_port
 from tests.support.glue import (
-    REGION,
-    TEST_ACCESS_KEY,
-    TEST_SECRET_KEY,
     MotoEndpoint,
     create_user_keys,
     glue_properties,
+    s3_storage,
 )
 from tests.support.lance_data import arrow_stream, sample_table
 
@@ -50,17 +48,6 @@ class GlueAdapter:
     url: str
     moto: MotoEndpoint
     storage_options: dict[str, str]
-
-
-def s3_storage(moto_url: str) -> dict[str, str]:
-    """pylance (object_store) options for moto's S3 on loopback."""
-    return {
-        "aws_endpoint": moto_url,
-        "aws_region": REGION,
-        "aws_access_key_id": TEST_ACCESS_KEY,
-        "aws_secret_access_key": TEST_SECRET_KEY,
-        "allow_http": "true",
-    }
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,6 @@ code 13 and nothing is written; DropTable deletes only data its table owns
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import lance
@@ -20,85 +17,14 @@ from lance_namespace import (
     DescribeTableRequest,
     DropTableRequest,
     InvalidInputError,
-    LanceNamespace,
     RegisterTableRequest,
     RenameTableRequest,
     TableExistsRequest,
     TableNotFoundError,
 )
 
-from backends import load_namespace
-from tests.support.glue import glue_properties
-from tests.support.iceberg_stand_in import running_iceberg_stand_in
+from tests.support.containment_catalogs import Catalog, create_table
 from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
-from tests.support.unity_stand_in import running_unity_stand_in
-
-KINDS = ("dir", "hive2", "glue", "unity", "iceberg")
-
-
-@dataclass
-class Catalog:
-    namespace: LanceNamespace
-    root: Path
-    parent: list[str]  # a namespace that can hold tables
-    kind: str
-
-    def table(self, name: str) -> list[str]:
-        return [*self.parent, name]
-
-
-@pytest.fixture(scope="module")
-def unity_url() -> Iterator[str]:
-    with running_unity_stand_in() as fixture:
-        from unitycatalog.client import ApiClient, CatalogsApi, Configuration
-        from unitycatalog.client.models import CreateCatalog
-
-        async def create_catalog() -> None:
-            configuration = Configuration(host=f"{fixture.url}/api/2.1/unity-catalog")
-            async with ApiClient(configuration) as api_client:
-                await CatalogsApi(api_client).create_catalog(CreateCatalog(name="lake"))
-
-        asyncio.run(create_catalog())
-        yield fixture.url
-
-
-@pytest.fixture(scope="module")
-def iceberg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_iceberg_stand_in(tmp_path_factory.mktemp("iceberg-containment")) as fixture:
-        yield fixture.url
-
-
-def _properties(kind: str, root: Path, request: pytest.FixtureRequest) -> dict[str, str]:
-    if kind == "dir":
-        return {"root": str(root)}
-    if kind == "hive2":
-        return {"uri": request.getfixturevalue("hive_metastore").uri, "root": str(root)}
-    if kind == "glue":
-        return glue_properties(request.getfixturevalue("clean_moto").url, root=str(root))
-    if kind == "unity":
-        return {"endpoint": request.getfixturevalue("unity_url"), "root": str(root)}
-    return {"endpoint": request.getfixturevalue("iceberg_url"), "root": str(root),
-            "warehouses": "wh"}
-
-
-@pytest.fixture(params=KINDS)
-def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Catalog:
-    kind = request.param
-    root = tmp_path / "root"
-    root.mkdir()
-    namespace = load_namespace(kind, _properties(kind, root, request))
-    unique = f"c{abs(hash(tmp_path)) % 10**8}"
-    parent = {"unity": ["lake", unique], "iceberg": ["wh", unique]}.get(kind, [unique])
-    namespace.create_namespace(CreateNamespaceRequest(id=parent))
-    return Catalog(namespace, root, parent, kind)
-
-
-def _create(catalog: Catalog, name: str) -> str:
-    table_id = catalog.table(name)
-    data = arrow_stream(sample_table(3))
-    catalog.namespace.create_table(CreateTableRequest(id=table_id), data)
-    return catalog.namespace.describe_table(DescribeTableRequest(id=table_id)).location
-
 
 # Why a location is refused (the key part of each message).
 INSIDE = "must lie inside the server's storage root"
@@ -112,7 +38,10 @@ NO_TABLE = "no Lance table at"
 
 
 def own_path_of(name: str) -> str:
-    return rf"the location lies in the own path of table (\w+\$)*{name}$"
+    """Refused as `name`'s: by the layout (its own path) or by the ownership record there."""
+    return (rf"the location lies in the own path of table (\w+\$)*{name}$"
+            rf"|the location (is owned by|lies inside the data of) table (\w+\$)*{name}; "
+            "a location belongs to one table")
 
 
 def gone(name: str) -> str:
@@ -159,7 +88,7 @@ def test_locations_outside_the_root_or_at_it_are_refused(catalog: Catalog, tmp_p
 
 
 def test_another_tables_location_is_refused_and_the_table_survives(catalog: Catalog):
-    location = _create(catalog, "owner")
+    location = create_table(catalog, "owner")
     owner = own_path_of("owner")
     for alias, why in ((location, owner), (location.rstrip("/") + "/", owner),
                        (location + "/data", owner), (location + "/x/..", DOTS)):
@@ -220,7 +149,7 @@ def test_another_tables_own_path_is_refused(catalog: Catalog):
     """While the id `later` exists, its own path is its alone; DeclareTable may not take any
     other id's own path even before that id exists (the table created there later would share
     it)."""
-    _create(catalog, "later")
+    create_table(catalog, "later")
     others = _own_path_of_existing(catalog, "later")
     _refused(catalog, RegisterTableRequest(id=catalog.table("alias"), location=str(others)),
              own_path_of("later"))
@@ -237,7 +166,7 @@ def _own_path_of_existing(catalog: Catalog, name: str) -> Path:
 def test_data_a_deregistered_table_left_is_adopted_by_another_id(catalog: Catalog):
     """Deregistering keeps the data; RegisterTable may then adopt it under another id, which
     owns it from then on (its DropTable deletes it)."""
-    location = _create(catalog, "first")
+    location = create_table(catalog, "first")
     catalog.namespace.deregister_table(DeregisterTableRequest(id=catalog.table("first")))
     catalog.namespace.register_table(
         RegisterTableRequest(id=catalog.table("second"), location=location))
@@ -250,24 +179,24 @@ def test_data_a_deregistered_table_left_is_adopted_by_another_id(catalog: Catalo
 def test_a_renamed_tables_data_is_not_adopted_from_another_namespace(catalog: Catalog):
     """The data stays at the old id's path after RenameTable; a table of another namespace
     (whose writers may have no grant here) must not reach it by registering that path."""
-    location = _create(catalog, "moved")
+    location = create_table(catalog, "moved")
     catalog.namespace.rename_table(
         RenameTableRequest(id=catalog.table("moved"), new_table_name="renamed"))
     elsewhere = [*catalog.parent[:-1], catalog.parent[-1] + "x"]
     catalog.namespace.create_namespace(CreateNamespaceRequest(id=elsewhere))
     _refused(catalog, RegisterTableRequest(id=[*elsewhere, "thief"], location=location),
-             own_path_of("moved"))
+             own_path_of("renamed"))  # the record names the table living there
     assert lance.dataset(location).count_rows() == 3
 
 
 def test_a_new_table_never_takes_over_the_data_left_at_its_own_path(catalog: Catalog):
     """A deregistered table's data stays; creating the id again must neither adopt it nor,
     when the first write fails, delete it. Only RegisterTable adopts it."""
-    location = _create(catalog, "kept")
+    location = create_table(catalog, "kept")
     catalog.namespace.deregister_table(DeregisterTableRequest(id=catalog.table("kept")))
     if catalog.kind == "dir":
         # A nested dir table gets a new path each time: the old data cannot be in the way.
-        assert _create(catalog, "kept") != location
+        assert create_table(catalog, "kept") != location
     else:
         with pytest.raises(InvalidInputError, match="lies at its own path"):
             catalog.namespace.create_table(
@@ -281,7 +210,7 @@ def test_a_new_table_never_takes_over_the_data_left_at_its_own_path(catalog: Cat
 
 
 def test_a_renamed_table_keeps_its_data_and_is_dropped_with_it(catalog: Catalog):
-    location = _create(catalog, "before")
+    location = create_table(catalog, "before")
     catalog.namespace.rename_table(
         RenameTableRequest(id=catalog.table("before"), new_table_name="after")
     )
@@ -296,19 +225,14 @@ def test_a_renamed_table_keeps_its_data_and_is_dropped_with_it(catalog: Catalog)
 def test_drop_of_an_entry_that_shares_a_location_keeps_the_data(catalog: Catalog):
     """An entry made behind the adapter's back (another tool, an old release) at another
     table's location: dropping it removes only the entry."""
-    location = _create(catalog, "owner")
+    location = create_table(catalog, "owner")
     unguarded = catalog.namespace.backend  # the backend itself, not behind the guard
     unguarded.register_table(RegisterTableRequest(id=catalog.table("alias"),
-                                                  location=_as_registered(catalog, location)))
+                                                  location=location))
     catalog.namespace.drop_table(DropTableRequest(id=catalog.table("alias")))
     with pytest.raises(TableNotFoundError, match=gone("alias")):
         catalog.namespace.table_exists(TableExistsRequest(id=catalog.table("alias")))
     assert lance.dataset(location).count_rows() == 3
-
-
-def _as_registered(catalog: Catalog, location: str) -> str:
-    registered = getattr(catalog.namespace, "_relative_to_root", None)
-    return registered(location) if registered else location
 
 
 def test_locations_lance_would_open_elsewhere_are_refused(catalog: Catalog, tmp_path: Path):
@@ -367,6 +291,6 @@ def test_a_symbolic_link_in_the_root_leads_nowhere_outside(catalog: Catalog, tmp
              INSIDE)
     register = catalog.namespace.backend.register_table  # the backend, not behind the guard
     register(RegisterTableRequest(
-        id=catalog.table("linked"), location=_as_registered(catalog, through_link)))
+        id=catalog.table("linked"), location=through_link))
     catalog.namespace.drop_table(DropTableRequest(id=catalog.table("linked")))
     assert lance.dataset(str(outside / "t.lance")).count_rows() == 2

@@ -86,7 +86,7 @@ from backends.directory.native import (
 from backends.directory.orphans import manifest_tables, sweep_orphans
 from backends.directory.settings import DirectorySettings
 from backends.layouts import TableLayout
-from backends.tables.access import TableLocation, open_dataset, stream_has_rows
+from backends.tables.access import TableLocation, has_data, open_dataset, stream_has_rows
 from backends.tables.errors import translate_native
 from backends.tables.history import staging_manifest_key
 from backends.tables.lifecycle import caller, renamed_id
@@ -124,9 +124,13 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
         return "DirectoryNamespace"
 
     def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
-        """The native entry without what the native lookup read of main's latest version: the
-        generic DescribeTable reads the version asked (a tag's, a branch's)."""
-        return self._described(request).model_copy(update={"version": None, "var_schema": None})
+        """The native entry without what the native lookup read of main's latest version (the
+        generic DescribeTable reads the version asked: a tag's, a branch's), with the root's
+        storage options, which natively it lacks (an object-store table opens with them)."""
+        entry = self._described(request)
+        options = entry.storage_options or dict(self._storage_options) or None
+        return entry.model_copy(
+            update={"version": None, "var_schema": None, "storage_options": options})
 
     def storage_root(self) -> str:
         return storage_root(self._root)
@@ -137,8 +141,10 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
     def root_storage_options(self) -> dict[str, str]:
         return dict(self._storage_options)
 
-    def registered_location(self, table: TableLocation) -> str:
-        return relative_to_root(self._root, table.location)
+    def registered_location(self, table: TableLocation) -> str | None:
+        """Relative to the root; a table without data yet is declared again at its new id's
+        own path (natively a declaration anywhere else is refused)."""
+        return relative_to_root(self._root, table.location) if has_data(table) else None
 
     # -- modes parsed once, passed on in a spelling the native operation accepts -------------
 

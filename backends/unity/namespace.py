@@ -74,6 +74,7 @@ from backends.unity.columns import unity_columns
 from backends.unity.errors import NAMESPACE_ERRORS
 from backends.unity.names import (
     API_PATH,
+    UNITY_NAME,
     namespace_parts,
     schema_identifier,
     securable_identifier,
@@ -101,7 +102,7 @@ class UnityNamespace(RestCatalogNamespace):
         self.catalog = UnityCatalog(self.client)
 
     def table_layout(self) -> TableLayout:
-        return FixedDepthLayout(depth=3)
+        return FixedDepthLayout(depth=3, is_name=lambda name: bool(UNITY_NAME.fullmatch(name)))
 
     def namespace_id(self) -> str:
         return f"UnityNamespace {{ endpoint: '{self.endpoint}' }}"

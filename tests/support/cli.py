@@ -80,6 +80,14 @@ class Adapter:
         return code in (0, -signal.SIGTERM) and "Finished server process" in self.log.read_text()
 
 
+def resident_bytes(pid: int) -> int:
+    """The resident set of process `pid` (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for process {pid}")
+
+
 def start_adapter(tmp: Path, *arguments: str, **environment: str) -> Adapter:
     """`lance-adapter serve` of the recording stand-in (a later `--impl` in `arguments` wins) on
     a free port; returns once /healthz answers."""

@@ -108,6 +108,17 @@ def create_user_keys(endpoint: MotoEndpoint, name: str, actions: list[str]) -> t
     return key["AccessKeyId"], key["SecretAccessKey"]
 
 
+def s3_storage(moto_url: str) -> dict[str, str]:
+    """pylance (object_store) options for moto's S3 on loopback."""
+    return {
+        "aws_endpoint": moto_url,
+        "aws_region": REGION,
+        "aws_access_key_id": TEST_ACCESS_KEY,
+        "aws_secret_access_key": TEST_SECRET_KEY,
+        "allow_http": "true",
+    }
+
+
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[MotoEndpoint]:
     server, url = start_moto()

@@ -335,9 +335,10 @@ def catalog(namespace: LanceNamespace, layout: TableLayout) -> None:
     deregistered = namespace.deregister_table(DeregisterTableRequest(id=renamed))
     assert namespace.list_tables(ListTablesRequest(id=layout.rename_target)).tables == []
     assert lance.dataset(data_location).count_rows() == rows, "deregistering keeps the data"
-    # The data still lies in the first namespace's paths: a table of that namespace adopts it
-    # (one of another namespace may not: tests/test_safety_containment.py).
-    adopted = [*layout.namespace, "adopted"]
+    # The data still lies in the first namespace's paths, recorded as the renamed table's: a
+    # table of the namespace that last owned it adopts it (one of another namespace may not,
+    # whatever path it lies in: tests/test_safety_ownership.py).
+    adopted = [*layout.rename_target, "adopted"]
     namespace.register_table(RegisterTableRequest(id=adopted, location=deregistered.location))
     detailed = namespace.describe_table(
         DescribeTableRequest(id=adopted, load_detailed_metadata=True)

@@ -1,0 +1,192 @@
+"""Which table owns the data at a location, recorded with the data: a small Lance file,
+`_lance_adapter_owner`, at the table's location, holding the owning table's id and whether
+the server placed the data there (CreateTable, DeclareTable without a location) or a client
+named the location (RegisterTable, DeclareTable with one).
+
+The server writes it when it creates, declares or registers a table and rewrites it when it
+renames one (`backends.containment`); DropTable deletes data only when it names the table
+dropped. It is written and read with Lance's own object-store access (`lance.file`), so it
+reaches every store a table can live in with the table's own storage options, in one request.
+Lance ignores the file: it reads only its own directories of a dataset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from lance.file import LanceFileReader, LanceFileWriter
+from lance_namespace import (
+    DescribeTableRequest,
+    InvalidInputError,
+    LanceNamespaceError,
+    ServiceUnavailableError,
+    TableNotFoundError,
+)
+
+from backends.core.locations import StorageLocation, resolve_stored
+from backends.core.names import joined_id
+from backends.layouts import TableLayout
+
+if TYPE_CHECKING:
+    from backends.base import MetadataNamespace
+
+OWNER_FILE = "_lance_adapter_owner"
+_SCHEMA = pa.schema([
+    pa.field("owner_id", pa.list_(pa.string()), nullable=False),
+    pa.field("placed", pa.bool_(), nullable=False),
+])
+
+
+@dataclass(frozen=True)
+class Record:
+    owner: list[str]
+    placed: bool  # the server chose the location (its data is the table's alone to delete)
+
+
+def _record_path(location: str) -> str:
+    return resolve_stored(location).child(OWNER_FILE).uri
+
+
+def read_record(location: str, options: Mapping[str, str] | None) -> Record | None:
+    """The ownership record of `location`; None when none is recorded
+    (data the server did not create or register, or a location it cannot read as one).
+    A storage that does not answer is code 17: a record must never be taken as absent."""
+    try:
+        path = _record_path(location)
+    except InvalidInputError:
+        return None
+    try:
+        rows = LanceFileReader(path, storage_options=dict(options or {}) or None).read_all()
+    except (ValueError, OSError, RuntimeError) as error:
+        if str(error).startswith("Not found"):
+            return None
+        raise ServiceUnavailableError(
+            "the storage did not answer for the table's ownership record; retry"
+        ) from error
+    found = rows.to_table().to_pylist()
+    if len(found) != 1 or not found[0].get("owner_id"):
+        return None
+    return Record(list(found[0]["owner_id"]), bool(found[0].get("placed")))
+
+
+def write_record(location: str, options: Mapping[str, str] | None, record: Record) -> None:
+    """Record the owner of `location` (replacing any earlier record)."""
+    writer = LanceFileWriter(
+        _record_path(location), _SCHEMA, storage_options=dict(options or {}) or None
+    )
+    writer.write_batch(pa.table(
+        {"owner_id": [list(record.owner)], "placed": [record.placed]}, schema=_SCHEMA))
+    writer.close()
+
+
+class OwnershipRecords:
+    """The ownership rules of one backend, whose storage root is `root`: which recorded owner
+    lets a table take a location, and which table DropTable may delete the data of."""
+
+    def __init__(self, namespace: MetadataNamespace, root: StorageLocation,
+                 layout: TableLayout) -> None:
+        self.namespace = namespace
+        self.root = root
+        self.layout = layout
+
+    def refuse_taken(self, table_id: list[str], place: StorageLocation, request: Any) -> bool:
+        """Code 13 unless `table_id` may take `place`, a location inside the root: no live
+        table of another id owns it or a location around it, and data last owned by a table
+        now gone is taken only within that table's namespace. Whether a record decided."""
+        found = self._recorded_around(place)
+        if found is None:
+            return False
+        owner, recorded_at = found
+        if self._same(owner, table_id) and recorded_at == place:
+            return True
+        if self._names(owner, recorded_at, request):
+            whose = "is owned by" if recorded_at == place else "lies inside the data of"
+            raise InvalidInputError(
+                f"the location {whose} table {joined_id(owner)}; a location belongs to one "
+                "table"
+            )
+        if self.layout.key(owner)[:-1] != self.layout.key(table_id)[:-1]:
+            raise InvalidInputError(
+                f"the data at the location was last owned by table {joined_id(owner)} of "
+                "another namespace; only a table of that namespace may take it"
+            )
+        return True
+
+    def claim(self, table_id: list[str], location: str | None, placed: bool,
+              options: Mapping[str, str] | None = None, unrecorded_only: bool = False) -> None:
+        """Record `table_id` as the owner of `location`; with `unrecorded_only`, only where no
+        owner is recorded yet (CreateTable with exist_ok or overwrite keeps the record). Data
+        the server placed for a table now gone stays placed for the table adopting it."""
+        if not location:
+            return
+        earlier = read_record(location, self._options(options))
+        if unrecorded_only and earlier is not None:
+            return
+        placed = placed or (earlier is not None and earlier.placed)
+        write_record(location, self._options(options), Record(list(table_id), placed))
+
+    def owns(self, table_id: list[str], location: str, options: Mapping[str, str] | None) -> bool:
+        """Whether DropTable of `table_id` may delete the data at `location`: its record
+        names the table, and the server placed the data there or the location is the
+        table's own path in the layout (data registered elsewhere is only deregistered)."""
+        record = read_record(location, self._options(options))
+        if record is None or not self._same(record.owner, table_id):
+            return False
+        if record.placed:
+            return True
+        relative = resolve_stored(location, self.root).relative_to(self.root) or ()
+        return self.layout.owner_of(relative) == self.layout.key(table_id)
+
+    def moved(self, old_id: list[str], new_id: list[str], old_location: str | None,
+              request: Any) -> None:
+        """After RenameTable: the record of a table that owned its data names the new id,
+        at the new location when the rename placed the table elsewhere (a table declared
+        without data, declared again at its new id's own path)."""
+        entry = self.namespace.describe_table_entry(DescribeTableRequest(
+            id=new_id, identity=request.identity, context=request.context))
+        if not entry.location:
+            return
+        options = self._options(entry.storage_options)
+        record = read_record(entry.location, options)
+        if record is not None and self._same(record.owner, old_id):
+            write_record(entry.location, options, Record(list(new_id), record.placed))
+        elif record is None and old_location and old_location != entry.location:
+            old = read_record(old_location, options)
+            if old is not None and self._same(old.owner, old_id):
+                write_record(entry.location, options, Record(list(new_id), True))
+
+    def _recorded_around(
+        self, place: StorageLocation
+    ) -> tuple[list[str], StorageLocation] | None:
+        """The owner recorded at `place` or at the nearest location above it in the root."""
+        relative = place.relative_to(self.root) or ()
+        for depth in range(len(relative), 0, -1):
+            here = self.root.child(*relative[:depth])
+            record = read_record(here.uri, self._options())
+            if record is not None:
+                return record.owner, here
+        return None
+
+    def _names(self, owner: list[str], place: StorageLocation, request: Any) -> bool:
+        """Whether `owner` is a live table whose entry names `place` (a catalog that does not
+        answer counts as naming it: the location is not given away on a guess)."""
+        try:
+            entry = self.namespace.describe_table_entry(DescribeTableRequest(
+                id=owner, identity=request.identity, context=request.context))
+        except TableNotFoundError:
+            return False
+        except LanceNamespaceError:
+            return True
+        try:
+            return bool(entry.location) and resolve_stored(entry.location, self.root) == place
+        except InvalidInputError:
+            return False
+
+    def _same(self, one: Sequence[str], other: Sequence[str]) -> bool:
+        return self.layout.key(one) == self.layout.key(other)
+
+    def _options(self, options: Mapping[str, str] | None = None) -> dict[str, str]:
+        return {**self.namespace.root_storage_options(), **(options or {})}

@@ -1,0 +1,161 @@
+"""Ownership is recorded with the data (`backends/ownership.py`): a location belongs to one
+table, whatever the request order, rename history or shared location; DropTable deletes only
+data whose record names the table dropped. Each test reproduces a way one namespace reached
+another's data, on every backend (fixture `catalog`, `tests/support/containment_catalogs.py`),
+and asserts what was not registered, read or deleted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lance
+import pytest
+from lance_namespace import (
+    CreateNamespaceRequest,
+    CreateTableRequest,
+    DeclareTableRequest,
+    DeregisterTableRequest,
+    DescribeTableRequest,
+    DropTableRequest,
+    InvalidInputError,
+    RegisterTableRequest,
+    RenameTableRequest,
+    TableExistsRequest,
+    TableNotFoundError,
+)
+
+from backends import load_namespace
+from backends.core.locations import resolve_stored
+from backends.guard import GuardedNamespace
+from backends.ownership import OWNER_FILE, Record, read_record, write_record
+from tests.support.containment_catalogs import Catalog, create_table
+from tests.support.glue import MotoEndpoint, s3_storage
+from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
+
+
+def _other_namespace(catalog: Catalog, suffix: str) -> list[str]:
+    other = [*catalog.parent[:-1], catalog.parent[-1] + suffix]
+    catalog.namespace.create_namespace(CreateNamespaceRequest(id=other))
+    return other
+
+
+def _refused(catalog: Catalog, request: RegisterTableRequest, why: str) -> None:
+    before = tree_snapshot(catalog.root)
+    with pytest.raises(InvalidInputError, match=why):
+        catalog.namespace.register_table(request)
+    assert tree_snapshot(catalog.root) == before
+    with pytest.raises(TableNotFoundError):
+        catalog.namespace.table_exists(TableExistsRequest(id=request.id))
+
+
+def test_a_created_table_records_its_owner_with_its_data(catalog: Catalog) -> None:
+    location = create_table(catalog, "recorded")
+    record = read_record(location, None)
+    assert record is not None and record.owner == catalog.table("recorded") and record.placed
+    assert lance.dataset(location).count_rows() == 3  # Lance reads past the record
+
+
+def test_a_location_registered_once_is_not_registered_again(catalog: Catalog) -> None:
+    """Admin registers `hr$ext` somewhere; another namespace's admin registering the same
+    location gets 13, and cannot read or write through it."""
+    location = create_table(catalog, "ext")
+    thief = [*_other_namespace(catalog, "steal"), "steal"]
+    _refused(catalog, RegisterTableRequest(id=thief, location=location),
+             r"owned by table .*ext|own path of table")
+    # Places in the root that are no id's own path (on Unity: a segment no name can have).
+    no_ones = {"dir": "hrdata", "hive2": "hrdata", "unity": "hr.lance"}
+    if catalog.kind in no_ones:
+        elsewhere = catalog.root / "external" / no_ones[catalog.kind]
+        lance.write_dataset(sample_table(2), str(elsewhere))
+        catalog.namespace.register_table(
+            RegisterTableRequest(id=catalog.table("shared"), location=str(elsewhere)))
+        _refused(catalog, RegisterTableRequest(id=thief, location=str(elsewhere)),
+                 r"is owned by table .*shared; a location belongs to one table")
+        same_namespace = RegisterTableRequest(id=catalog.table("twin"), location=str(elsewhere))
+        _refused(catalog, same_namespace, r"is owned by table .*shared")
+
+
+def test_data_left_by_a_rename_to_another_namespace_is_not_adopted(catalog: Catalog) -> None:
+    """`sales$mv` renamed to `hr$payroll` keeps its data in `sales$mv`'s path; a table of
+    `sales` registering that path ("adopting" what the gone id left) is refused: the record
+    names `hr$payroll`, which lives there."""
+    location = create_table(catalog, "mv")
+    hr = _other_namespace(catalog, "hr")
+    catalog.namespace.rename_table(RenameTableRequest(
+        id=catalog.table("mv"), new_namespace_id=hr, new_table_name="payroll"))
+    moved = catalog.namespace.describe_table(DescribeTableRequest(id=[*hr, "payroll"])).location
+    assert moved == location, "a rename keeps the data where it is"
+    record = read_record(location, None)
+    assert record is not None and record.owner == [*hr, "payroll"]
+    _refused(catalog, RegisterTableRequest(id=catalog.table("grab"), location=location),
+             r"owned by table .*payroll")
+    catalog.namespace.drop_table(DropTableRequest(id=[*hr, "payroll"]))
+    with pytest.raises(ValueError, match="was not found"):
+        lance.dataset(location)  # the owner's drop deletes it: it was the owner's
+
+
+def test_entries_the_server_did_not_record_never_lose_their_data(catalog: Catalog) -> None:
+    """Three entries written by other tools (straight to the catalog, no record) at one
+    location, the own path of an id the catalog no longer holds: DropTable of one of them
+    removes only that entry."""
+    location = create_table(catalog, "gone")
+    catalog.namespace.backend.deregister_table(DeregisterTableRequest(id=catalog.table("gone")))
+    _remove_record(location)
+    for name in ("one", "two", "three"):
+        # Straight to the backend, not through the guard: as another tool writes entries.
+        catalog.namespace.backend.register_table(
+            RegisterTableRequest(id=catalog.table(name), location=location))
+    catalog.namespace.drop_table(DropTableRequest(id=catalog.table("one")))
+    assert lance.dataset(location).count_rows() == 3
+    for name in ("two", "three"):
+        described = catalog.namespace.describe_table(DescribeTableRequest(id=catalog.table(name)))
+        assert lance.dataset(described.location).count_rows() == 3
+
+
+def test_drop_deletes_only_what_the_record_names(catalog: Catalog) -> None:
+    """A table whose record names another id (the record was moved by a rename the catalog
+    then lost, say) is only deregistered by DropTable."""
+    location = create_table(catalog, "named")
+    assert read_record(location, None) is not None
+    write_record(location, None, Record([*catalog.parent, "someone_else"], True))
+    catalog.namespace.drop_table(DropTableRequest(id=catalog.table("named")))
+    assert lance.dataset(location).count_rows() == 3
+
+
+def _remove_record(location: str) -> None:
+    (Path(resolve_stored(location).uri) / OWNER_FILE).unlink()
+
+
+@pytest.fixture
+def dir_on_s3(clean_moto: MotoEndpoint) -> GuardedNamespace:
+    """`dir` on a root in moto's S3, loaded as the server loads it."""
+    clean_moto.client("s3").create_bucket(Bucket="lake")  # type: ignore[attr-defined]
+    storage = {f"storage.{key}": value for key, value in s3_storage(clean_moto.url).items()}
+    namespace = load_namespace("dir", {"root": "s3://lake/root", **storage})
+    for name in ("sales", "hr"):
+        namespace.create_namespace(CreateNamespaceRequest(id=[name]))
+    return namespace
+
+
+def test_on_object_storage_a_rename_keeps_its_data_and_moves_its_record(
+    dir_on_s3: GuardedNamespace, clean_moto: MotoEndpoint,
+) -> None:
+    """A nested table renamed on an S3 root (answered 400 before), a declared one too; the
+    record follows, and another namespace cannot register the data left behind."""
+    options = s3_storage(clean_moto.url)
+    dir_on_s3.create_table(CreateTableRequest(id=["sales", "mv"]), arrow_stream(sample_table(3)))
+    location = dir_on_s3.describe_table(DescribeTableRequest(id=["sales", "mv"])).location
+    dir_on_s3.rename_table(RenameTableRequest(
+        id=["sales", "mv"], new_namespace_id=["hr"], new_table_name="payroll"))
+    moved = dir_on_s3.describe_table(DescribeTableRequest(id=["hr", "payroll"])).location
+    assert moved == location
+    assert read_record(location, options) == Record(["hr", "payroll"], True)
+    with pytest.raises(InvalidInputError, match=r"is owned by table hr\$payroll"):
+        dir_on_s3.register_table(RegisterTableRequest(id=["sales", "grab"], location=location))
+    dir_on_s3.declare_table(DeclareTableRequest(id=["sales", "draft"]))
+    dir_on_s3.rename_table(RenameTableRequest(id=["sales", "draft"], new_table_name="final"))
+    final = dir_on_s3.describe_table(DescribeTableRequest(id=["sales", "final"])).location
+    assert read_record(final, options) == Record(["sales", "final"], True)
+    dir_on_s3.drop_table(DropTableRequest(id=["hr", "payroll"]))
+    with pytest.raises(ValueError, match="was not found"):
+        lance.dataset(location, storage_options=options)
