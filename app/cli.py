@@ -22,7 +22,14 @@ import yaml
 from lance_namespace import LanceNamespace, ListTablesRequest
 
 from app.auth import check_forwarding, load_credentials
-from app.config import AUTH_MODES, Settings, SettingsError, load_settings, request_bounds
+from app.config import (
+    AUTH_MODES,
+    Settings,
+    SettingsError,
+    external_locations,
+    load_settings,
+    request_bounds,
+)
 from app.connections import uvicorn_options
 from app.health import check_writable, local_root
 from app.maintenance import maintains, maintenance_policy
@@ -163,7 +170,8 @@ def serve(settings: Settings) -> None:
     # Logging first: what loading the backend logs (e.g. a deprecated property) is JSON too.
     logging.config.dictConfig(log_config(settings.log_level))
     _check_local_root(settings)
-    namespace = load_namespace(settings.impl, settings.properties, request_bounds(settings))
+    namespace = load_namespace(settings.impl, settings.properties, request_bounds(settings),
+                               external_locations(settings))
     check_forwarding(namespace, settings)  # before any worker starts
     check_vending(settings.properties)
     _check_object_store_root(namespace, settings)

@@ -15,12 +15,14 @@ from lance_namespace import LanceNamespaceError
 
 from backends.core.access import AccessPolicy
 from backends.core.bounds import RequestBounds
+from backends.core.external import ExternalLocation, parse_external_locations
 from backends.core.settings import parse_bool
 
 ENV_PREFIX = "LANCE_ADAPTER_"
 ENV_PROPERTY_PREFIX = "LANCE_ADAPTER_PROP_"
 ENV_PROPERTIES_JSON = "LANCE_ADAPTER_PROPERTIES"
 ENV_ACCESS_JSON = "LANCE_ADAPTER_ACCESS"
+ENV_EXTERNAL_JSON = "LANCE_ADAPTER_EXTERNAL_LOCATIONS"
 DEFAULT_PORT = 2333
 
 
@@ -105,6 +107,9 @@ class Settings:
     # With auth_mode token: what each identity of auth_tokens_file may do (backends.core.access),
     # and what a caller without its own entry (a bare token) may do.
     access: dict[str, str] = field(default_factory=dict)
+    # Storage prefixes outside the backend's root where existing data may be registered, each
+    # bound to the namespace subtree allowed to register there (`a$b`; empty: every one).
+    external_locations: dict[str, str] = field(default_factory=dict)
     access_default: str = "admin"
     # The metadata cache (Describe/List/Exists answers); writes through the server clear it.
     metadata_cache: bool = True
@@ -144,7 +149,7 @@ class Settings:
 AUTH_MODES = ("off", "token", "forward")
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 _FIELD_TYPES = {f.name: str(f.type) for f in fields(Settings)}
-_MAPPING_FIELDS = frozenset({"properties", "access"})
+_MAPPING_FIELDS = frozenset({"properties", "access", "external_locations"})
 _SCALAR_FIELDS = set(_FIELD_TYPES) - _MAPPING_FIELDS
 
 
@@ -209,16 +214,19 @@ def environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
             properties.update(json.loads(environ[ENV_PROPERTIES_JSON]))
         except (json.JSONDecodeError, TypeError, ValueError):
             raise SettingsError(f"{ENV_PROPERTIES_JSON} must be a JSON object") from None
-    if ENV_ACCESS_JSON in environ:
-        try:
-            values["access"] = dict(json.loads(environ[ENV_ACCESS_JSON]))
-        except (json.JSONDecodeError, TypeError, ValueError):
-            raise SettingsError(f"{ENV_ACCESS_JSON} must be a JSON object") from None
+    for variable, setting in ((ENV_ACCESS_JSON, "access"),
+                              (ENV_EXTERNAL_JSON, "external_locations")):
+        if variable in environ:
+            try:
+                values[setting] = dict(json.loads(environ[variable]))
+            except (json.JSONDecodeError, TypeError, ValueError):
+                raise SettingsError(f"{variable} must be a JSON object") from None
     for name, value in environ.items():
         if name.startswith(ENV_PROPERTY_PREFIX):
             key = name[len(ENV_PROPERTY_PREFIX):].lower().replace("__", ".")
             properties[key] = value
-        elif name.startswith(ENV_PREFIX) and name not in (ENV_PROPERTIES_JSON, ENV_ACCESS_JSON):
+        elif name.startswith(ENV_PREFIX) and name not in (
+                ENV_PROPERTIES_JSON, ENV_ACCESS_JSON, ENV_EXTERNAL_JSON):
             setting = name[len(ENV_PREFIX):].lower()
             if setting in _SCALAR_FIELDS:
                 values[setting] = value
@@ -281,6 +289,14 @@ def request_bounds(settings: Settings) -> RequestBounds:
     """What one request may make the backend compute, as the guard checks it."""
     return RequestBounds(settings.max_expression_bytes, settings.max_projection_columns,
                          settings.max_expression_expansion)
+
+
+def external_locations(settings: Settings) -> tuple[ExternalLocation, ...]:
+    """The parsed `external_locations`; a bad entry stops the start with one sentence."""
+    try:
+        return parse_external_locations(settings.external_locations)
+    except ValueError as error:
+        raise SettingsError(f"setting 'external_locations': {error}") from None
 
 
 def access_policy(settings: Settings) -> AccessPolicy | None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from prometheus_client.multiprocess import mark_process_dead
 
-from app.config import Settings, request_bounds
+from app.config import Settings, external_locations, request_bounds
 from app.server import AdapterApp, create_app
 from backends import load_namespace
 from backends.directory.orphans import mark_swept, swept_roots
@@ -127,5 +127,6 @@ def create_app_from_environment() -> AdapterApp:
     settings = Settings.from_json(handover.settings_file.read_text())
     atexit.register(mark_process_dead, os.getpid(), handover.metrics_dir)
     mark_swept(handover.swept_roots)
-    namespace = load_namespace(settings.impl, settings.properties, request_bounds(settings))
+    namespace = load_namespace(settings.impl, settings.properties, request_bounds(settings),
+                               external_locations(settings))
     return create_app(namespace, settings, handover.runtime_dir, handover.metrics_dir)

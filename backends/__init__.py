@@ -37,6 +37,7 @@ from backends.tables.errors import without_source_location
 
 if TYPE_CHECKING:
     from backends.core.bounds import RequestBounds
+    from backends.core.external import ExternalLocation
     from backends.guard import GuardedNamespace
 
 # The registry lines: one alias and class path per catalog backend.
@@ -96,10 +97,14 @@ def _configuration_error(impl: str, cause: BaseException) -> ConfigurationError:
 
 
 def load_namespace(
-    impl: str, properties: Mapping[str, str] | None = None, bounds: RequestBounds | None = None
+    impl: str,
+    properties: Mapping[str, str] | None = None,
+    bounds: RequestBounds | None = None,
+    external: tuple[ExternalLocation, ...] = (),
 ) -> GuardedNamespace:
     """Build the backend `impl` with `properties`, with every generic table operation, behind
-    its one guard (which holds each request within `bounds`)."""
+    its one guard (which holds each request within `bounds`, and lets tables register in the
+    `external` locations)."""
     from backends.guard import GuardedNamespace
     from backends.plugin import with_table_operations
 
@@ -112,7 +117,7 @@ def load_namespace(
     except ValueError as wrapped:
         cause = wrapped.__context__ or wrapped  # connect wraps every failure in a ValueError
         raise _configuration_error(impl, cause) from cause
-    return GuardedNamespace(with_table_operations(namespace), bounds)
+    return GuardedNamespace(with_table_operations(namespace), bounds, external)
 
 
 __all__ = [

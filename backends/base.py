@@ -147,6 +147,11 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
         """TableNotFoundError unless the catalog holds the table (TableExists's catalog part)."""
         return LanceNamespace.table_exists(self, request)
 
+    def registers_anywhere(self) -> bool:
+        """Whether the catalog keeps a table's location as it is given, so that a table may
+        be registered outside the root, in an operator's external location."""
+        return True
+
     def checks_callers(self) -> bool:
         """Whether the catalog judges each caller by the identity the server forwards
         (`auth_mode: forward`); a backend that does not would let any token do anything."""

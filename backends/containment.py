@@ -52,6 +52,7 @@ from lance_namespace import (
     TableNotFoundError,
 )
 
+from backends.core.external import ExternalLocation
 from backends.core.lance_tables import open_lance_table
 from backends.core.locations import StorageLocation, parse_location, resolve_stored
 from backends.core.names import joined_id
@@ -72,9 +73,11 @@ CATALOG_ENTRIES = frozenset({"__manifest"})
 class Containment:
     """The location checks of one backend, whose storage root is `root`."""
 
-    def __init__(self, namespace: MetadataNamespace, root: str, layout: TableLayout) -> None:
+    def __init__(self, namespace: MetadataNamespace, root: str, layout: TableLayout,
+                 external: tuple[ExternalLocation, ...] = ()) -> None:
         self.namespace = namespace
         self.layout = layout
+        self.external = external
         try:
             self.root = resolve_stored(root)
         except InvalidInputError as error:
@@ -89,11 +92,16 @@ class Containment:
         left unrecorded in the own path of an id the catalog no longer holds may be adopted
         by RegisterTable (`adopting`) of a table in that id's namespace. DeclareTable may not
         take another id's own path, which would still be empty when that id is created."""
-        path = self._inside_root(parse_location(location, self.root))
+        parsed = parse_location(location, self.root)
+        outside = next((entry for entry in self.external if entry.holds(parsed)), None)
+        if outside is not None:
+            return self._check_external(table_id, parsed, outside, request)
+        path = self._inside_root(parsed)
         if path is None:
             raise InvalidInputError(
-                "a table location must lie inside the server's storage root and must not be "
-                "the root itself or the catalog's own files"
+                "a table location must lie inside the server's storage root, or inside one "
+                "of its external locations (external_locations), and must not be the root "
+                "itself or the catalog's own files"
             )
         relative = path.relative_to(self.root) or ()
         owner = self.layout.owner_of(relative)
@@ -112,6 +120,25 @@ class Containment:
                 "directory in this backend's layout); choose a table's own path"
             )
         return path
+
+    def _check_external(self, table_id: list[str], place: StorageLocation,
+                        outside: ExternalLocation, request: Any) -> StorageLocation:
+        """A location inside an external location: the table's namespace must be the one it
+        is bound to (or below it), and no other table may own it."""
+        if not outside.admits(table_id):
+            raise InvalidInputError(
+                f"the location lies in the external location {outside}: a table of "
+                f"{joined_id(table_id[:-1]) or 'the root'} may not register there"
+            )
+        if not self.namespace.registers_anywhere():
+            raise InvalidInputError(
+                f"the {self.namespace.backend_name()} backend registers tables only inside "
+                "its root (its catalog keeps locations relative to it)"
+            )
+        if not _physically_inside(place, outside.prefix):
+            raise InvalidInputError("the location leads outside its external location")
+        self.records.refuse_taken(table_id, place, request, base=outside.prefix)
+        return place
 
     def owns(self, table_id: list[str], entry: DescribeTableResponse) -> bool:
         """Whether the table of `entry` owns its location, so DropTable may delete it: inside

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from backends.containment import CHECKED_OPERATIONS, Containment, checked
 from backends.core.bounds import RequestBounds
+from backends.core.external import ExternalLocation
 from backends.core.names import validate_identifier, validate_name
 from backends.core.operations import EXTENSION_METHODS, operation_methods
 from backends.tables.access import check_storable_stream
@@ -40,13 +41,13 @@ class GuardedNamespace:
     """`backend` with every operation behind the guard. Anything else (`namespace_id`, the
     hooks the server asks: `storage_root`, `readiness_probe`, ...) is the backend's."""
 
-    def __init__(self, backend: MetadataNamespace, bounds: RequestBounds | None = None) -> None:
+    def __init__(self, backend: MetadataNamespace, bounds: RequestBounds | None = None,
+                 external: tuple[ExternalLocation, ...] = ()) -> None:
         self.backend = backend
         self.bounds = bounds or RequestBounds()
         root = backend.storage_root()
-        self.containment = (
-            None if root is None else Containment(backend, root, backend.table_layout())
-        )
+        self.containment = None if root is None else Containment(
+            backend, root, backend.table_layout(), external)
 
     def call(self, name: str, request: Any, *arguments: Any, **keywords: Any) -> Any:
         """The operation `name` for `request`, behind the guard."""

@@ -92,11 +92,13 @@ class OwnershipRecords:
         self.root = root
         self.layout = layout
 
-    def refuse_taken(self, table_id: list[str], place: StorageLocation, request: Any) -> bool:
+    def refuse_taken(self, table_id: list[str], place: StorageLocation, request: Any,
+                     base: StorageLocation | None = None) -> bool:
         """Code 13 unless `table_id` may take `place`, a location inside the root: no live
         table of another id owns it or a location around it, and data last owned by a table
-        now gone is taken only within that table's namespace. Whether a record decided."""
-        found = self._recorded_around(place)
+        now gone is taken only within that table's namespace. Whether a record decided.
+        Records are looked for up to `base` (the root, or an external location)."""
+        found = self._recorded_around(place, base or self.root)
         if found is None:
             return False
         owner, recorded_at = found
@@ -159,12 +161,12 @@ class OwnershipRecords:
                 write_record(entry.location, options, Record(list(new_id), True))
 
     def _recorded_around(
-        self, place: StorageLocation
+        self, place: StorageLocation, base: StorageLocation
     ) -> tuple[list[str], StorageLocation] | None:
-        """The owner recorded at `place` or at the nearest location above it in the root."""
-        relative = place.relative_to(self.root) or ()
+        """The owner recorded at `place` or at the nearest location above it below `base`."""
+        relative = place.relative_to(base) or ()
         for depth in range(len(relative), 0, -1):
-            here = self.root.child(*relative[:depth])
+            here = base.child(*relative[:depth])
             record = read_record(here.uri, self._options())
             if record is not None:
                 return record.owner, here

@@ -138,6 +138,9 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
     def table_layout(self) -> TableLayout:
         return DirectoryLayout()
 
+    def registers_anywhere(self) -> bool:
+        return False  # natively only locations relative to the root are registered
+
     def root_storage_options(self) -> dict[str, str]:
         return dict(self._storage_options)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from app.config import Settings, request_bounds
+from app.config import Settings, external_locations, request_bounds
 from app.observability import JsonFormatter
 from app.server import create_app
 from backends import load_namespace
@@ -29,7 +29,8 @@ def running_server(
 ) -> Iterator[str]:
     """Serve backend `impl` with `properties`; yields the base URL, stops on exit."""
     server_settings = Settings(impl=impl, properties=dict(properties or {}), **settings)
-    namespace = load_namespace(impl, server_settings.properties, request_bounds(server_settings))
+    namespace = load_namespace(impl, server_settings.properties, request_bounds(server_settings),
+                               external_locations(server_settings))
     app = create_app(namespace, server_settings)
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -1,0 +1,94 @@
+"""External locations (setting `external_locations`): existing data in another bucket is
+registered through the server by a table of the namespace the location is bound to, read by
+pylance and by LanceDB's remote client through the server, owned by that one table, and left
+in place by DropTable. Glue on moto (its S3 holds the root's bucket and the legacy one); `dir`
+refuses, since its catalog keeps locations relative to its root."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import lance
+import lancedb
+import pytest
+from lance.namespace import RestNamespace
+from lance_namespace import (
+    CreateNamespaceRequest,
+    DescribeTableRequest,
+    DropTableRequest,
+    InvalidInputError,
+    RegisterTableRequest,
+)
+
+from app.config import Settings, SettingsError, external_locations
+from backends.ownership import read_record
+from tests.support.adapter import running_server
+from tests.support.glue import MotoEndpoint, glue_properties, s3_storage
+from tests.support.lance_data import sample_table
+
+LEGACY = "s3://legacy/hr/payroll.lance"
+
+
+@pytest.fixture
+def served(clean_moto: MotoEndpoint) -> Iterator[tuple[str, dict[str, str]]]:
+    s3 = clean_moto.client("s3")
+    for bucket in ("lake", "legacy"):
+        s3.create_bucket(Bucket=bucket)  # type: ignore[attr-defined]
+    storage = s3_storage(clean_moto.url)
+    lance.write_dataset(sample_table(5), LEGACY, storage_options=storage)
+    lance.write_dataset(sample_table(2), "s3://legacy/other/t.lance", storage_options=storage)
+    properties = glue_properties(clean_moto.url, root="s3://lake/warehouse",
+                                 **{f"storage.{key}": value for key, value in storage.items()})
+    with running_server("glue", properties,
+                        external_locations={"s3://legacy/hr/": "hr"}) as url:
+        client = RestNamespace(uri=url)
+        for name in ("hr", "sales"):
+            client.create_namespace(CreateNamespaceRequest(id=[name]))
+        yield url, storage
+
+
+def test_existing_data_in_another_bucket_is_registered_read_and_kept(
+    served: tuple[str, dict[str, str]],
+) -> None:
+    url, storage = served
+    client = RestNamespace(uri=url)
+    client.register_table(RegisterTableRequest(id=["hr", "payroll"], location=LEGACY))
+    described = client.describe_table(DescribeTableRequest(id=["hr", "payroll"]))
+    assert described.location == LEGACY
+    assert lance.dataset(described.location, storage_options=storage).count_rows() == 5
+    assert read_record(LEGACY, storage).owner == ["hr", "payroll"]
+    remote = lancedb.connect("db://hr", api_key="any", host_override=url, region="local")
+    assert remote.open_table("payroll").count_rows() == 5
+    rows = remote.open_table("payroll").search().limit(10).to_arrow()
+    assert sorted(rows.column("id").to_pylist()) == list(range(5))
+
+    for thief, why in ((["sales", "steal"], r"bound to hr\): a table of sales may not"),
+                       (["hr", "twin"], r"is owned by table hr\$payroll")):
+        with pytest.raises(InvalidInputError, match=why):
+            client.register_table(RegisterTableRequest(id=thief, location=LEGACY))
+    with pytest.raises(InvalidInputError, match="inside one of its external locations"):
+        client.register_table(RegisterTableRequest(
+            id=["hr", "other"], location="s3://legacy/other/t.lance"))
+
+    client.drop_table(DropTableRequest(id=["hr", "payroll"]))
+    assert lance.dataset(LEGACY, storage_options=storage).count_rows() == 5, "data left"
+
+
+def test_dir_refuses_external_locations(tmp_path) -> None:
+    outside = tmp_path / "legacy" / "hr"
+    lance.write_dataset(sample_table(2), str(outside / "t.lance"))
+    with running_server("dir", {"root": str(tmp_path / "root")},
+                        external_locations={str(outside): "hr"}) as url:
+        httpx.post(f"{url}/v1/namespace/hr/create", json={}).raise_for_status()
+        answer = httpx.post(f"{url}/v1/table/hr$t/register",
+                            json={"location": str(outside / "t.lance")})
+    assert (answer.status_code, answer.json()["code"]) == (400, 13)
+    assert "registers tables only inside its root" in answer.json()["error"]
+
+
+def test_a_bad_external_location_stops_the_start() -> None:
+    for mapping, why in (({"relative/dir": "hr"}, "external location 'relative/dir'"),
+                         ({"s3://legacy/hr": "a$"}, "must not be empty")):
+        with pytest.raises(SettingsError, match=why):
+            external_locations(Settings(external_locations=mapping))
