@@ -16,7 +16,7 @@ passes the guard twice, so no flag or memo tells an inner call from an outer one
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from backends.containment import CHECKED_OPERATIONS, Containment, checked
@@ -55,6 +55,14 @@ class GuardedNamespace:
         if self.containment is not None and name in CHECKED_OPERATIONS:
             operation = checked(self.containment, name, operation)
         return call_with_valid_id(operation, request, *arguments, bounds=self.bounds, **keywords)
+
+    def vendable(self, table_id: Sequence[str], location: str) -> bool:
+        """Whether keys for all of `location` reach only the table `table_id`'s data: not a
+        place that could hold other tables' own paths, and no record naming another table."""
+        if self.backend.holds_other_tables(location):
+            return False
+        return self.containment is None or self.containment.records.may_vend(
+            list(table_id), location)
 
     def __getattr__(self, name: str) -> Any:
         if name in GUARDED_OPERATIONS:

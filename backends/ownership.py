@@ -142,6 +142,15 @@ class OwnershipRecords:
         relative = resolve_stored(location, self.root).relative_to(self.root) or ()
         return self.layout.owner_of(relative) == self.layout.key(table_id)
 
+    def may_vend(self, table_id: list[str], location: str) -> bool:
+        """Whether keys for `location` may be vended for `table_id`: no record there names
+        another table (data the server did not record is judged by its place alone)."""
+        try:
+            record = read_record(location, self._options())
+        except LanceNamespaceError:
+            return False  # not given away on a guess
+        return record is None or self._same(record.owner, table_id)
+
     def moved(self, old_id: list[str], new_id: list[str], old_location: str | None,
               request: Any) -> None:
         """After RenameTable: the record of a table that owned its data names the new id,

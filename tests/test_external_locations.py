@@ -1,12 +1,14 @@
 """External locations (setting `external_locations`): existing data in another bucket is
 registered through the server by a table of the namespace the location is bound to, read by
 pylance and by LanceDB's remote client through the server, owned by that one table, and left
-in place by DropTable. Glue on moto (its S3 holds the root's bucket and the legacy one); `dir`
-refuses, since its catalog keeps locations relative to its root."""
+in place by DropTable. Glue on moto (its S3 holds the root's bucket and the legacy one), then
+every backend on local storage (fixture `catalog`); `dir` refuses, since its catalog keeps
+locations relative to its root."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import lance
@@ -22,8 +24,11 @@ from lance_namespace import (
 )
 
 from app.config import Settings, SettingsError, external_locations
+from backends.core.external import parse_external_locations
+from backends.guard import GuardedNamespace
 from backends.ownership import read_record
 from tests.support.adapter import running_server
+from tests.support.containment_catalogs import Catalog
 from tests.support.glue import MotoEndpoint, glue_properties, s3_storage
 from tests.support.lance_data import sample_table
 
@@ -92,3 +97,32 @@ def test_a_bad_external_location_stops_the_start() -> None:
                          ({"s3://legacy/hr": "a$"}, "must not be empty")):
         with pytest.raises(SettingsError, match=why):
             external_locations(Settings(external_locations=mapping))
+
+
+def test_every_catalog_backend_registers_in_an_external_location(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    """The same rules on each backend (local storage, outside its root): only the bound
+    namespace's tables, one owner, DropTable leaves the data; `dir` refuses."""
+    prefix = tmp_path / "legacy"
+    data = prefix / "t.lance"
+    lance.write_dataset(sample_table(4), str(data))
+    bound = parse_external_locations({str(prefix): "$".join(catalog.parent)})
+    guarded = GuardedNamespace(catalog.namespace.backend, external=bound)
+    register = RegisterTableRequest(id=catalog.table("ext"), location=str(data))
+    if catalog.kind == "dir":
+        with pytest.raises(InvalidInputError, match="registers tables only inside its root"):
+            guarded.register_table(register)
+        return
+    guarded.register_table(register)
+    assert read_record(str(data), None).owner == catalog.table("ext")
+    described = guarded.describe_table(DescribeTableRequest(id=catalog.table("ext")))
+    assert lance.dataset(described.location).count_rows() == 4
+    with pytest.raises(InvalidInputError, match="is owned by table"):
+        guarded.register_table(RegisterTableRequest(id=catalog.table("twin"), location=str(data)))
+    elsewhere = [*catalog.parent[:-1], catalog.parent[-1] + "x"]
+    guarded.create_namespace(CreateNamespaceRequest(id=elsewhere))
+    with pytest.raises(InvalidInputError, match="may not register there"):
+        guarded.register_table(RegisterTableRequest(id=[*elsewhere, "t"], location=str(data)))
+    guarded.drop_table(DropTableRequest(id=catalog.table("ext")))
+    assert lance.dataset(str(data)).count_rows() == 4

@@ -479,9 +479,17 @@ def test_no_key_is_minted_for_a_location_that_holds_other_tables(storage: Storag
             "StorageDescriptor": {"Location": f"s3://{BUCKET}/holding/hold"}})
         own = describe(url, "hold$own", vend_credentials=True)
         wide = describe(url, "hold$wide", vend_credentials=True)
+        # Another tool's entry at the created table's location: the record there names
+        # hold$own, so no keys are minted for the alias.
+        boto3_glue(glue).create_table(DatabaseName="hold", TableInput={
+            "Name": "alias", "TableType": "EXTERNAL_TABLE", "Parameters": {"table_type": "lance"},
+            "StorageDescriptor": {"Location": own["location"]}})
+        alias = describe(url, "hold$alias", vend_credentials=True)
     assert "aws_access_key_id" in (own.get("storage_options") or {})
     assert wide["location"] == f"s3://{BUCKET}/holding/hold"
     assert "aws_access_key_id" not in (wide.get("storage_options") or {})
+    assert alias["location"] == own["location"]
+    assert "aws_access_key_id" not in (alias.get("storage_options") or {})
 
 
 def boto3_glue(properties: dict[str, str]) -> Any:

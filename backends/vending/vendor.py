@@ -93,7 +93,7 @@ class CredentialVendor:
     def __init__(
         self, settings: VendingSettings, storage: Mapping[str, str], sts: Any = None,
         clock: Callable[[], float] = time.time, relay: RelaysCredentials | None = None,
-        holds_other_tables: Callable[[str], bool] | None = None,
+        vendable: Callable[[Sequence[str], str], bool] | None = None,
     ) -> None:
         self.settings = settings
         self.region = settings.region or storage.get("aws_region") or storage.get("region")
@@ -102,8 +102,8 @@ class CredentialVendor:
             sts = _sts_module().StsClient(settings, storage, self.region)
         self._sts = sts
         self._relay = relay
-        # The backend's judgement of a location (`MetadataNamespace.holds_other_tables`).
-        self._holds_other_tables = holds_other_tables
+        # The guard's judgement of a table's location (`GuardedNamespace.vendable`).
+        self._vendable = vendable
         self._clock = clock
         self._cache: dict[Hashable, VendedCredentials] = {}
         self._locks: dict[Hashable, threading.Lock] = {}
@@ -132,7 +132,7 @@ class CredentialVendor:
         access = self.settings.access_of(identity) if may_write else READ
         vended, source = self._relayed(table_id, access, caller_token)
         if vended is None:
-            vended, source = self._minted(location, access)
+            vended, source = self._minted(table_id, location, access)
         if vended is not None:
             record = VendRecord(joined_id(table_id), identity, access, vended.expires_at_millis,
                                 source)
@@ -151,11 +151,13 @@ class CredentialVendor:
 
         return self._cached_or_made((RELAYED, tuple(table_id), access, caller_token), RELAYED, ask)
 
-    def _minted(self, location: str, access: str) -> tuple[VendedCredentials | None, str]:
+    def _minted(
+        self, table_id: Sequence[str], location: str, access: str
+    ) -> tuple[VendedCredentials | None, str]:
         prefix = TablePrefix.of(location)
         if prefix is None or self._sts is None:
             return None, MINTED
-        if self._holds_other_tables is not None and self._holds_other_tables(location):
+        if self._vendable is not None and not self._vendable(table_id, location):
             return None, MINTED
         return self._cached_or_made(
             (MINTED, prefix, access), MINTED, lambda: self._mint(prefix, access))
@@ -272,7 +274,7 @@ def credential_vendor(
         )
     return CredentialVendor(
         settings, storage_options(properties), relay=relay,
-        holds_other_tables=getattr(backend, "holds_other_tables", None),
+        vendable=getattr(backend, "vendable", None),
     )
 
 
