@@ -282,3 +282,20 @@ def test_access_settings_are_checked_at_start(tmp_path: Path) -> None:
                                    "LANCE_ADAPTER_ACCESS": json.dumps({"etl": bad})})
     assert access_policy(Settings(auth_mode="forward")) is None
     assert access_policy(Settings()) is None
+
+
+def test_lancedb_lists_the_tables_of_a_database_its_grant_covers(
+    served: tuple[str, Path],
+) -> None:
+    """LanceDB's remote client names its database in every call: listing one needs `read`
+    there, not everywhere."""
+    import lancedb
+
+    url, _ = served
+    sales = lancedb.connect("db://sales", api_key=TOKENS["sales_reader"], host_override=url,
+                            region="local")
+    assert "t" in list(sales.list_tables().tables)
+    hr = lancedb.connect("db://hr", api_key=TOKENS["sales_reader"], host_override=url,
+                         region="local")
+    with pytest.raises(Exception, match="403|no access|needs read"):
+        hr.list_tables()
