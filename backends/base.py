@@ -102,7 +102,6 @@ from lance_namespace import (
 
 from backends.capabilities import list_operations, unsupported
 from backends.containment import holds_other_tables
-from backends.core.arrow_schema import arrow_schema_to_json
 from backends.core.extensions import ListOperationsRequest, ListOperationsResponse
 from backends.core.locations import resolve_stored
 from backends.core.modes import CreateMode, WriteMode, parse_mode
@@ -239,31 +238,7 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
         """The catalog entry, completed as the request asks from the dataset itself (opened
         once for both the declared check and the detailed metadata)."""
-        described = self.describe_table_entry(request)
-        if not described.location:
-            return described
-        # The spec's default is no table_uri; some catalogs' entries carry one anyway.
-        if not request.with_table_uri:
-            described.table_uri = None
-        elif not described.table_uri:
-            described.table_uri = described.location
-        wants_declared = request.check_declared and described.is_only_declared is None
-        wants_details = request.load_detailed_metadata and described.version is None
-        if not (wants_declared or wants_details):
-            return described
-        table = TableLocation(
-            list(request.id or []), described.location, dict(described.storage_options or {})
-        )
-        latest = latest_dataset(table)
-        if wants_declared:
-            described.is_only_declared = latest is None
-        if wants_details:
-            dataset = checkout(table, latest, request.version, request.tag, request.branch)
-            described.version = dataset.version
-            described.var_schema = arrow_schema_to_json(dataset.lance_schema.to_pyarrow())
-            described.table = table.id[-1]
-            described.namespace = table.id[:-1]
-        return described
+        return lifecycle.completed_description(self.describe_table_entry(request), request)
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -15,6 +15,8 @@ from lance_namespace import (
     CreateTableResponse,
     DeclareTableRequest,
     DeregisterTableRequest,
+    DescribeTableRequest,
+    DescribeTableResponse,
     InvalidInputError,
     InvalidTableStateError,
     ListNamespacesRequest,
@@ -26,10 +28,17 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
+from backends.core.arrow_schema import arrow_schema_to_json
 from backends.core.modes import CreateMode
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.core.paging import paginate
-from backends.tables.access import TableLocation, has_data, latest_dataset, remove_data
+from backends.tables.access import (
+    TableLocation,
+    checkout,
+    has_data,
+    latest_dataset,
+    remove_data,
+)
 from backends.tables.writes import write_rows
 
 if TYPE_CHECKING:
@@ -110,6 +119,37 @@ def _undeclare(namespace: MetadataNamespace, request: Any, table: TableLocation 
         logger.exception("could not deregister %s after a failed write", request.id)
     if table is not None:
         remove_data(table)
+
+
+def completed_description(
+    described: DescribeTableResponse, request: DescribeTableRequest
+) -> DescribeTableResponse:
+    """DescribeTable: the catalog entry `described`, completed as `request` asks from the
+    dataset itself (opened once for both the declared check and the detailed metadata)."""
+    if not described.location:
+        return described
+    # The spec's default is no table_uri; some catalogs' entries carry one anyway.
+    if not request.with_table_uri:
+        described.table_uri = None
+    elif not described.table_uri:
+        described.table_uri = described.location
+    wants_declared = request.check_declared and described.is_only_declared is None
+    wants_details = request.load_detailed_metadata and described.version is None
+    if not (wants_declared or wants_details):
+        return described
+    table = TableLocation(
+        list(request.id or []), described.location, dict(described.storage_options or {})
+    )
+    latest = latest_dataset(table)
+    if wants_declared:
+        described.is_only_declared = latest is None
+    if wants_details:
+        dataset = checkout(table, latest, request.version, request.tag, request.branch)
+        described.version = dataset.version
+        described.var_schema = arrow_schema_to_json(dataset.lance_schema.to_pyarrow())
+        described.table = table.id[-1]
+        described.namespace = table.id[:-1]
+    return described
 
 
 def renamed_id(request: RenameTableRequest) -> list[str]:
