@@ -48,6 +48,8 @@ from lance_namespace import (
     InvalidInputError,
     LanceNamespace,
     LanceNamespaceError,
+    NamespaceExistsRequest,
+    NamespaceNotFoundError,
     TableExistsRequest,
     TableNotFoundError,
 )
@@ -114,7 +116,10 @@ class Containment:
             raise InvalidInputError(
                 f"the location lies in the own path of table {joined_id(list(owner))}"
             )
-        if owner is None and self.layout.holds_homes(relative):
+        own_path = self.layout.in_own_path(relative, table_id)
+        # A recorded table's data (adopted as its record allows) is no namespace's directory.
+        if (owner is None and self.layout.holds_homes(relative) and not own_path
+                and not (adopting and recorded)):
             raise InvalidInputError(
                 "the location could hold other tables' own paths (it is a namespace's "
                 "directory in this backend's layout); choose a table's own path"
@@ -144,8 +149,54 @@ class Containment:
         """Whether the table of `entry` owns its location, so DropTable may delete it: inside
         the root, its record naming the table."""
         path = self._owned_path(entry.location or "")
-        return path is not None and self.records.owns(
-            table_id, path.uri, entry.storage_options)
+        if path is None or self._namespace_of_same_id(table_id, None):
+            return False  # a namespace's tables may lie below a nesting layout's table
+        return self.records.owns(table_id, path.uri, entry.storage_options)
+
+    def vendable(self, table_id: list[str], location: str) -> bool:
+        """Whether keys for all of `location` reach only `table_id`'s data: its own path
+        (which, in a nesting layout, no namespace of the same id shares), or a place that
+        holds no other table's own path; and no record there names another table."""
+        try:
+            relative = resolve_stored(location, self.root).relative_to(self.root)
+        except InvalidInputError:
+            return False
+        if relative is not None and self.layout.in_own_path(relative, table_id):
+            if self._namespace_of_same_id(table_id, None):
+                return False
+        elif holds_other_tables(self.root.uri, self.layout, location):
+            return False
+        return self.records.may_vend(table_id, location)
+
+    def refuse_nesting(self, table_id: list[str], request: Any, table: bool) -> None:
+        """In a nesting layout (`TableLayout.nests`) a table and a namespace never share an
+        id: the namespace's tables would lie inside the table's data (code 13)."""
+        if not self.layout.nests or self.layout.home(table_id) is None:
+            return  # no table can have this id: nothing to keep apart
+        if table and self._namespace_of_same_id(table_id, request):
+            raise InvalidInputError(
+                f"a namespace {joined_id(table_id)} exists: in this backend's layout a table "
+                "of that id would hold its tables' data; choose another name"
+            )
+        if not table and not _gone(self.namespace, table_id, request):
+            raise InvalidInputError(
+                f"a table {joined_id(table_id)} exists: in this backend's layout the "
+                "namespace's tables would lie inside its data; choose another name"
+            )
+
+    def _namespace_of_same_id(self, table_id: list[str], request: Any) -> bool:
+        """In a nesting layout, whether a namespace has `table_id` as its id (a catalog that
+        does not answer counts as yes: data is not deleted or vended on a guess)."""
+        if not self.layout.nests or self.layout.home(table_id) is None:
+            return False
+        caller = {"identity": request.identity, "context": request.context} if request else {}
+        try:
+            self.namespace.namespace_exists(NamespaceExistsRequest(id=table_id, **caller))
+        except NamespaceNotFoundError:
+            return False
+        except LanceNamespaceError:
+            return True
+        return True
 
     def home(self, table_id: list[str]) -> StorageLocation | None:
         """The id's own path, when the layout gives one."""
@@ -192,14 +243,15 @@ def _physically_inside(path: StorageLocation, root: StorageLocation) -> bool:
 
 
 # The operations the location checks stand in front of.
-CHECKED_OPERATIONS = frozenset(
-    {"register_table", "declare_table", "create_table", "rename_table", "drop_table"})
+CHECKED_OPERATIONS = frozenset({"register_table", "declare_table", "create_table",
+                                "rename_table", "drop_table", "create_namespace"})
 
 
 def checked(containment: Containment, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
     """`call`, the operation `name` of the backend, behind its location checks."""
     check = {"register_table": _register, "declare_table": _declare, "create_table": _create,
-             "rename_table": _rename, "drop_table": _drop}[name]
+             "rename_table": _rename, "drop_table": _drop,
+             "create_namespace": _create_namespace}[name]
     return functools.partial(check, containment, call)
 
 
@@ -207,12 +259,14 @@ def _register(containment: Containment, register: Callable[..., Any], request: A
     if not request.location or not str(request.location).strip():
         raise InvalidInputError("RegisterTable needs the location of an existing Lance table")
     table_id = list(request.id or [])
+    containment.refuse_nesting(table_id, request, table=True)
     place = containment.check_new_location(table_id, request.location, True, request)
     return _claimed(containment, table_id, place, register(request), request)
 
 
 def _declare(containment: Containment, declare: Callable[..., Any], request: Any) -> Any:
     table_id = list(request.id or [])
+    containment.refuse_nesting(table_id, request, table=True)
     if request.location is None:
         _refuse_data_at_home(containment, table_id, request)
         declared = declare(request)
@@ -240,13 +294,22 @@ def _create(
     containment: Containment, create: Callable[..., Any], request: Any, *arguments: Any
 ) -> Any:
     table_id = list(request.id or [])
+    containment.refuse_nesting(table_id, request, table=True)
     _refuse_data_at_home(containment, table_id, request)
     created = create(request, *arguments)
     _claim_after(containment, table_id, created, unrecorded_only=True)
     return created
 
 
+def _create_namespace(
+    containment: Containment, create: Callable[..., Any], request: Any
+) -> Any:
+    containment.refuse_nesting(list(request.id or []), request, table=False)
+    return create(request)
+
+
 def _rename(containment: Containment, rename: Callable[..., Any], request: Any) -> Any:
+    containment.refuse_nesting(renamed_id(request), request, table=True)
     before = _catalog_entry(containment.namespace, list(request.id or []), request).location
     renamed = rename(request)
     new_id = renamed_id(request)

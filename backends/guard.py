@@ -59,10 +59,9 @@ class GuardedNamespace:
     def vendable(self, table_id: Sequence[str], location: str) -> bool:
         """Whether keys for all of `location` reach only the table `table_id`'s data: not a
         place that could hold other tables' own paths, and no record naming another table."""
-        if self.backend.holds_other_tables(location):
-            return False
-        return self.containment is None or self.containment.records.may_vend(
-            list(table_id), location)
+        if self.containment is None:
+            return not self.backend.holds_other_tables(location)
+        return self.containment.vendable(list(table_id), location)
 
     def __getattr__(self, name: str) -> Any:
         if name in GUARDED_OPERATIONS:

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-# The directory of a Lance table named `<name>`: glue and iceberg tables below their namespace
+# The directory of a Lance table named `<name>`: glue tables below their namespace
 # levels, `dir`'s root tables below the root.
 TABLE_SUFFIX = ".lance"
 
 
 class TableLayout:
     """The layout of a backend that names none: no path belongs to any id by its place, so
-    only the ownership mark of a catalog entry decides (see `backends.containment`)."""
+    only the ownership record decides (see `backends.containment`)."""
+
+    # Whether a table's own path may also be a namespace's directory (holding the own paths
+    # of that namespace's tables): then a table and a namespace never share an id here.
+    nests = False
 
     def home(self, table_id: Sequence[str]) -> tuple[str, ...] | None:
         """The id's own path, as segments below the root; None when the layout gives none."""
@@ -36,6 +40,13 @@ class TableLayout:
         """The id as the layout spells it (a catalog that folds case folds it here)."""
         return tuple(table_id)
 
+    def in_own_path(self, relative: tuple[str, ...], table_id: Sequence[str]) -> bool:
+        """Whether root/`relative` is `table_id`'s own path or lies below it."""
+        home = self.home(table_id)
+        if home is not None and relative[: len(home)] == home:
+            return True
+        return self.owner_of(relative) == self.key(table_id)
+
     def owner_of(self, relative: tuple[str, ...]) -> tuple[str, ...] | None:
         """The id whose own path is root/`relative` or contains it."""
         for length in range(1, len(relative) + 1):
@@ -46,7 +57,7 @@ class TableLayout:
 
 
 class SuffixLayout(TableLayout):
-    """`<root>/<namespace…>/<table>.lance` (glue, iceberg): a namespace level is a directory
+    """`<root>/<namespace…>/<table>.lance` (glue): a namespace level is a directory
     not ending in `.lance`, so a path ending in it is exactly one table's."""
 
     def __init__(self, min_depth: int = 2) -> None:
@@ -67,6 +78,24 @@ class SuffixLayout(TableLayout):
 
     def holds_homes(self, relative: tuple[str, ...]) -> bool:
         return not any(_suffixed(name) for name in relative)
+
+
+class PathLayout(TableLayout):
+    """`<root>/<level>/…/<table>`, each name one directory (Iceberg's seed:
+    `{root}/{warehouse}/{namespace}/{table_name}`): a path does not tell a table from a
+    namespace, so the ownership records decide, and a table and a namespace of one id are
+    kept apart (`nests`)."""
+
+    nests = True
+
+    def __init__(self, min_depth: int) -> None:
+        self.min_depth = min_depth
+
+    def home(self, table_id: Sequence[str]) -> tuple[str, ...] | None:
+        return tuple(table_id) if len(table_id) >= self.min_depth else None
+
+    def holds_homes(self, relative: tuple[str, ...]) -> bool:
+        return True
 
 
 class HiveLayout(TableLayout):

@@ -140,7 +140,7 @@ class OwnershipRecords:
         if record.placed:
             return True
         relative = resolve_stored(location, self.root).relative_to(self.root) or ()
-        return self.layout.owner_of(relative) == self.layout.key(table_id)
+        return self.layout.in_own_path(relative, table_id)
 
     def may_vend(self, table_id: list[str], location: str) -> bool:
         """Whether keys for `location` may be vended for `table_id`: no record there names

@@ -68,7 +68,7 @@ def test_create_table_with_data_lands_at_its_location_and_in_the_catalog(
     client.create_namespace(CreateNamespaceRequest(id=["wh", sales, "eu"]))
     table_id = ["wh", sales, "eu", "orders"]
     created = client.create_table(CreateTableRequest(id=table_id), arrow_stream(sample_table(50)))
-    location = f"{root}/wh/{sales}/eu/orders.lance"
+    location = f"{root}/wh/{sales}/eu/orders"
     assert created.location == location
     assert lance.dataset(location).count_rows() == 50
 
@@ -112,8 +112,8 @@ def test_declare_register_deregister_through_the_adapter(
     reg = unique("reg")
     client.create_namespace(CreateNamespaceRequest(id=["wh", reg]))
     declared = client.declare_table(DeclareTableRequest(id=["wh", reg, "later"]))
-    assert declared.location == f"{root}/wh/{reg}/later.lance"
-    existing = str(root / "wh" / reg / "existing.lance")  # the table's own path in the root
+    assert declared.location == f"{root}/wh/{reg}/later"
+    existing = str(root / "wh" / reg / "existing")  # the table's own path in the root
     lance.write_dataset(sample_table(7), existing)
     client.register_table(RegisterTableRequest(id=["wh", reg, "existing"], location=existing))
     assert client.count_table_rows(CountTableRowsRequest(id=["wh", reg, "existing"])).count == 7

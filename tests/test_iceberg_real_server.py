@@ -177,7 +177,7 @@ def test_deregister_keeps_the_data_and_the_iceberg_metadata(
     ns: IcebergNamespace, catalog: RestCatalog, db: list[str], tmp_path: Path
 ) -> None:
     declared = ns.declare_table(DeclareTableRequest(id=[*db, "t1"], properties={"owner": "me"}))
-    expected_location = f"{tmp_path}/root/wh/{db[1]}/t1.lance"
+    expected_location = f"{tmp_path}/root/wh/{db[1]}/t1"
     assert declared.location == expected_location
     assert set_by_callers(declared.properties) == {"owner": "me", "table_type": "lance"}
     metadata = Path(catalog.load_table((db[1], "t1")).metadata_location)
@@ -335,7 +335,7 @@ def test_declare_with_location_and_nested_default_location(
     )
     ns.create_namespace(CreateNamespaceRequest(id=[*db, "inner"]))
     nested = ns.declare_table(DeclareTableRequest(id=[*db, "inner", "t"]))
-    assert nested.location == f"{tmp_path}/root/wh/{db[1]}/inner/t.lance"
+    assert nested.location == f"{tmp_path}/root/wh/{db[1]}/inner/t"
 
 
 def test_table_errors(ns: IcebergNamespace, db: list[str]) -> None:

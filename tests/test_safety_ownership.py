@@ -159,3 +159,23 @@ def test_on_object_storage_a_rename_keeps_its_data_and_moves_its_record(
     dir_on_s3.drop_table(DropTableRequest(id=["hr", "payroll"]))
     with pytest.raises(ValueError, match="was not found"):
         lance.dataset(location, storage_options=options)
+
+
+@pytest.mark.parametrize("catalog", ["iceberg"], indirect=True)
+def test_where_paths_nest_a_table_and_a_namespace_never_share_an_id(catalog: Catalog) -> None:
+    """Iceberg's seed layout puts `wh$ns$t` at `<root>/wh/ns/t`, which is also where the
+    namespace `wh$ns$t` keeps its tables: one of the two is refused, so no table's data (nor
+    its DropTable, nor its vended keys) reaches another table's."""
+    location = create_table(catalog, "both")
+    assert location == str(catalog.root.joinpath(*catalog.parent, "both"))  # the seed's path
+    with pytest.raises(InvalidInputError, match=r"a table .*both exists: in this backend's"):
+        catalog.namespace.create_namespace(CreateNamespaceRequest(id=catalog.table("both")))
+    catalog.namespace.create_namespace(CreateNamespaceRequest(id=catalog.table("space")))
+    with pytest.raises(InvalidInputError, match=r"a namespace .*space exists: in this"):
+        create_table(catalog, "space")
+    with pytest.raises(InvalidInputError, match=r"a namespace .*space exists: in this"):
+        catalog.namespace.rename_table(RenameTableRequest(
+            id=catalog.table("both"), new_table_name="space"))
+    catalog.namespace.drop_table(DropTableRequest(id=catalog.table("both")))
+    with pytest.raises(ValueError, match="was not found"):
+        lance.dataset(location)

@@ -59,7 +59,7 @@ from backends.iceberg.catalog import (
 )
 from backends.iceberg.names import namespace_identifier, table_identifier
 from backends.iceberg.settings import IcebergSettings
-from backends.layouts import SuffixLayout, TableLayout
+from backends.layouts import PathLayout, TableLayout
 from backends.rest_catalog import (
     OAuth2ClientCredentials,
     RestCatalogClient,
@@ -94,7 +94,7 @@ class IcebergNamespace(RestCatalogNamespace):
         self.catalog = IcebergCatalog(self.client)
 
     def table_layout(self) -> TableLayout:
-        return SuffixLayout(min_depth=3)
+        return PathLayout(min_depth=3)
 
     def namespace_id(self) -> str:
         return f"IcebergNamespace {{ endpoint: '{self.endpoint}' }}"
