@@ -92,7 +92,7 @@ def test_register_overwrite_replaces_and_a_failed_one_keeps_the_previous(
     to_nothing = RegisterTableRequest(id=layout.table, location=empty, mode="overwrite")
     # Refused: no Lance table there (in Iceberg's seed layout, a place that nothing records
     # as a table's may be a namespace's directory, which is refused first).
-    with pytest.raises(InvalidInputError, match="no Lance table at|could hold other tables"):
+    with pytest.raises(InvalidInputError, match=r"no Lance table at|could hold other tables"):
         client.register_table(to_nothing)
     assert_registered(backend, layout.table, old, "1", 5)
     if backend.fail_next_catalog_write is not None:
