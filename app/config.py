@@ -110,6 +110,9 @@ class Settings:
     # Storage prefixes outside the backend's root where existing data may be registered, each
     # bound to the namespace subtree allowed to register there (`a$b`; empty: every one).
     external_locations: dict[str, str] = field(default_factory=dict)
+    # Whether DropTable of a table in an external location deletes its data (off: the table
+    # is deregistered and its data left, as data the server did not place).
+    external_locations_purge: bool = False
     access_default: str = "admin"
     # The metadata cache (Describe/List/Exists answers); writes through the server clear it.
     metadata_cache: bool = True
@@ -294,7 +297,8 @@ def request_bounds(settings: Settings) -> RequestBounds:
 def external_locations(settings: Settings) -> tuple[ExternalLocation, ...]:
     """The parsed `external_locations`; a bad entry stops the start with one sentence."""
     try:
-        return parse_external_locations(settings.external_locations)
+        return parse_external_locations(
+            settings.external_locations, settings.external_locations_purge)
     except ValueError as error:
         raise SettingsError(f"setting 'external_locations': {error}") from None
 

@@ -149,9 +149,23 @@ class Containment:
         """Whether the table of `entry` owns its location, so DropTable may delete it: inside
         the root, its record naming the table."""
         path = self._owned_path(entry.location or "")
-        if path is None or self._namespace_of_same_id(table_id, None):
+        if path is None:
+            return self._purged(table_id, entry)
+        if self._namespace_of_same_id(table_id, None):
             return False  # a namespace's tables may lie below a nesting layout's table
         return self.records.owns(table_id, path.uri, entry.storage_options)
+
+    def _purged(self, table_id: list[str], entry: DescribeTableResponse) -> bool:
+        """Whether DropTable deletes a table in an external location: only when the operator
+        enabled purge, and the record there names the table."""
+        try:
+            place = parse_location(entry.location or "")
+        except InvalidInputError:
+            return False
+        outside = next((each for each in self.external if each.holds(place)), None)
+        if outside is None or not outside.purge or not _physically_inside(place, outside.prefix):
+            return False
+        return self.records.owns(table_id, place.uri, entry.storage_options, base=outside.prefix)
 
     def vendable(self, table_id: list[str], location: str) -> bool:
         """Whether keys for all of `location` reach only `table_id`'s data: its own path

@@ -130,14 +130,16 @@ class OwnershipRecords:
         placed = placed or (earlier is not None and earlier.placed)
         write_record(location, self._options(options), Record(list(table_id), placed))
 
-    def owns(self, table_id: list[str], location: str, options: Mapping[str, str] | None) -> bool:
+    def owns(self, table_id: list[str], location: str, options: Mapping[str, str] | None,
+             base: StorageLocation | None = None) -> bool:
         """Whether DropTable of `table_id` may delete the data at `location`: its record
         names the table, and the server placed the data there or the location is the
-        table's own path in the layout (data registered elsewhere is only deregistered)."""
+        table's own path in the layout (data registered elsewhere is only deregistered), or
+        lies in an external location (`base`) whose purge the operator enabled."""
         record = read_record(location, self._options(options))
         if record is None or not self._same(record.owner, table_id):
             return False
-        if record.placed:
+        if record.placed or base is not None:
             return True
         relative = resolve_stored(location, self.root).relative_to(self.root) or ()
         return self.layout.in_own_path(relative, table_id)

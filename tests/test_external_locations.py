@@ -126,3 +126,23 @@ def test_every_catalog_backend_registers_in_an_external_location(
         guarded.register_table(RegisterTableRequest(id=[*elsewhere, "t"], location=str(data)))
     guarded.drop_table(DropTableRequest(id=catalog.table("ext")))
     assert lance.dataset(str(data)).count_rows() == 4
+
+
+@pytest.mark.parametrize("catalog", ["glue", "hive2", "unity", "iceberg"], indirect=True)
+def test_with_purge_dropping_an_external_table_deletes_only_its_own_data(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    prefix = tmp_path / "legacy"
+    for name in ("mine", "foreign"):
+        lance.write_dataset(sample_table(2), str(prefix / f"{name}.lance"))
+    bound = parse_external_locations({str(prefix): "$".join(catalog.parent)}, purge=True)
+    guarded = GuardedNamespace(catalog.namespace.backend, external=bound)
+    guarded.register_table(RegisterTableRequest(
+        id=catalog.table("mine"), location=str(prefix / "mine.lance")))
+    # An entry another tool wrote (straight to the catalog): no record names it.
+    catalog.namespace.backend.register_table(RegisterTableRequest(
+        id=catalog.table("foreign"), location=str(prefix / "foreign.lance")))
+    for name in ("mine", "foreign"):
+        guarded.drop_table(DropTableRequest(id=catalog.table(name)))
+    assert not (prefix / "mine.lance").exists()
+    assert lance.dataset(str(prefix / "foreign.lance")).count_rows() == 2

@@ -17,6 +17,7 @@ from backends.core.names import ID_DELIMITER, joined_id, validate_identifier
 class ExternalLocation:
     prefix: StorageLocation
     namespace: tuple[str, ...]  # () : tables of every namespace
+    purge: bool = False  # DropTable deletes the data of a table that owns its location
 
     def holds(self, place: StorageLocation) -> bool:
         """Whether `place` lies strictly below the prefix."""
@@ -31,9 +32,12 @@ class ExternalLocation:
         return f"{self.prefix.uri} (bound to {bound})"
 
 
-def parse_external_locations(mapping: Mapping[str, str]) -> tuple[ExternalLocation, ...]:
-    """The setting's entries, prefix -> namespace (`a$b`; empty: every namespace); ValueError
-    with one sentence for an entry that names no absolute location or no namespace."""
+def parse_external_locations(
+    mapping: Mapping[str, str], purge: bool = False
+) -> tuple[ExternalLocation, ...]:
+    """The setting's entries, prefix -> namespace (`a$b`; empty: every namespace), with the
+    operator's `purge` choice; ValueError with one sentence for an entry that names no
+    absolute location or no namespace."""
     parsed = []
     for prefix, namespace in mapping.items():
         try:
@@ -44,5 +48,5 @@ def parse_external_locations(mapping: Mapping[str, str]) -> tuple[ExternalLocati
             raise ValueError(f"external location {prefix!r}: {error}") from None
         if location.scheme == "file" and not location.key:
             raise ValueError(f"external location {prefix!r} must not be the whole file system")
-        parsed.append(ExternalLocation(location, bound))
+        parsed.append(ExternalLocation(location, bound, purge))
     return tuple(parsed)
