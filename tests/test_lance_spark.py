@@ -27,6 +27,7 @@ from lance_namespace import (
     DescribeTableRequest,
     ListNamespacesRequest,
     ListTablesRequest,
+    RegisterTableRequest,
 )
 
 from tests.support.adapter import running_server
@@ -47,12 +48,14 @@ def workdir() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def urls(workdir: Path) -> Iterator[dict[str, str]]:
-    """The adapter on a dir backend and on a Glue backend (moto), each with a local root."""
+    """The adapter on a dir backend and on a Glue backend (moto), each with a local root;
+    the Glue one with an external location, `<workdir>/legacy`, for every namespace."""
     moto, moto_url = start_moto()
     glue = glue_properties(moto_url, root=str(workdir / "glue-root"))
+    external = {str(workdir / "legacy"): ""}
     try:
         with running_server("dir", {"root": str(workdir / "dir-root")}) as dir_url, \
-                running_server("glue", glue) as glue_url:  # fmt: skip
+                running_server("glue", glue, external_locations=external) as glue_url:  # fmt: skip
             yield {"dir": dir_url, "glue": glue_url}
     finally:
         moto.stop()
@@ -257,3 +260,19 @@ def test_drop_table_deregisters_and_purge_deletes(
     assert not locations["purged"].exists()
     spark.sql(f"DROP NAMESPACE {backend}.{namespace}")
     assert namespace not in server.list_namespaces(ListNamespacesRequest(id=[])).namespaces
+
+
+def test_lance_spark_reads_a_table_registered_in_an_external_location(
+    sessions: dict[str, SparkDriver], urls: dict[str, str], workdir: Path
+) -> None:
+    """Existing data outside the server's root, registered through the server (Glue), is
+    read by lance-spark through the server like any table."""
+    spark, client = sessions["local"], RestNamespace(uri=urls["glue"])
+    namespace = f"ls_{next(_names)}"
+    client.create_namespace(CreateNamespaceRequest(id=[namespace]))
+    location = str(workdir / "legacy" / f"{namespace}_payroll.lance")
+    lance.write_dataset(pa.table({"id": pa.array(range(6), pa.int64()),
+                                  "pay": [float(i) * 10 for i in range(6)]}), location)
+    client.register_table(RegisterTableRequest(id=[namespace, "payroll"], location=location))
+    assert spark.sql(f"SELECT id, pay FROM glue.{namespace}.payroll WHERE id >= 4 ORDER BY id") == [
+        {"id": 4, "pay": 40.0}, {"id": 5, "pay": 50.0}]
