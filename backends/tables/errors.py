@@ -70,6 +70,9 @@ _MESSAGE_RULES: tuple[tuple[type[LanceNamespaceError], tuple[str, ...]], ...] = 
     (InvalidInputError, ("code: 36,",)),
     (InvalidInputError, ("invalidinput",)),
     (InvalidInputError, ("must request at least one column",)),
+    # A LIKE pattern (or a regular expression) too large to compile: the client's input.
+    (InvalidInputError, ("unable to build regex",)),
+    (InvalidInputError, ("compiled regex exceeds size limit",)),
     (InvalidInputError, ("failed to read staging manifest",)),
     (ConcurrentModificationError, ("conflict",)),
     (ConcurrentModificationError, ("retryable",)),
