@@ -297,6 +297,8 @@ def test_lancedb_lists_the_tables_of_a_database_its_grant_covers(
     assert "t" in list(sales.list_tables().tables)
     hr = lancedb.connect("db://hr", api_key=TOKENS["sales_reader"], host_override=url,
                          region="local")
-    refusal = r"has no access at namespace hr; this operation needs read"
-    with pytest.raises(Exception, match=refusal):
+    from lancedb.remote.errors import HttpError
+
+    refusal = r"403 Forbidden.*has no access at namespace hr; this operation needs read"
+    with pytest.raises(HttpError, match=refusal):
         hr.list_tables()
