@@ -1,7 +1,8 @@
 """Ownership is recorded with the data (`backends/ownership.py`): a location belongs to one
 table, whatever the request order, rename history or shared location; DropTable deletes only
 data whose record names the table dropped. Each test reproduces a way one namespace reached
-another's data, on every backend (fixture `catalog`, `tests/support/containment_catalogs.py`),
+another's data, on every backend (fixture `catalog`, `tests/support/containment_catalogs.py`,
+hive3 included),
 and asserts what was not registered, read or deleted."""
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from backends import load_namespace
 from backends.core.locations import resolve_stored
 from backends.guard import GuardedNamespace
 from backends.ownership import OWNER_FILE, Record, read_record, write_record
-from tests.support.containment_catalogs import Catalog, create_table
+from tests.support.containment_catalogs import WITH_HIVE3, Catalog, create_table
 from tests.support.glue import MotoEndpoint, s3_storage
 from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
 
@@ -48,6 +49,7 @@ def _refused(catalog: Catalog, request: RegisterTableRequest, why: str) -> None:
         catalog.namespace.table_exists(TableExistsRequest(id=request.id))
 
 
+@pytest.mark.parametrize("catalog", WITH_HIVE3, indirect=True)
 def test_a_created_table_records_its_owner_with_its_data(catalog: Catalog) -> None:
     location = create_table(catalog, "recorded")
     record = read_record(location, None)
@@ -55,6 +57,7 @@ def test_a_created_table_records_its_owner_with_its_data(catalog: Catalog) -> No
     assert lance.dataset(location).count_rows() == 3  # Lance reads past the record
 
 
+@pytest.mark.parametrize("catalog", WITH_HIVE3, indirect=True)
 def test_a_location_registered_once_is_not_registered_again(catalog: Catalog) -> None:
     """Admin registers `hr$ext` somewhere; another namespace's admin registering the same
     location gets 13, and cannot read or write through it."""
@@ -63,7 +66,7 @@ def test_a_location_registered_once_is_not_registered_again(catalog: Catalog) ->
     _refused(catalog, RegisterTableRequest(id=thief, location=location),
              r"owned by table .*ext|own path of table")
     # Places in the root that are no id's own path (on Unity: a segment no name can have).
-    no_ones = {"dir": "hrdata", "hive2": "hrdata", "unity": "hr.lance"}
+    no_ones = {"dir": "hrdata", "hive2": "hrdata", "hive3": "hrdata", "unity": "hr.lance"}
     if catalog.kind in no_ones:
         elsewhere = catalog.root / "external" / no_ones[catalog.kind]
         lance.write_dataset(sample_table(2), str(elsewhere))
@@ -75,6 +78,7 @@ def test_a_location_registered_once_is_not_registered_again(catalog: Catalog) ->
         _refused(catalog, same_namespace, r"is owned by table .*shared")
 
 
+@pytest.mark.parametrize("catalog", WITH_HIVE3, indirect=True)
 def test_data_left_by_a_rename_to_another_namespace_is_not_adopted(catalog: Catalog) -> None:
     """`sales$mv` renamed to `hr$payroll` keeps its data in `sales$mv`'s path; a table of
     `sales` registering that path ("adopting" what the gone id left) is refused: the record
@@ -94,6 +98,7 @@ def test_data_left_by_a_rename_to_another_namespace_is_not_adopted(catalog: Cata
         lance.dataset(location)  # the owner's drop deletes it: it was the owner's
 
 
+@pytest.mark.parametrize("catalog", WITH_HIVE3, indirect=True)
 def test_entries_the_server_did_not_record_never_lose_their_data(catalog: Catalog) -> None:
     """Three entries written by other tools (straight to the catalog, no record) at one
     location, the own path of an id the catalog no longer holds: DropTable of one of them
@@ -112,6 +117,7 @@ def test_entries_the_server_did_not_record_never_lose_their_data(catalog: Catalo
         assert lance.dataset(described.location).count_rows() == 3
 
 
+@pytest.mark.parametrize("catalog", WITH_HIVE3, indirect=True)
 def test_drop_deletes_only_what_the_record_names(catalog: Catalog) -> None:
     """A table whose record names another id (the record was moved by a rename the catalog
     then lost, say) is only deregistered by DropTable."""

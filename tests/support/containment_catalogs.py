@@ -1,6 +1,8 @@
 """The backends the containment and ownership tests run on, each on a fresh storage root
 with one namespace that holds tables: `dir`, `hive2` (the real metastore), `glue` (moto),
-`unity` (the stand-in) and `iceberg` (the stand-in). Fixture `catalog`, parametrized by kind."""
+`unity` (the stand-in) and `iceberg` (the stand-in). Fixture `catalog`, parametrized by kind;
+`hive3` (the real Hive Metastore 3.1.3, its default catalog) is there for the tests that ask
+for it (`WITH_HIVE3`)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from tests.support.lance_data import arrow_stream, sample_table
 from tests.support.unity_stand_in import running_unity_stand_in
 
 KINDS = ("dir", "hive2", "glue", "unity", "iceberg")
+WITH_HIVE3 = (*KINDS, "hive3")
 
 
 @dataclass
@@ -61,8 +64,9 @@ def iceberg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def _properties(kind: str, root: Path, request: pytest.FixtureRequest) -> dict[str, str]:
     if kind == "dir":
         return {"root": str(root)}
-    if kind == "hive2":
-        return {"uri": request.getfixturevalue("hive_metastore").uri, "root": str(root)}
+    if kind in ("hive2", "hive3"):
+        metastore = "hive_metastore" if kind == "hive2" else "hive3_metastore"
+        return {"uri": request.getfixturevalue(metastore).uri, "root": str(root)}
     if kind == "glue":
         return glue_properties(request.getfixturevalue("clean_moto").url, root=str(root))
     if kind == "unity":
@@ -78,7 +82,8 @@ def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Catalog:
     root.mkdir()
     namespace = load_namespace(kind, _properties(kind, root, request))
     unique = f"c{abs(hash(tmp_path)) % 10**8}"
-    parent = {"unity": ["lake", unique], "iceberg": ["wh", unique]}.get(kind, [unique])
+    parent = {"unity": ["lake", unique], "iceberg": ["wh", unique],
+              "hive3": ["hive", unique]}.get(kind, [unique])
     namespace.create_namespace(CreateNamespaceRequest(id=parent))
     return Catalog(namespace, root, parent, kind)
 
