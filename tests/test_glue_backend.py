@@ -32,7 +32,7 @@ from backends import load_namespace
 from backends.core.settings import ConfigurationError
 from backends.glue import GlueNamespace
 from backends.guard import GuardedNamespace
-from tests.support.glue import MotoEndpoint, glue_properties
+from tests.support.glue import MotoEndpoint, glue_properties, s3_storage
 from tests.support.lance_data import sample_table, tree_snapshot
 
 
@@ -397,18 +397,19 @@ def test_missing_region_is_a_configuration_error(clean_moto, monkeypatch, tmp_pa
 
 
 def test_loaded_through_registry_with_storage_options(clean_moto: MotoEndpoint):
+    clean_moto.client("s3").create_bucket(Bucket="lake-b")  # type: ignore[attr-defined]
+    storage = s3_storage(clean_moto.url)  # the declaration's ownership record goes there
     namespace = load_namespace(
         "glue",
         glue_properties(
-            clean_moto.url,
-            root="s3://lake-b",
-            **{"storage.aws_region": "us-east-1", "storage.allow_http": "true"},
+            clean_moto.url, root="s3://lake-b",
+            **{f"storage.{key}": value for key, value in storage.items()},
         ),
     )
     namespace.create_namespace(CreateNamespaceRequest(id=["reg"]))
     declared = namespace.declare_table(
         DeclareTableRequest(id=["reg", "t"], location="s3://lake-b/reg/t.lance")
     )
-    assert declared.storage_options == {"aws_region": "us-east-1", "allow_http": "true"}
+    assert declared.storage_options == storage
     described = namespace.describe_table(DescribeTableRequest(id=["reg", "t"]))
-    assert described.storage_options == {"aws_region": "us-east-1", "allow_http": "true"}
+    assert described.storage_options == storage

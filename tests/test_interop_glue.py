@@ -283,9 +283,15 @@ def test_deregister_and_drop(sides: Sides):
     # impls cannot drop a Glue table at all.
     with pytest.raises(UnsupportedOperationError, match="Not supported: drop_table"):
         sides.impls.drop_table(DropTableRequest(id=["gone", "b"]))
-    # The server drops data only at a location it owns (inside its root, no other table).
+    # The server deletes only data whose ownership record names the table: impls' table b
+    # has none, so its entry goes and its data stays; the server's own table goes whole.
     sides.server.drop_table(DropTableRequest(id=["gone", "b"]))
-    assert s3_keys(sides, f"{ROOT}/gone/b.lance") == []
+    assert s3_keys(sides, f"{ROOT}/gone/b.lance")
+    sides.server.drop_table(DropTableRequest(id=["gone", "c"]))
+    sides.server.register_table(RegisterTableRequest(
+        id=["gone", "mine"], location=f"{ROOT}/gone/mine.lance"))
+    sides.server.drop_table(DropTableRequest(id=["gone", "mine"]))
+    assert s3_keys(sides, f"{ROOT}/gone/mine.lance") == []
     outside = f"s3://{IMPLS_DEFAULT_BUCKET}/outside/t.lance"
     assert sides.server.drop_table(DropTableRequest(id=["outside", "t"])).location == outside
     assert s3_keys(sides, outside)  # outside the root: the entry went, the data stayed

@@ -340,7 +340,9 @@ def test_drop_of_impls_tables_deletes_only_what_the_server_owns(
 
     with sides.impls.client as client:
         assert client.get_all_tables(database) == []
-    assert not (sides.root / f"{database}.db" / "inside").exists()  # owned: the server deleted it
+    # At its own path, but written by impls: no ownership record names it, so the server
+    # removed the entry and left the data (backends/ownership.py).
+    assert lance.dataset(str(sides.root / f"{database}.db" / "inside")).count_rows() == len(ROWS)
     # A managed table outside the root: HMS was not asked to delete it, nor did the server.
     assert lance.dataset(str(foreign)).to_table().to_pylist() == ROWS.to_pylist()
 
