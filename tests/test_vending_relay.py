@@ -268,4 +268,4 @@ def test_iceberg_relays_its_credentials_to_a_client_without_any(
     assert int(options["expires_at_millis"]) > 0
     used = storage.gate.keys_used() - before
     assert used and used <= set(iceberg_grants.issued), "the client used keys the catalog issued"
-    assert f"s3://{BUCKET}/iceberg/wh/db/i1.lance/" in iceberg.state.delegations
+    assert f"s3://{BUCKET}/iceberg/wh/db/i1/" in iceberg.state.delegations
