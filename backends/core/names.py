@@ -69,14 +69,6 @@ def validate_identifier(parts: Sequence[str] | None, kind: str = "identifier") -
     return [validate_name(part, f"{kind} part") for part in parts]
 
 
-def require_object_identifier(parts: Sequence[str] | None, kind: str = "table") -> list[str]:
-    """A table (or non-root namespace) identifier: validated and non-empty."""
-    validated = validate_identifier(parts, f"{kind} identifier")
-    if not validated:
-        raise InvalidInputError(f"{kind} identifier must not be empty")
-    return validated
-
-
 def object_identifier(parts: Sequence[str] | None, kind: str = "table") -> list[str]:
     """A table (or non-root namespace) id the guard has validated, as a list: non-empty.
     A catalog's name rules use it to apply only their own rules on top."""
