@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import lance
 import yaml
 from lance_namespace import LanceNamespaceError
 
@@ -64,6 +65,11 @@ class Settings:
     max_expression_bytes: int = 16 * 1024
     max_projection_columns: int = 1024
     max_expression_expansion: int = 1024
+    # Bytes of Lance's caches in each worker, shared by every table it opens: indexes (a
+    # vector search loads its index once, not per request) and metadata (manifests,
+    # fragment and deletion files). Entries are keyed by the files read, so never stale.
+    lance_index_cache_bytes: int = 1024 * 1024 * 1024
+    lance_metadata_cache_bytes: int = 256 * 1024 * 1024
     # How deeply a JSON body or an Arrow schema may nest.
     max_nesting_depth: int = 32
     # Seconds a request's whole body may take to arrive; a slower one is answered 408.
@@ -254,6 +260,7 @@ def load_settings(
                  "max_json_body_bytes", "max_json_containers", "max_arrow_rows",
                  "max_arrow_columns", "max_nesting_depth", "max_header_bytes",
                  "max_expression_bytes", "max_projection_columns", "max_expression_expansion",
+                 "lance_index_cache_bytes", "lance_metadata_cache_bytes",
                  "maintenance_min_small_fragments", "maintenance_target_rows_per_fragment"):
         if getattr(settings, name) < 1:
             raise SettingsError(f"setting '{name}' must be at least 1")
@@ -292,6 +299,12 @@ def request_bounds(settings: Settings) -> RequestBounds:
     """What one request may make the backend compute, as the guard checks it."""
     return RequestBounds(settings.max_expression_bytes, settings.max_projection_columns,
                          settings.max_expression_expansion)
+
+
+def lance_session(settings: Settings) -> lance.Session:
+    """The Lance session (index and metadata caches) of one worker process."""
+    return lance.Session(index_cache_size_bytes=settings.lance_index_cache_bytes,
+                         metadata_cache_size_bytes=settings.lance_metadata_cache_bytes)
 
 
 def external_locations(settings: Settings) -> tuple[ExternalLocation, ...]:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from prometheus_client.multiprocess import mark_process_dead
 
-from app.config import Settings, external_locations, request_bounds
+from app.config import Settings, external_locations, lance_session, request_bounds
 from app.server import AdapterApp, create_app
 from backends import load_namespace
 from backends.directory.orphans import mark_swept, swept_roots
@@ -128,5 +128,5 @@ def create_app_from_environment() -> AdapterApp:
     atexit.register(mark_process_dead, os.getpid(), handover.metrics_dir)
     mark_swept(handover.swept_roots)
     namespace = load_namespace(settings.impl, settings.properties, request_bounds(settings),
-                               external_locations(settings))
+                               external_locations(settings), lance_session(settings))
     return create_app(namespace, settings, handover.runtime_dir, handover.metrics_dir)

@@ -36,6 +36,8 @@ from backends.core.settings import ConfigurationError
 from backends.tables.errors import without_source_location
 
 if TYPE_CHECKING:
+    from lance import Session
+
     from backends.core.bounds import RequestBounds
     from backends.core.external import ExternalLocation
     from backends.guard import GuardedNamespace
@@ -101,10 +103,11 @@ def load_namespace(
     properties: Mapping[str, str] | None = None,
     bounds: RequestBounds | None = None,
     external: tuple[ExternalLocation, ...] = (),
+    session: Session | None = None,
 ) -> GuardedNamespace:
-    """Build the backend `impl` with `properties`, with every generic table operation, behind
-    its one guard (which holds each request within `bounds`, and lets tables register in the
-    `external` locations)."""
+    """Build the backend `impl` with `properties`, with every generic table operation, opening
+    its tables with the Lance `session`, behind its one guard (which holds each request within
+    `bounds`, and lets tables register in the `external` locations)."""
     from backends.guard import GuardedNamespace
     from backends.plugin import with_table_operations
 
@@ -117,7 +120,9 @@ def load_namespace(
     except ValueError as wrapped:
         cause = wrapped.__context__ or wrapped  # connect wraps every failure in a ValueError
         raise _configuration_error(impl, cause) from cause
-    return GuardedNamespace(with_table_operations(namespace), bounds, external)
+    served = with_table_operations(namespace)
+    served.use_lance_session(session)
+    return GuardedNamespace(served, bounds, external)
 
 
 __all__ = [

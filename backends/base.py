@@ -108,6 +108,7 @@ from backends.core.modes import CreateMode, WriteMode, parse_mode
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.layouts import TableLayout
 from backends.limits import NO_JOBS, NO_MANIFEST_STORE, AdapterLimits
+from backends.sessions import SessionTables
 from backends.tables import history, indexes, lifecycle, reads, schema, writes
 from backends.tables.access import (
     TableLocation,
@@ -123,7 +124,7 @@ from backends.tables.lifecycle import caller
 _Response = TypeVar("_Response")
 
 
-class MetadataNamespace(AdapterLimits, LanceNamespace):
+class MetadataNamespace(SessionTables, AdapterLimits, LanceNamespace):
     """A catalog backend; every table operation is done with pylance at the table location.
 
     `backends.load_namespace` puts a loaded backend behind its one guard
@@ -213,6 +214,7 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
             location=entry.location,
             storage_options=dict(entry.storage_options or {}),
             properties=dict(entry.properties or {}),
+            session=self.lance_session,
         )
 
     def open(self, request: Any, version: int | None = None) -> LanceDataset:
@@ -238,7 +240,8 @@ class MetadataNamespace(AdapterLimits, LanceNamespace):
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
         """The catalog entry, completed as the request asks from the dataset itself (opened
         once for both the declared check and the detailed metadata)."""
-        return lifecycle.completed_description(self.describe_table_entry(request), request)
+        entry = self.describe_table_entry(request)
+        return lifecycle.completed_description(entry, request, self.lance_session)
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -45,6 +45,16 @@ SPEC_OPERATIONS = {
     "AlterTable": "Set and unset properties of a table, where the catalog can",
 }
 
+# LanceDB's remote client's calls served as operations of their own (the spec and its
+# official client have none): at LanceDB's /v1/ routes, and at POST /<OperationId>.
+LANCEDB_OPERATIONS: list[dict[str, Any]] = [
+    {"operationId": "PrewarmTableIndex", "method": "post",
+     "path": "/v1/table/{id}/index/{index_name}/prewarm", "query": ["delimiter"],
+     "path_parameters": ["id", "index_name"], "body": "application/json", "status": "200",
+     "answer": "PrewarmTableIndexResponse", "tags": ["Index", "Table"],
+     "summary": "Load a table index into the server's caches (LanceDB's prewarm_index)"},
+]
+
 
 def operation_id(method_name: str) -> str:
     return "".join(word.capitalize() for word in method_name.split("_"))
@@ -253,7 +263,7 @@ def components(
 
 
 def build(existing: dict[str, Any]) -> dict[str, Any]:
-    operations = client_operations()
+    operations = client_operations() + LANCEDB_OPERATIONS
     paths: dict[str, Any] = {}
     for op in operations:
         item = paths.setdefault(op["path"], {})

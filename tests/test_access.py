@@ -28,7 +28,7 @@ READS = {
     "DescribeTable", "GetTable", "TableExists", "CountTableRows", "QueryTable",
     "ExplainTableQueryPlan", "AnalyzeTableQueryPlan", "GetTableStats", "ListTableIndices",
     "DescribeTableIndexStats", "ListTableVersions", "DescribeTableVersion", "ListTableTags",
-    "GetTableTagVersion", "ListTableBranches", "ListAllTables",
+    "GetTableTagVersion", "ListTableBranches", "ListAllTables", "PrewarmTableIndex",
 }
 WRITES = {
     "CreateTable", "DeclareTable", "InsertIntoTable", "MergeInsertIntoTable", "UpdateTable",

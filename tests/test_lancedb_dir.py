@@ -69,7 +69,6 @@ def test_lancedb_calls_not_served_say_why(dir_server: str) -> None:
     db = lancedb.connect("db://lance", api_key="any", host_override=dir_server, region="local")
     table = db.create_table("served", sample_rows())
     calls = {
-        "prewarm_index": lambda: table.prewarm_index("vector_idx"),
         "prewarm_data": lambda: table.prewarm_data(["id"]),
         "listing and dropping materialized views": db.list_materialized_views,
     }

@@ -12,10 +12,9 @@ _UNSERVED: tuple[tuple[str, str, str], ...] = (
     (r"table/[^/]+/clone/?", "clone_table",
      "a shallow clone shares the source's data files, which this server cannot yet record "
      "as owned by two tables"),
-    (r"table/[^/]+/index/[^/]+/prewarm/?", "prewarm_index",
-     "this server opens a table per request and keeps no index cache to warm"),
     (r"table/[^/]+/page_cache/prewarm/?", "prewarm_data",
-     "this server opens a table per request and keeps no page cache to warm"),
+     "Lance keeps no page cache of a table's data to warm here (embedded LanceDB refuses "
+     "prewarm_data too); prewarm_index loads an index"),
     (r"table/[^/]+/(flush_lsm|compact_lsm|get_lsm_stats|set_lsm_write_spec|"
      r"unset_lsm_write_spec|get_lsm_write_spec)/?", "the LSM write calls",
      "LanceDB Cloud's LSM write path is not part of the Lance REST namespace"),

@@ -75,6 +75,19 @@ class AlterTableResponse(_Model):
     context: dict[str, str] | None = None
 
 
+class PrewarmTableIndexRequest(_Model):
+    """LanceDB's `prewarm_index`: load the index `index_name` into the server's caches."""
+
+    identity: Identity | None = None
+    context: dict[str, str] | None = None
+    id: list[str] | None = None
+    index_name: str | None = None
+
+
+class PrewarmTableIndexResponse(_Model):
+    context: dict[str, str] | None = None
+
+
 class ColumnOrder(_Model):
     """One key of a query's order: Lance's `ColumnOrdering`."""
 

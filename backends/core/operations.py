@@ -67,8 +67,9 @@ def method_name(operation: str) -> str:
 
 # Deprecated in the spec in favour of DeclareTable; the official 0.13 clients have no route.
 _NOT_OPERATIONS = frozenset({"namespace_id", "create_empty_table"})
-# The spec's operations `LanceNamespace` has no method for.
-EXTENSION_METHODS = ("alter_namespace", "alter_table")
+# The spec's operations `LanceNamespace` has no method for, and LanceDB's remote client's
+# calls served as operations of their own.
+EXTENSION_METHODS = ("alter_namespace", "alter_table", "prewarm_table_index")
 
 
 def operation_methods() -> list[str]:
@@ -93,6 +94,7 @@ _EXPLICIT: dict[str, dict[str, object]] = {
                        "choices": {"mode": DropMode, "behavior": DropBehavior}},
     "alter_namespace": {"level": Level.ADMIN},
     "describe_table": {"vends": True},
+    "prewarm_table_index": {"level": Level.READ},
     "declare_table": {"vends": True, **_LISTING},
     "create_table": {"choices": {"mode": CreateMode}, **_LISTING},
     "register_table": {"level": Level.ADMIN, "choices": {"mode": RegisterMode}, **_LISTING},

@@ -9,7 +9,7 @@ spellings and ignores the namespace and registration modes.
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from lance.namespace import DirectoryNamespace
 from lance_namespace import (
@@ -92,6 +92,9 @@ from backends.tables.history import staging_manifest_key
 from backends.tables.lifecycle import caller, renamed_id
 from backends.tables.reads import query_vectors, require_vector_column, vector_column
 
+if TYPE_CHECKING:
+    from lance import Session
+
 # The spellings the native operations accept.
 _NATIVE_CREATE_MODES = {
     CreateMode.CREATE: "Create",
@@ -109,10 +112,16 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
 
     def __init__(self, **properties: str) -> None:
         settings = DirectorySettings.from_properties(properties)
-        self._pylance = DirectoryNamespace(**settings.native_properties(properties))
+        self._native_properties = settings.native_properties(properties)
+        self._pylance = DirectoryNamespace(**self._native_properties)
         self._root = storage_root(settings.root)
         self._storage_options = dict(settings.storage)
         sweep_orphans(self._root)
+
+    def use_lance_session(self, session: Session | None) -> None:
+        """The native operations (queries among them) open tables with `session` too."""
+        super().use_lance_session(session)
+        self._pylance = DirectoryNamespace(session=session, **self._native_properties)
 
     def namespace_id(self) -> str:
         return self._pylance.namespace_id()

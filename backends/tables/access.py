@@ -4,7 +4,7 @@ branch, and the Arrow IPC formats of request and response bodies."""
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import lance
 import pyarrow as pa
@@ -24,16 +24,22 @@ class TableLocation:
     location: str
     storage_options: dict[str, str] = field(default_factory=dict)
     properties: dict[str, str] = field(default_factory=dict)
+    # The worker's Lance session (index and metadata caches) the table is opened with.
+    session: lance.Session | None = field(default=None, compare=False, repr=False)
 
     @property
     def options(self) -> dict[str, str] | None:
         return dict(self.storage_options) or None
 
+    def elsewhere(self, location: str, storage_options: dict[str, str]) -> TableLocation:
+        """The same table at `location` reached with `storage_options` (same session)."""
+        return replace(self, location=location, storage_options=storage_options)
+
 
 def latest_dataset(table: TableLocation) -> LanceDataset | None:
     """The table's dataset at its latest version, or None while it has no Lance data."""
     try:
-        return lance.dataset(table.location, storage_options=table.options)
+        return lance.dataset(table.location, storage_options=table.options, session=table.session)
     except (OSError, ValueError, RuntimeError):
         return None
 

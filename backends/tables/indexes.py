@@ -14,6 +14,7 @@ from lance_namespace import (
     InvalidInputError,
     ListTableIndicesRequest,
     ListTableIndicesResponse,
+    TableIndexNotFoundError,
 )
 from lance_namespace_urllib3_client.models import IndexContent
 
@@ -212,3 +213,13 @@ def drop_index(dataset: LanceDataset, request: DropTableIndexRequest) -> None:
         raise InvalidInputError("DropTableIndex needs index_name")
     with lance_errors(dataset.uri):
         dataset.drop_index(request.index_name)
+
+
+def prewarm_index(dataset: LanceDataset, index_name: str | None) -> None:
+    """Load the index `index_name` into the session `dataset` was opened with."""
+    if not index_name:
+        raise InvalidInputError("PrewarmTableIndex needs index_name")
+    with lance_errors(dataset.uri):
+        if index_name not in {index.name for index in dataset.describe_indices()}:
+            raise TableIndexNotFoundError(f"the table has no index {index_name}")
+        dataset.prewarm_index(index_name)

@@ -42,6 +42,8 @@ from backends.tables.access import (
 from backends.tables.writes import write_rows
 
 if TYPE_CHECKING:
+    from lance import Session
+
     from backends.base import MetadataNamespace
 
 logger = logging.getLogger(__name__)
@@ -80,6 +82,7 @@ def create_table(
         location=declared.location,
         storage_options=dict(declared.storage_options or {}),
         properties=dict(declared.properties or {}),
+        session=namespace.lance_session,
     )
     target = _with_request_options(table, request)
     if has_data(target):  # another table's data, or one left behind: never written over
@@ -98,7 +101,7 @@ def create_table(
 
 def _with_request_options(table: TableLocation, request: CreateTableRequest) -> TableLocation:
     options = {**table.storage_options, **(request.storage_options or {})}
-    return TableLocation(table.id, table.location, options, table.properties)
+    return table.elsewhere(table.location, options)
 
 
 def _created(table: TableLocation, version: int) -> CreateTableResponse:
@@ -122,7 +125,7 @@ def _undeclare(namespace: MetadataNamespace, request: Any, table: TableLocation 
 
 
 def completed_description(
-    described: DescribeTableResponse, request: DescribeTableRequest
+    described: DescribeTableResponse, request: DescribeTableRequest, session: Session | None
 ) -> DescribeTableResponse:
     """DescribeTable: the catalog entry `described`, completed as `request` asks from the
     dataset itself (opened once for both the declared check and the detailed metadata)."""
@@ -138,7 +141,8 @@ def completed_description(
     if not (wants_declared or wants_details):
         return described
     table = TableLocation(
-        list(request.id or []), described.location, dict(described.storage_options or {})
+        list(request.id or []), described.location, dict(described.storage_options or {}),
+        session=session,
     )
     latest = latest_dataset(table)
     if wants_declared:

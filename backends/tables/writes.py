@@ -31,7 +31,8 @@ def write_rows(
     """Write `rows` to a location (mode create / overwrite) or an opened dataset (append)."""
     uri = target.location if isinstance(target, TableLocation) else target
     with lance_errors(table.location):
-        return lance.write_dataset(rows, uri, mode=mode, storage_options=table.options)
+        return lance.write_dataset(rows, uri, mode=mode, storage_options=table.options,
+                                   session=table.session)
 
 
 def insert_rows(

@@ -365,6 +365,8 @@ VARIANTS: dict[tuple[str, str], Variant] = {
         "index", T(index_name="id_idx"), T(index_name="id_idx", version=3), reads=True),
     ("DescribeTableIndexStats", "branch"): Variant(
         "index", T(index_name="text_idx"), T(index_name="text_idx", branch="dev"), reads=True),
+    ("PrewarmTableIndex", "index_name"): Variant(
+        "index", T(index_name="id_idx"), T(index_name="no_such_idx"), reads=True),
 }
 
 

@@ -168,6 +168,8 @@ CASES: dict[str, Callable[[Any], Any]] = {
     "analyze_plan": lambda db: _plan_operators(
         _plain(db).search(QUERY_VECTOR).limit(3).analyze_plan()),
     "index_pq_defaults": _pq_index_stats,
+    "prewarm_index": lambda db: (_docs(db).prewarm_index("vector_idx"), _docs(db).search(
+        QUERY_VECTOR, vector_column_name="vector").limit(4).to_arrow())[-1],
     "time_units": _times,
     # Refusals: the exception LanceDB raises embedded.
     "create_existing_table": lambda db: db.create_table("plain", parity_rows()),
@@ -176,6 +178,7 @@ CASES: dict[str, Callable[[Any], Any]] = {
     "select_missing_column": lambda db: _plain(db).search().select(["nope"]).to_arrow(),
     "duplicate_tag": lambda db: (_plain(db).tags.create("v1", 1), _plain(db).tags.create("v1", 1)),
     "checkout_missing_version": lambda db: _plain(db).checkout(99),
+    "prewarm_missing_index": lambda db: _docs(db).prewarm_index("nowhere_idx"),
     "fts_index_again_without_replace": lambda db: _docs(db).create_index(
         "title", config=FTS(), replace=False),
 }
