@@ -146,6 +146,10 @@ class Settings:
     maintenance_min_small_fragments: int = 8
     maintenance_target_rows_per_fragment: int = 1024 * 1024
     maintenance_version_retention: float = 7 * 24 * 3600.0
+    # Seconds after which what an interrupted create left (a `dir` local root's table
+    # directory without a committed version or a manifest entry) counts as abandoned and a
+    # pass removes it; a create in flight, here or in another replica, is never that old.
+    maintenance_abandoned_after: float = 3600.0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -285,8 +289,9 @@ def check_service_settings(settings: Settings) -> None:
     if settings.maintenance_interval <= 0:
         raise SettingsError("setting 'maintenance_interval' must be positive; turn maintenance "
                             "off with 'maintenance: false'")
-    if settings.maintenance_version_retention < 0:
-        raise SettingsError("setting 'maintenance_version_retention' must not be negative")
+    for name in ("maintenance_version_retention", "maintenance_abandoned_after"):
+        if getattr(settings, name) < 0:
+            raise SettingsError(f"setting '{name}' must not be negative")
     if settings.timeout_graceful_shutdown < 0:
         raise SettingsError("setting 'timeout_graceful_shutdown' must not be negative")
     if settings.auth_mode not in AUTH_MODES:

@@ -29,6 +29,7 @@ def maintenance_policy(settings: Settings) -> MaintenancePolicy:
         target_rows_per_fragment=settings.maintenance_target_rows_per_fragment,
         min_small_fragments=settings.maintenance_min_small_fragments,
         version_retention=settings.maintenance_version_retention,
+        abandoned_after=settings.maintenance_abandoned_after,
     )
 
 

@@ -3,7 +3,7 @@ worker builds its app.
 
 The workers share a private runtime directory (the metadata cache's generation counter, and
 the settings, which may hold secrets: in a 0600 file, never in the environment) and a
-metrics directory. Where they are, and the roots the supervisor already swept, cross the
+metrics directory. Where they are crosses the
 fork in the environment (`Handover`), the one place the server passes settings that way. A
 worker ends with its supervisor, also when the supervisor is killed with SIGKILL and cannot
 stop it.
@@ -26,12 +26,10 @@ from prometheus_client.multiprocess import mark_process_dead
 from app.config import Settings, external_locations, lance_session, request_bounds
 from app.server import AdapterApp, create_app
 from backends import load_namespace
-from backends.directory.orphans import mark_swept, swept_roots
 
 SETTINGS_FILE_ENV = "LANCE_ADAPTER_SETTINGS_FILE"
 RUNTIME_DIR_ENV = "LANCE_ADAPTER_RUNTIME_DIR"
 SUPERVISOR_PID_ENV = "LANCE_ADAPTER_SUPERVISOR_PID"
-SWEPT_ROOTS_ENV = "LANCE_ADAPTER_SWEPT_ROOTS"
 # prometheus_client's own: it reads it too, in every process, to keep its values in files.
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 _PR_SET_PDEATHSIG = 1
@@ -47,7 +45,6 @@ class Handover:
     runtime_dir: Path
     metrics_dir: str
     supervisor_pid: int
-    swept_roots: tuple[str, ...]
 
     def export(self) -> None:
         """In the supervisor: the environment the workers inherit."""
@@ -56,19 +53,16 @@ class Handover:
             RUNTIME_DIR_ENV: str(self.runtime_dir),
             MULTIPROC_ENV: self.metrics_dir,
             SUPERVISOR_PID_ENV: str(self.supervisor_pid),
-            SWEPT_ROOTS_ENV: os.pathsep.join(self.swept_roots),
         })
 
     @classmethod
     def received(cls) -> Handover:
         """In a worker: what the supervisor exported."""
-        swept = os.environ.get(SWEPT_ROOTS_ENV, "")
         return cls(
             Path(os.environ[SETTINGS_FILE_ENV]),
             Path(os.environ[RUNTIME_DIR_ENV]),
             os.environ[MULTIPROC_ENV],
             int(os.environ[SUPERVISOR_PID_ENV]),
-            tuple(root for root in swept.split(os.pathsep) if root),
         )
 
 
@@ -77,7 +71,7 @@ def prepare_worker_environment(settings: Settings) -> None:
     runtime_dir = _prepare_runtime_dir()
     Handover(
         _write_settings(settings, runtime_dir), runtime_dir, _prepare_multiprocess_metrics(),
-        os.getpid(), tuple(swept_roots()),
+        os.getpid(),
     ).export()
 
 
@@ -126,7 +120,6 @@ def create_app_from_environment() -> AdapterApp:
     _end_with_supervisor(handover.supervisor_pid)
     settings = Settings.from_json(handover.settings_file.read_text())
     atexit.register(mark_process_dead, os.getpid(), handover.metrics_dir)
-    mark_swept(handover.swept_roots)
     namespace = load_namespace(settings.impl, settings.properties, request_bounds(settings),
                                external_locations(settings), lance_session(settings))
     return create_app(namespace, settings, handover.runtime_dir, handover.metrics_dir)

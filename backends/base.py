@@ -24,8 +24,6 @@ from lance_namespace import (
     AlterTableDropColumnsRequest,
     AlterTableDropColumnsResponse,
     AnalyzeTableQueryPlanRequest,
-    BatchCreateTableVersionsRequest,
-    BatchCreateTableVersionsResponse,
     BatchDeleteTableVersionsRequest,
     BatchDeleteTableVersionsResponse,
     CountTableRowsRequest,
@@ -39,8 +37,6 @@ from lance_namespace import (
     CreateTableScalarIndexResponse,
     CreateTableTagRequest,
     CreateTableTagResponse,
-    CreateTableVersionRequest,
-    CreateTableVersionResponse,
     DeleteFromTableRequest,
     DeleteFromTableResponse,
     DeleteTableBranchRequest,
@@ -107,7 +103,7 @@ from backends.core.locations import resolve_stored
 from backends.core.modes import CreateMode, WriteMode, parse_mode
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.layouts import TableLayout
-from backends.limits import NO_JOBS, NO_MANIFEST_STORE, AdapterLimits
+from backends.limits import NO_JOBS, AdapterLimits
 from backends.sessions import SessionTables
 from backends.tables import history, indexes, lifecycle, reads, schema, writes
 from backends.tables.access import (
@@ -160,6 +156,11 @@ class MetadataNamespace(SessionTables, AdapterLimits, LanceNamespace):
     def backend_name(self) -> str:
         """How code-0 messages name this backend (a class name: no addresses or paths)."""
         return type(self).__name__
+
+    def sweep_abandoned(self, abandoned_after: float) -> list[str]:
+        """Remove what interrupted operations left in storage and nothing changed for
+        `abandoned_after` seconds (a maintenance pass asks); what was removed. Nothing here."""
+        return []
 
     def storage_root(self) -> str | None:
         """Where this backend keeps table data; client-named locations must lie inside it
@@ -365,18 +366,6 @@ class MetadataNamespace(SessionTables, AdapterLimits, LanceNamespace):
     def restore_table(self, request: RestoreTableRequest) -> RestoreTableResponse:
         history.restore(self.open(request, request.version))
         return RestoreTableResponse()
-
-    @unsupported(NO_MANIFEST_STORE)
-    def create_table_version(
-        self, request: CreateTableVersionRequest
-    ) -> CreateTableVersionResponse:
-        raise NotImplementedError
-
-    @unsupported(NO_MANIFEST_STORE)
-    def batch_create_table_versions(
-        self, request: BatchCreateTableVersionsRequest
-    ) -> BatchCreateTableVersionsResponse:
-        raise NotImplementedError
 
     def list_table_tags(self, request: ListTableTagsRequest) -> ListTableTagsResponse:
         return history.list_tags(self.open(request), request)

@@ -8,8 +8,12 @@ from lance_namespace import (
     AlterTransactionResponse,
     BatchCommitTablesRequest,
     BatchCommitTablesResponse,
+    BatchCreateTableVersionsRequest,
+    BatchCreateTableVersionsResponse,
     CreateMaterializedViewRequest,
     CreateMaterializedViewResponse,
+    CreateTableVersionRequest,
+    CreateTableVersionResponse,
     DescribeTransactionRequest,
     DescribeTransactionResponse,
     RefreshMaterializedViewRequest,
@@ -65,4 +69,16 @@ class AdapterLimits:
     def refresh_materialized_view(
         self, request: RefreshMaterializedViewRequest
     ) -> RefreshMaterializedViewResponse:
+        raise NotImplementedError
+
+    @unsupported(NO_MANIFEST_STORE)
+    def create_table_version(
+        self, request: CreateTableVersionRequest
+    ) -> CreateTableVersionResponse:
+        raise NotImplementedError
+
+    @unsupported(NO_MANIFEST_STORE)
+    def batch_create_table_versions(
+        self, request: BatchCreateTableVersionsRequest
+    ) -> BatchCreateTableVersionsResponse:
         raise NotImplementedError

@@ -1,6 +1,6 @@
 """Tables that maintain themselves, as LanceDB Cloud's do: one maintenance pass over every table
 a backend holds compacts small fragments, brings indexes up to date and removes versions past
-a retention (`MaintenancePolicy`).
+a retention (`MaintenancePolicy`), after sweeping what interrupted creates abandoned.
 
 Each step is one Lance commit, resolved by Lance's conflict handling against concurrent
 writers: a compaction only rewrites fragments (appends commit beside it; an update or delete
@@ -40,6 +40,9 @@ class MaintenancePolicy:
     min_unindexed_rows: int = 1
     # Versions older than this many seconds are removed (tagged ones are kept); 0 keeps all.
     version_retention: float = 7 * 24 * 3600.0
+    # What an interrupted create left in storage is removed once nothing in it changed for
+    # this many seconds: far longer than any create in flight, here or in another replica.
+    abandoned_after: float = 3600.0
 
 
 @dataclass
@@ -116,7 +119,12 @@ def maintain_all(
 ) -> list[TableMaintenance]:
     """One maintenance pass over every table of `namespace` (a `MetadataNamespace`); each
     table's outcome goes to `observe` as it is done. A table that fails is reported, not
-    retried: the next pass tries it again."""
+    retried: the next pass tries it again. First, what interrupted creates abandoned is swept
+    (the backend's `sweep_abandoned`)."""
+    try:
+        namespace.sweep_abandoned(policy.abandoned_after)
+    except Exception as error:  # the tables are still maintained
+        logger.warning("the sweep of abandoned table directories failed: %s", error)
     outcomes = []
     for table_id in table_ids(namespace):
         name = ID_DELIMITER.join(table_id)

@@ -6,6 +6,7 @@ its worker processes."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 import time
@@ -24,7 +25,9 @@ from app.server import create_app
 from backends import load_namespace
 from tests.support.adapter import metric, running_server
 from tests.support.cli import CLI, cli_environment, start_adapter
+from tests.support.lance_data import arrow_stream, sample_table
 
+ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
 DIMENSION = 8
 FED_ROWS = 1000
 
@@ -139,3 +142,47 @@ def test_maintenance_is_switched_off_and_bounded_by_its_settings(tmp_path: Path)
                   {"maintenance_version_retention": "-1"}):
         with pytest.raises(SettingsError, match=next(iter(wrong))):
             load_settings(environ={}, overrides=wrong)
+
+
+def _plant_interrupted_create(root: Path) -> Path:
+    """What a CreateTable killed before its commit leaves (or one in flight in another
+    replica looks like): data, no version, no manifest entry."""
+    orphan = root / "00000001_ns$killed"
+    (orphan / "data").mkdir(parents=True)
+    (orphan / "data" / "part.lance").write_bytes(b"\0" * 64)
+    return orphan
+
+
+def _age(directory: Path, seconds: float) -> None:
+    """Set back the times of `directory` and everything in it by `seconds`."""
+    then = time.time() - seconds
+    for path in [directory, *directory.rglob("*")]:
+        os.utime(path, (then, then))
+
+
+def test_a_start_sweeps_nothing_and_a_pass_only_what_is_abandoned(tmp_path: Path) -> None:
+    """Another replica's CreateTable in flight looks like an orphan but for its age: a start
+    (of two workers) leaves it, a pass leaves it while it is younger than
+    maintenance_abandoned_after, and removes it once nothing in it changed for longer."""
+    root = tmp_path / "data"
+    adapter = start_adapter(tmp_path, "--impl", "dir", "--workers", "2", "--prop", f"root={root}")
+    try:
+        answer = httpx.post(f"{adapter.url}/v1/table/kept/create", headers=ARROW,
+                            content=arrow_stream(sample_table(2)), timeout=30)
+        assert answer.status_code == 200, answer.text
+        orphan = _plant_interrupted_create(root)
+        adapter.stop()
+        adapter = start_adapter(tmp_path, "--impl", "dir", "--workers", "2", "--prop",
+                                f"root={root}")
+        answer = httpx.post(f"{adapter.url}/v1/table/kept/describe", json={}, timeout=10)
+        assert answer.status_code == 200, answer.text
+    finally:
+        adapter.stop()
+    assert orphan.exists()
+
+    _maintain(root)
+    assert orphan.exists()
+    _age(orphan, 2 * 3600)
+    _maintain(root)
+    assert not orphan.exists()
+    assert lance.dataset(str(root / "kept.lance")).count_rows() == 2

@@ -122,31 +122,6 @@ def test_worker_settings_with_secrets_stay_out_of_the_environment(tmp_path: Path
     assert not Path(settings_file).exists()
 
 
-def test_the_supervisor_sweeps_the_root_and_hands_the_workers_its_name(tmp_path: Path) -> None:
-    """A worker must not sweep while its siblings serve: the roots the supervisor swept reach
-    the workers through the one handover across the fork (`app.workers.Handover`)."""
-    root = tmp_path / "data"
-    orphan = root / "00000001_ns$killed"
-    (orphan / "data").mkdir(parents=True)
-    (orphan / "data" / "part.lance").write_bytes(b"\0" * 64)
-    adapter = start_adapter(tmp_path, "--impl", "dir", "--workers", "2", "--prop", f"root={root}")
-    try:
-        workers = process_tree(adapter.process.pid)[1:]
-        handed = {
-            value.split(b"=", 1)[1].decode()
-            for pid in workers
-            for value in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            if value.startswith(b"LANCE_ADAPTER_SWEPT_ROOTS=")
-        }
-        assert httpx.get(f"{adapter.url}/v1/namespace/$/list", timeout=10).status_code == 200
-    finally:
-        adapter.stop()
-    assert handed == {str(root)}
-    assert not orphan.exists()
-    removals = [line for line in adapter.log_lines() if "removing orphan" in line["message"]]
-    assert len(removals) == 1
-
-
 def test_workers_end_when_their_supervisor_is_killed(tmp_path: Path) -> None:
     adapter = start_adapter(tmp_path, "--workers", "2", "--prop", f"root={tmp_path / 'data'}")
     workers = process_tree(adapter.process.pid)[1:]

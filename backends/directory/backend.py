@@ -116,12 +116,15 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
         self._pylance = DirectoryNamespace(**self._native_properties)
         self._root = storage_root(settings.root)
         self._storage_options = dict(settings.storage)
-        sweep_orphans(self._root)
 
     def use_lance_session(self, session: Session | None) -> None:
         """The native operations (queries among them) open tables with `session` too."""
         super().use_lance_session(session)
         self._pylance = DirectoryNamespace(session=session, **self._native_properties)
+
+    def sweep_abandoned(self, abandoned_after: float) -> list[str]:
+        """The orphan table directories of a local root (`backends.directory.orphans`)."""
+        return [str(path) for path in sweep_orphans(self._root, abandoned_after)]
 
     def namespace_id(self) -> str:
         return self._pylance.namespace_id()

@@ -1,21 +1,26 @@
-"""Start-up sweep of a local `dir` root: the table directories a killed CreateTable or
-DeclareTable left behind, neither registered in the manifest nor holding a committed version.
+"""The sweep of a local `dir` root, part of a maintenance pass: the table directories a killed
+CreateTable or DeclareTable left behind, neither registered in the manifest nor holding a
+committed version, and abandoned: nothing in them changed for `abandoned_after` seconds.
 
 Only directories that look like tables are candidates: named `<name>.lance` or
 `<8 hex>_<id>` (the native layout of nested tables), holding nothing but Lance table entries.
 Any other directory is left alone (descended into, for nested layouts), never removed.
 
-A root is swept once per server: a worker must not sweep while its siblings serve, since
-their CreateTable in flight looks exactly like an orphan. The roots swept so far
-(`swept_roots`) reach the workers as an argument (`mark_swept`, called by `app.workers`).
+A CreateTable in flight, in this server or in another replica on the same root, looks exactly
+like an orphan but for its age: its files are being written. So the sweep is never a side
+effect of a start, and it removes only what has not changed for far longer than any create
+takes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
 import shutil
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import lance
@@ -31,18 +36,6 @@ TABLE_ENTRIES = frozenset(
 )
 _TABLE_NAME = re.compile(r"^(?:.+\.lance|[0-9a-f]{8}_.+)$")
 MAX_DEPTH = 4
-# Roots already swept by this process or, through `mark_swept`, by its supervisor.
-_swept: set[str] = set()
-
-
-def swept_roots() -> list[str]:
-    """The local roots this process swept, or was told were swept."""
-    return sorted(_swept)
-
-
-def mark_swept(roots: Iterable[str]) -> None:
-    """Roots the supervisor swept: a worker does not sweep them again."""
-    _swept.update(roots)
 
 
 def manifest_tables(
@@ -108,18 +101,33 @@ def orphan_directories(root: Path, registered: set[Path], depth: int = 0) -> lis
     return orphans
 
 
-def sweep_orphans(root: str) -> list[Path]:
-    """Remove the orphan table directories under a local `root`, once per server."""
+def last_change(directory: Path) -> float:
+    """When anything in `directory` (itself, its directories and files) last changed."""
+    latest = directory.stat().st_mtime
+    for parent, directories, files in os.walk(directory):
+        for name in (*directories, *files):
+            with contextlib.suppress(OSError):  # removed meanwhile
+                latest = max(latest, os.lstat(os.path.join(parent, name)).st_mtime)
+    return latest
+
+
+def sweep_orphans(root: str, abandoned_after: float, now: float | None = None) -> list[Path]:
+    """Remove the orphan table directories under a local `root` in which nothing changed for
+    `abandoned_after` seconds (before `now`, the clock's time by default)."""
     path = local_directory(root)
-    if path is None or not path.is_dir() or str(path) in _swept:
+    if path is None or not path.is_dir():
         return []
     registered = registered_locations(path)
     if registered is None:
         return []
-    orphans = orphan_directories(path, registered)
-    for orphan in orphans:
-        logger.warning("removing orphan table directory %s: not in the manifest and no "
-                       "committed version (left by an interrupted create)", orphan)
+    cutoff = (time.time() if now is None else now) - abandoned_after
+    removed = []
+    for orphan in orphan_directories(path, registered):
+        if last_change(orphan) > cutoff:
+            continue
+        logger.warning("removing orphan table directory %s: not in the manifest, no "
+                       "committed version and unchanged for %.0f s (left by an interrupted "
+                       "create)", orphan, abandoned_after)
         shutil.rmtree(orphan, ignore_errors=True)
-    _swept.add(str(path))
-    return orphans
+        removed.append(orphan)
+    return removed
