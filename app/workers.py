@@ -2,8 +2,9 @@
 worker builds its app.
 
 The workers share a private runtime directory (the metadata cache's generation counter, and
-the settings, which may hold secrets: in a 0600 file, never in the environment) and a
-metrics directory. Where they are crosses the
+the settings, which may hold secrets: in a 0600 file, sealed with a one-time pad that only the
+processes' environment holds, so that neither the file a crash leaves nor an environment holds
+a secret) and a metrics directory. Where they are crosses the
 fork in the environment (`Handover`), the one place the server passes settings that way. A
 worker ends with its supervisor, also when the supervisor is killed with SIGKILL and cannot
 stop it.
@@ -28,6 +29,7 @@ from app.server import AdapterApp, create_app
 from backends import load_namespace
 
 SETTINGS_FILE_ENV = "LANCE_ADAPTER_SETTINGS_FILE"
+SETTINGS_KEY_ENV = "LANCE_ADAPTER_SETTINGS_KEY"
 RUNTIME_DIR_ENV = "LANCE_ADAPTER_RUNTIME_DIR"
 SUPERVISOR_PID_ENV = "LANCE_ADAPTER_SUPERVISOR_PID"
 # prometheus_client's own: it reads it too, in every process, to keep its values in files.
@@ -42,6 +44,7 @@ class Handover:
     through the environment (they are arguments everywhere else)."""
 
     settings_file: Path
+    settings_key: str  # the pad the settings file is sealed with, in hex
     runtime_dir: Path
     metrics_dir: str
     supervisor_pid: int
@@ -50,6 +53,7 @@ class Handover:
         """In the supervisor: the environment the workers inherit."""
         os.environ.update({
             SETTINGS_FILE_ENV: str(self.settings_file),
+            SETTINGS_KEY_ENV: self.settings_key,
             RUNTIME_DIR_ENV: str(self.runtime_dir),
             MULTIPROC_ENV: self.metrics_dir,
             SUPERVISOR_PID_ENV: str(self.supervisor_pid),
@@ -60,6 +64,7 @@ class Handover:
         """In a worker: what the supervisor exported."""
         return cls(
             Path(os.environ[SETTINGS_FILE_ENV]),
+            os.environ[SETTINGS_KEY_ENV],
             Path(os.environ[RUNTIME_DIR_ENV]),
             os.environ[MULTIPROC_ENV],
             int(os.environ[SUPERVISOR_PID_ENV]),
@@ -69,10 +74,9 @@ class Handover:
 def prepare_worker_environment(settings: Settings) -> None:
     """In the supervisor, after the backend was loaded and before uvicorn starts the workers."""
     runtime_dir = _prepare_runtime_dir()
-    Handover(
-        _write_settings(settings, runtime_dir), runtime_dir, _prepare_multiprocess_metrics(),
-        os.getpid(),
-    ).export()
+    settings_file, key = _write_settings(settings, runtime_dir)
+    Handover(settings_file, key, runtime_dir, _prepare_multiprocess_metrics(),
+             os.getpid()).export()
 
 
 def _prepare_multiprocess_metrics() -> str:
@@ -95,12 +99,25 @@ def _prepare_runtime_dir() -> Path:
     return Path(directory)
 
 
-def _write_settings(settings: Settings, runtime_dir: Path) -> Path:
-    settings_file = runtime_dir / "settings.json"
+def _write_settings(settings: Settings, runtime_dir: Path) -> tuple[Path, str]:
+    """The settings file, sealed with a one-time pad, and the pad (hex). The file outlives a
+    supervisor killed with SIGKILL (nothing removes it then); the pad dies with the processes."""
+    settings_file = runtime_dir / "settings.sealed"
+    plain = settings.to_json().encode()
+    pad = os.urandom(len(plain))
     descriptor = os.open(settings_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w") as output:
-        output.write(settings.to_json())
-    return settings_file
+    with os.fdopen(descriptor, "wb") as output:
+        output.write(_xor(plain, pad))
+    return settings_file, pad.hex()
+
+
+def _xor(data: bytes, pad: bytes) -> bytes:
+    return (int.from_bytes(data, "big") ^ int.from_bytes(pad, "big")).to_bytes(len(data), "big")
+
+
+def _read_settings(handover: Handover) -> Settings:
+    sealed = handover.settings_file.read_bytes()
+    return Settings.from_json(_xor(sealed, bytes.fromhex(handover.settings_key)).decode())
 
 
 def _end_with_supervisor(supervisor_pid: int) -> None:
@@ -118,7 +135,7 @@ def create_app_from_environment() -> AdapterApp:
     """The uvicorn factory used by worker processes: settings come from the supervisor."""
     handover = Handover.received()
     _end_with_supervisor(handover.supervisor_pid)
-    settings = Settings.from_json(handover.settings_file.read_text())
+    settings = _read_settings(handover)
     atexit.register(mark_process_dead, os.getpid(), handover.metrics_dir)
     namespace = load_namespace(settings.impl, settings.properties, request_bounds(settings),
                                external_locations(settings), lance_session(settings))

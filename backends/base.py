@@ -10,6 +10,7 @@ naming the operation and the backend (`@unsupported`); `list_operations` tells t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -118,6 +119,7 @@ from backends.tables.access import (
 from backends.tables.lifecycle import caller
 
 _Response = TypeVar("_Response")
+logger = logging.getLogger("lance_adapter")
 
 
 class MetadataNamespace(SessionTables, AdapterLimits, LanceNamespace):
@@ -305,7 +307,14 @@ class MetadataNamespace(SessionTables, AdapterLimits, LanceNamespace):
         marker) updates it here. Nothing by default."""
 
     def _rows_written(self, request: Any, response: _Response) -> _Response:
-        self.rows_written(list(request.id or []))
+        """`response` to a write of rows, whose commit took effect: a catalog that fails to
+        take note is logged, never answered as a failure a client would retry (writing the
+        rows twice); the next write takes note again."""
+        try:
+            self.rows_written(list(request.id or []))
+        except Exception as error:
+            logger.warning("rows were written to table %s, but the catalog could not record "
+                           "that it has data: %s", joined_id(request.id), error)
         return response
 
     def count_table_rows(self, request: CountTableRowsRequest) -> CountTableRowsResponse:

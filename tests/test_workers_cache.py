@@ -5,6 +5,8 @@ minute (glue on moto: no storage check, only the TTL and the shared generation).
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,7 +98,22 @@ def process_tree(pid: int) -> list[int]:
     return [pid, *(p for child in children for p in process_tree(int(child)))]
 
 
-def test_worker_settings_with_secrets_stay_out_of_the_environment(tmp_path: Path) -> None:
+def _handed(pids: list[int], name: bytes) -> str:
+    """The value of environment variable `name` the workers of `pids` inherited."""
+    for pid in pids[1:]:
+        for value in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+            if value.startswith(name + b"="):
+                return value.split(b"=", 1)[1].decode()
+    raise AssertionError(f"no worker has {name!r}")
+
+
+@pytest.mark.parametrize("ending", ["stop", "kill -9"])
+def test_worker_settings_with_secrets_are_in_no_environment_and_no_file_left(
+    tmp_path: Path, ending: str
+) -> None:
+    """The workers' settings file is sealed with a pad only the processes' environment holds:
+    neither an environment nor the file (which a SIGKILL of every process leaves behind)
+    holds the secret."""
     secret = "server-secret-of-the-workers"
     adapter = start_adapter(
         tmp_path, "--workers", "2", "--prop", f"root={tmp_path / 'data'}",
@@ -107,19 +124,21 @@ def test_worker_settings_with_secrets_stay_out_of_the_environment(tmp_path: Path
         assert len(pids) >= 3, "a supervisor and two workers"
         environments = [Path(f"/proc/{pid}/environ").read_bytes() for pid in pids]
         assert not any(secret.encode() in environment for environment in environments)
-        settings_files = [
-            value.split(b"=", 1)[1].decode()
-            for environment in environments[1:]
-            for value in environment.split(b"\0")
-            if value.startswith(b"LANCE_ADAPTER_SETTINGS_FILE=")
-        ]
-        settings_file = settings_files[0]  # the workers inherit it from the supervisor
+        settings_file = Path(_handed(pids, b"LANCE_ADAPTER_SETTINGS_FILE"))
         assert os.stat(settings_file).st_mode & 0o077 == 0
-        assert secret in Path(settings_file).read_text()
+        assert secret.encode() not in settings_file.read_bytes()
         assert httpx.get(f"{adapter.url}/v1/namespace/$/list", timeout=10).status_code == 200
+        if ending == "kill -9":
+            for pid in pids:
+                os.kill(pid, signal.SIGKILL)
     finally:
         adapter.stop()
-    assert not Path(settings_file).exists()
+    if ending == "stop":
+        assert not settings_file.exists()
+    else:  # nothing could remove it: it must hold nothing of use
+        assert settings_file.exists()
+        assert secret.encode() not in settings_file.read_bytes()
+        shutil.rmtree(settings_file.parent)
 
 
 def test_workers_end_when_their_supervisor_is_killed(tmp_path: Path) -> None:

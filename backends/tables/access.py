@@ -9,11 +9,16 @@ from dataclasses import dataclass, field, replace
 import lance
 import pyarrow as pa
 from lance import LanceDataset
-from lance_namespace import InvalidInputError, InvalidTableStateError, TableBranchNotFoundError
+from lance_namespace import (
+    InvalidInputError,
+    InvalidTableStateError,
+    ServiceUnavailableError,
+    TableBranchNotFoundError,
+)
 
 from backends.core.arrow_schema import unstorable_columns
 from backends.core.names import joined_id
-from backends.tables.errors import lance_errors
+from backends.tables.errors import lance_errors, translate
 
 
 @dataclass(frozen=True)
@@ -37,10 +42,14 @@ class TableLocation:
 
 
 def latest_dataset(table: TableLocation) -> LanceDataset | None:
-    """The table's dataset at its latest version, or None while it has no Lance data."""
+    """The table's dataset at its latest version, or None while it has no Lance data. A
+    storage that does not answer is code 17, never taken for a table without data."""
     try:
         return lance.dataset(table.location, storage_options=table.options, session=table.session)
-    except (OSError, ValueError, RuntimeError):
+    except (OSError, ValueError, RuntimeError) as error:
+        translated = translate(error, table.location)
+        if isinstance(translated, ServiceUnavailableError):
+            raise translated from error
         return None
 
 

@@ -16,6 +16,7 @@ from lance_namespace import (
     InvalidInputError,
     InvalidTableStateError,
     LanceNamespaceError,
+    ServiceUnavailableError,
     TableAlreadyExistsError,
     TableBranchAlreadyExistsError,
     TableBranchNotFoundError,
@@ -27,6 +28,7 @@ from lance_namespace import (
     TableTagAlreadyExistsError,
     TableTagNotFoundError,
     TableVersionNotFoundError,
+    ThrottlingError,
 )
 
 # (error class, words that must all appear in the lowercased message), first match wins.
@@ -81,7 +83,21 @@ _INPUT_ERRORS = (ValueError, TypeError, KeyError, NotImplementedError)
 # What `lance_errors` translates; anything else it leaves as it is.
 _TRANSLATED = (ValueError, OSError, RuntimeError, TypeError, KeyError, NotImplementedError)
 # Failures whose text does not say what happened: (words, error class, what happened).
+_STORAGE_UNAVAILABLE = (
+    "the table's storage did not answer (it is unavailable or refused the request for now); "
+    "retry"
+)
 _EXPLAINED: tuple[tuple[tuple[str, ...], type[LanceNamespaceError], str], ...] = (
+    # An object store that does not answer, or answers that it cannot now: code 17, which
+    # clients retry; not a failure of the server (code 18). Its message names endpoints.
+    # S3 throttles with 503 SlowDown: code 21, which clients retry after backing off.
+    (("slowdown",), ThrottlingError,
+     "the table's storage throttled the request (SlowDown); retry after a pause"),
+    (("error sending request",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
+    (("503 service unavailable",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
+    (("500 internal server error",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
+    (("connection reset",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
+    (("connection refused",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
     (("/_refs/tags/", "not found"), InvalidTableStateError,
      "the table holds a tag whose name Lance writes but cannot read back (a non-ASCII name, "
      "from an older server or another client), so its tags cannot be listed; DeleteTableTag "
@@ -265,7 +281,8 @@ def translate(error: BaseException, location: str) -> LanceNamespaceError | None
 # How the native namespace fails; anything else (a panic aside) is left as it is.
 _NATIVE_FAILURES = (LanceNamespaceError, ValueError, OSError, RuntimeError)
 # Codes pylance's native namespace gives failures that have a more precise one.
-_IMPRECISE_CODES = (ErrorCode.INTERNAL, ErrorCode.TABLE_NOT_FOUND)
+# (pylance calls a storage that does not answer while it resolves a table throttling.)
+_IMPRECISE_CODES = (ErrorCode.INTERNAL, ErrorCode.TABLE_NOT_FOUND, ErrorCode.THROTTLING)
 
 
 def translate_native(error: BaseException, root: str) -> BaseException:

@@ -1,0 +1,130 @@
+"""Faults of what the server depends on, through the fault proxy (`tests.support.fault_proxy`,
+a stand-in for outages that moto cannot have on cue): writes that took effect are answered as
+done whatever the catalog does afterwards (Glue refusing the update that records a declared
+table now has data: a retryable answer would make a client write the rows twice), and storage
+that does not answer is 503 / code 17, not a server failure or a table without data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.support.adapter import running_server
+from tests.support.common import free_port
+from tests.support.fault_proxy import Fault, FaultProxy
+from tests.support.glue import MotoEndpoint, glue_properties, s3_storage
+from tests.support.lance_data import arrow_stream, sample_table
+
+BUCKET = "faults"
+ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
+
+
+def _refuse_updates(method: str, path: str, action: str) -> Fault | None:
+    return Fault.REFUSE if action == "AWSGlue.UpdateTable" else None
+
+
+@pytest.fixture
+def glue_behind_proxy(moto_endpoint: MotoEndpoint) -> Iterator[tuple[str, FaultProxy]]:
+    moto_endpoint.reset()
+    moto_endpoint.client("s3").create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
+    storage = s3_storage(moto_endpoint.url)  # the data's S3 is reached directly
+    with FaultProxy(moto_endpoint.url) as proxy:
+        properties = glue_properties(
+            proxy.url, root=f"s3://{BUCKET}/warehouse",
+            **{f"storage.{key}": value for key, value in storage.items()})
+        with running_server("glue", properties, metadata_cache=False) as url:
+            yield url, proxy
+
+
+def _mark_empty(moto_endpoint: MotoEndpoint) -> None:
+    """Flag the table `empty_table=true`, as lance-namespace-impls declare one."""
+    glue = moto_endpoint.client("glue")
+    table = glue.get_table(DatabaseName="ns", Name="t")["Table"]  # type: ignore[attr-defined]
+    update = {key: table[key] for key in ("Name", "StorageDescriptor", "TableType")
+              if key in table}
+    update["Parameters"] = {**table.get("Parameters", {}), "empty_table": "true"}
+    glue.update_table(DatabaseName="ns", TableInput=update)  # type: ignore[attr-defined]
+
+
+def _empty_table_flag(moto_endpoint: MotoEndpoint) -> str | None:
+    glue = moto_endpoint.client("glue")
+    table = glue.get_table(DatabaseName="ns", Name="t")["Table"]  # type: ignore[attr-defined]
+    return table.get("Parameters", {}).get("empty_table")
+
+
+def test_a_committed_insert_is_200_when_the_catalog_cannot_take_note(
+    glue_behind_proxy: tuple[str, FaultProxy], moto_endpoint: MotoEndpoint
+) -> None:
+    url, proxy = glue_behind_proxy
+    httpx.post(f"{url}/v1/namespace/ns/create", json={}, timeout=30).raise_for_status()
+    httpx.post(f"{url}/v1/table/ns$t/declare", json={}, timeout=30).raise_for_status()
+    _mark_empty(moto_endpoint)
+    assert _empty_table_flag(moto_endpoint) == "true"
+
+    proxy.faults = _refuse_updates
+    answer = httpx.post(f"{url}/v1/table/ns$t/insert", headers=ARROW, timeout=60,
+                        content=arrow_stream(sample_table(3)))
+    assert answer.status_code == 200, answer.text
+    assert any(seen.fault is Fault.REFUSE for seen in proxy.log)  # the fault did happen
+    counted = httpx.post(f"{url}/v1/table/ns$t/count_rows", json={}, timeout=30)
+    assert counted.json() == 3
+    assert _empty_table_flag(moto_endpoint) == "true"  # not recorded yet
+
+    proxy.faults = lambda method, path, action: None
+    answer = httpx.post(f"{url}/v1/table/ns$t/insert", headers=ARROW, timeout=60,
+                        content=arrow_stream(sample_table(2, start=3)))
+    assert answer.status_code == 200, answer.text
+    assert httpx.post(f"{url}/v1/table/ns$t/count_rows", json={}, timeout=30).json() == 5
+    assert _empty_table_flag(moto_endpoint) == "false"  # the next write took note
+
+
+@pytest.fixture
+def s3_behind_proxy(moto_endpoint: MotoEndpoint) -> Iterator[tuple[str, FaultProxy]]:
+    """A `dir` server whose root is on moto's S3, reached through the fault proxy."""
+    moto_endpoint.reset()
+    moto_endpoint.client("s3").create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
+    with FaultProxy(moto_endpoint.url) as proxy:
+        storage = {**s3_storage(proxy.url), "client_max_retries": "1",
+                   "client_retry_timeout": "2"}
+        properties = {"root": f"s3://{BUCKET}/root",
+                      **{f"storage.{key}": value for key, value in storage.items()}}
+        with running_server("dir", properties, metadata_cache=False) as url:
+            yield url, proxy
+
+
+@pytest.mark.parametrize("outage", [Fault.REFUSE, "down"])
+def test_storage_that_does_not_answer_is_503_code_17(
+    s3_behind_proxy: tuple[str, FaultProxy], outage: Fault | str
+) -> None:
+    """Reads and writes of a table whose storage answers 503 (or nothing: the proxy forwards
+    to a closed port) are answered 503 / code 17, which clients retry; afterwards they work."""
+    url, proxy = s3_behind_proxy
+    created = httpx.post(f"{url}/v1/table/t/create", headers=ARROW, timeout=60,
+                         content=arrow_stream(sample_table(4)))
+    assert created.status_code == 200, created.text
+
+    if outage is Fault.REFUSE:
+        proxy.faults = lambda method, path, action: Fault.REFUSE
+    else:
+        proxy.redirect(f"http://127.0.0.1:{free_port()}")
+    calls = {
+        "count_rows": lambda: httpx.post(f"{url}/v1/table/t/count_rows", json={}, timeout=60),
+        "query": lambda: httpx.post(f"{url}/v1/table/t/query", json={"k": 10, "vector": {}},
+                                    timeout=60),
+        "insert": lambda: httpx.post(f"{url}/v1/table/t/insert", headers=ARROW, timeout=60,
+                                     content=arrow_stream(sample_table(1, start=9))),
+        "describe": lambda: httpx.post(f"{url}/v1/table/t/describe",
+                                       json={"load_detailed_metadata": True}, timeout=60),
+    }
+    for name, call in calls.items():
+        answer = call()
+        assert (answer.status_code, answer.json()["code"]) == (503, 17), (name, answer.text)
+        assert "storage did not answer" in answer.json()["error"], name
+        assert "127.0.0.1" not in answer.json()["error"], name
+
+    proxy.faults = lambda method, path, action: None
+    proxy.redirect(None)
+    counted = httpx.post(f"{url}/v1/table/t/count_rows", json={}, timeout=60)
+    assert counted.json() == 4
