@@ -72,6 +72,26 @@ class Dispatcher:
         answer = await self._read(operation, method, arguments)
         return self._with_aliases(answer) if operation.backend_id == "ListOperations" else answer
 
+    async def resolve_source(
+        self, operation: Operation, fields: dict[str, Any], identity: Any = None
+    ) -> None:
+        """For an operation that reads a table named by its location (CloneTable): that
+        table's id in `source_id`, from the backend's ownership records, so that access is
+        checked there too. A `source_id` the client gave is kept (the backend checks that
+        it is the location's)."""
+        location = fields.get("source_location")
+        if (not traits_of(operation.backend_id).source_by_location
+                or fields.get("source_id") is not None or not location):
+            return
+        table_at = getattr(self.namespace, "table_at", None)
+        if table_at is None:
+            raise UnsupportedOperationError(
+                f"{operation.operation_id} is not supported by the "
+                f"{type(self.namespace).__name__} backend")
+        request = operation.request_model.model_validate({**fields, "identity": identity})
+        fields["source_id"] = await self._read(
+            operation, functools.partial(table_at, str(location)), (request,))
+
     def _bind(
         self, operation: Operation, fields: dict[str, Any], data: bytes | None, dialect: Dialect
     ) -> tuple[Any, tuple[Any, ...]]:

@@ -104,6 +104,9 @@ class OperationEndpoint:
         try:
             fields, data = await self.read(
                 self.operation, request, self.service.max_body, dialect)
+            await self.service.dispatcher.resolve_source(
+                self.operation, fields,
+                request.scope.get(IDENTITY_KEY) if self.service.auth_on else None)
             grants = self._check_access(fields, request.scope)
             if self.service.auth_on:
                 fields["identity"] = request.scope.get(IDENTITY_KEY)

@@ -98,6 +98,7 @@ from lance_namespace import (
 )
 
 from backends.capabilities import list_operations, unsupported
+from backends.clones import CloneTables
 from backends.containment import holds_other_tables
 from backends.core.extensions import ListOperationsRequest, ListOperationsResponse
 from backends.core.locations import resolve_stored
@@ -122,7 +123,7 @@ _Response = TypeVar("_Response")
 logger = logging.getLogger("lance_adapter")
 
 
-class MetadataNamespace(SessionTables, AdapterLimits, LanceNamespace):
+class MetadataNamespace(CloneTables, SessionTables, AdapterLimits, LanceNamespace):
     """A catalog backend; every table operation is done with pylance at the table location.
 
     `backends.load_namespace` puts a loaded backend behind its one guard

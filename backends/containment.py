@@ -46,6 +46,7 @@ from lance_namespace import (
     DescribeTableResponse,
     DropTableResponse,
     InvalidInputError,
+    InvalidTableStateError,
     LanceNamespace,
     LanceNamespaceError,
     NamespaceExistsRequest,
@@ -258,14 +259,16 @@ def _physically_inside(path: StorageLocation, root: StorageLocation) -> bool:
 
 # The operations the location checks stand in front of.
 CHECKED_OPERATIONS = frozenset({"register_table", "declare_table", "create_table",
-                                "rename_table", "drop_table", "create_namespace"})
+                                "rename_table", "drop_table", "create_namespace", "clone_table",
+                                "batch_delete_table_versions"})
 
 
 def checked(containment: Containment, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
     """`call`, the operation `name` of the backend, behind its location checks."""
     check = {"register_table": _register, "declare_table": _declare, "create_table": _create,
              "rename_table": _rename, "drop_table": _drop,
-             "create_namespace": _create_namespace}[name]
+             "create_namespace": _create_namespace, "clone_table": _clone,
+             "batch_delete_table_versions": _delete_versions}[name]
     return functools.partial(check, containment, call)
 
 
@@ -313,6 +316,37 @@ def _create(
     created = create(request, *arguments)
     _claim_after(containment, table_id, created, unrecorded_only=True)
     return created
+
+
+def _clone(containment: Containment, clone: Callable[..., Any], request: Any) -> Any:
+    """A clone is placed as a new table is; a shallow one reads its source's data files in
+    place, so the source is marked as cloned (its data never deleted, its versions never
+    removed) before the clone exists, and stays marked."""
+    table_id = list(request.id or [])
+    containment.refuse_nesting(table_id, request, table=True)
+    _refuse_data_at_home(containment, table_id, request)
+    shallow = request.is_shallow is not False
+    if shallow and request.source_id:
+        source = list(request.source_id)
+        entry = _catalog_entry(containment.namespace, source, request)
+        if entry.location:
+            containment.records.mark_cloned(source, entry.location)
+    cloned = clone(request)
+    try:
+        containment.records.claim(table_id, cloned.location, True, borrows=shallow)
+    except Exception:  # the clone exists: answered as done (without a record it is kept)
+        logger.exception("could not record the owner of %s", joined_id(table_id))
+    return cloned
+
+
+def _delete_versions(containment: Containment, delete: Callable[..., Any], request: Any) -> Any:
+    table_id = list(request.id or [])
+    entry = _catalog_entry(containment.namespace, table_id, request)
+    if entry.location and containment.records.is_cloned(table_id, entry.location):
+        raise InvalidTableStateError(
+            f"table {joined_id(table_id)} has shallow clones, which read the data files of "
+            "its versions: its versions are not deleted")
+    return delete(request)
 
 
 def _create_namespace(

@@ -19,6 +19,8 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from lance_namespace import UnsupportedOperationError
+
 from backends.containment import CHECKED_OPERATIONS, Containment, checked
 from backends.core.bounds import RequestBounds
 from backends.core.external import ExternalLocation
@@ -63,6 +65,21 @@ class GuardedNamespace:
             return not self.backend.holds_other_tables(location)
         return self.containment.vendable(list(table_id), location)
 
+    def table_at(self, location: str, request: Any) -> list[str]:
+        """The table whose data is at `location`, by its ownership record and its catalog
+        entry (asked as the caller of `request`): how a client names a clone's source."""
+        if self.containment is None:
+            raise UnsupportedOperationError(
+                "this backend names no storage root, so the server keeps no ownership records "
+                "from which to find the table at a location")
+        return self.containment.records.table_at(location, request)
+
+    def keeps_versions(self, table_id: Sequence[str], location: str) -> bool:
+        """Whether every version of the table must be kept (maintenance asks): shallow clones
+        read the data files of its versions."""
+        return self.containment is not None and self.containment.records.is_cloned(
+            list(table_id), location)
+
     def __getattr__(self, name: str) -> Any:
         if name in GUARDED_OPERATIONS:
             return functools.partial(self.call, name)
@@ -76,12 +93,13 @@ def call_with_valid_id(
     call: Callable[..., ResultT], request: Any, *arguments: Any,
     bounds: RequestBounds | None = None, **keywords: Any
 ) -> ResultT:
-    """`call(request, ...)` with `request.id`, `request.new_namespace_id` and
-    `request.new_table_name` validated first (and in NFC), and the tag and branch names and
-    SQL expressions it holds, and the column types of its Arrow data (the one positional
-    argument of the operations that take data)."""
+    """`call(request, ...)` with `request.id`, `request.new_namespace_id`,
+    `request.source_id` and `request.new_table_name` validated first (and in NFC), and the
+    tag and branch names and SQL expressions it holds, and the column types of its Arrow data
+    (the one positional argument of the operations that take data)."""
     updates: dict[str, Any] = {}
-    for field, kind in (("id", "identifier"), ("new_namespace_id", "new_namespace_id")):
+    for field, kind in (("id", "identifier"), ("new_namespace_id", "new_namespace_id"),
+                        ("source_id", "source_id")):
         names = getattr(request, field, None)
         if names is not None:
             validated = validate_identifier(names, kind)

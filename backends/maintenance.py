@@ -11,6 +11,7 @@ reported and the pass goes on with the next table.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 from collections.abc import Callable, Iterator
@@ -130,7 +131,9 @@ def maintain_all(
         name = ID_DELIMITER.join(table_id)
         try:
             dataset = namespace.open(DescribeTableRequest(id=table_id))
-            done = maintain_table(dataset, policy, name)
+            kept = namespace.keeps_versions(table_id, dataset.uri)  # a shallow clone's source
+            table_policy = dataclasses.replace(policy, version_retention=0) if kept else policy
+            done = maintain_table(dataset, table_policy, name)
         except Exception as error:  # one table's failure does not stop the pass
             logger.warning("maintenance of table %s failed: %s", name, error)
             done = TableMaintenance(name, error=str(error))

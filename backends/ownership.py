@@ -37,6 +37,8 @@ OWNER_FILE = "_lance_adapter_owner"
 _SCHEMA = pa.schema([
     pa.field("owner_id", pa.list_(pa.string()), nullable=False),
     pa.field("placed", pa.bool_(), nullable=False),
+    pa.field("cloned", pa.bool_()),
+    pa.field("borrows", pa.bool_()),
 ])
 
 
@@ -44,6 +46,10 @@ _SCHEMA = pa.schema([
 class Record:
     owner: list[str]
     placed: bool  # the server chose the location (its data is the table's alone to delete)
+    # Shallow clones read this data in place: it is never deleted, nor its versions removed.
+    cloned: bool = False
+    # A shallow clone: it reads data files of another table's location.
+    borrows: bool = False
 
 
 def _record_path(location: str) -> str:
@@ -69,7 +75,9 @@ def read_record(location: str, options: Mapping[str, str] | None) -> Record | No
     found = rows.to_table().to_pylist()
     if len(found) != 1 or not found[0].get("owner_id"):
         return None
-    return Record(list(found[0]["owner_id"]), bool(found[0].get("placed")))
+    row = found[0]
+    return Record(list(row["owner_id"]), bool(row.get("placed")), bool(row.get("cloned")),
+                  bool(row.get("borrows")))
 
 
 def write_record(location: str, options: Mapping[str, str] | None, record: Record) -> None:
@@ -78,7 +86,8 @@ def write_record(location: str, options: Mapping[str, str] | None, record: Recor
         _record_path(location), _SCHEMA, storage_options=dict(options or {}) or None
     )
     writer.write_batch(pa.table(
-        {"owner_id": [list(record.owner)], "placed": [record.placed]}, schema=_SCHEMA))
+        {"owner_id": [list(record.owner)], "placed": [record.placed], "cloned": [record.cloned],
+         "borrows": [record.borrows]}, schema=_SCHEMA))
     writer.close()
 
 
@@ -118,17 +127,48 @@ class OwnershipRecords:
         return True
 
     def claim(self, table_id: list[str], location: str | None, placed: bool,
-              options: Mapping[str, str] | None = None, unrecorded_only: bool = False) -> None:
+              options: Mapping[str, str] | None = None, unrecorded_only: bool = False,
+              borrows: bool = False) -> None:
         """Record `table_id` as the owner of `location`; with `unrecorded_only`, only where no
         owner is recorded yet (CreateTable with exist_ok or overwrite keeps the record). Data
-        the server placed for a table now gone stays placed for the table adopting it."""
+        the server placed for a table now gone stays placed for the table adopting it, and
+        data clones read stays marked so."""
         if not location:
             return
         earlier = read_record(location, self._options(options))
         if unrecorded_only and earlier is not None:
             return
         placed = placed or (earlier is not None and earlier.placed)
-        write_record(location, self._options(options), Record(list(table_id), placed))
+        cloned = earlier is not None and earlier.cloned
+        write_record(location, self._options(options),
+                     Record(list(table_id), placed, cloned, borrows))
+
+    def table_at(self, location: str, request: Any) -> list[str]:
+        """The table whose data is at `location` (a client names a clone's source so): the
+        owner its record names, whose catalog entry names that location."""
+        record = read_record(location, self._options())
+        if record is None or not self._names_exactly(record.owner, location, request):
+            raise InvalidInputError(
+                "source_location is not the location of a table this server recorded")
+        return record.owner
+
+    def mark_cloned(self, table_id: list[str], location: str) -> None:
+        """Record that shallow clones read the data of `table_id` at `location` (before the
+        first clone exists): from then on it is never deleted, nor its versions removed."""
+        record = read_record(location, self._options())
+        if record is None or not self._same(record.owner, table_id):
+            raise InvalidInputError(
+                f"the data of table {joined_id(table_id)} has no ownership record naming it, "
+                "so a shallow clone of it could not be kept from its deletion; clone it deep "
+                "(is_shallow false), or register it again")
+        if not record.cloned:
+            write_record(location, self._options(), Record(
+                record.owner, record.placed, True, record.borrows))
+
+    def is_cloned(self, table_id: list[str], location: str) -> bool:
+        """Whether shallow clones read the data of `table_id` at `location`."""
+        record = read_record(location, self._options())
+        return record is not None and record.cloned and self._same(record.owner, table_id)
 
     def owns(self, table_id: list[str], location: str, options: Mapping[str, str] | None,
              base: StorageLocation | None = None) -> bool:
@@ -137,7 +177,7 @@ class OwnershipRecords:
         table's own path in the layout (data registered elsewhere is only deregistered), or
         lies in an external location (`base`) whose purge the operator enabled."""
         record = read_record(location, self._options(options))
-        if record is None or not self._same(record.owner, table_id):
+        if record is None or not self._same(record.owner, table_id) or record.cloned:
             return False
         if record.placed or base is not None:
             return True
@@ -151,6 +191,8 @@ class OwnershipRecords:
             record = read_record(location, self._options())
         except LanceNamespaceError:
             return False  # not given away on a guess
+        if record is not None and record.borrows:
+            return False  # keys for its location alone would not read a shallow clone
         return record is None or self._same(record.owner, table_id)
 
     def moved(self, old_id: list[str], new_id: list[str], old_location: str | None,
@@ -165,7 +207,8 @@ class OwnershipRecords:
         options = self._options(entry.storage_options)
         record = read_record(entry.location, options)
         if record is not None and self._same(record.owner, old_id):
-            write_record(entry.location, options, Record(list(new_id), record.placed))
+            write_record(entry.location, options, Record(
+                list(new_id), record.placed, record.cloned, record.borrows))
         elif record is None and old_location and old_location != entry.location:
             old = read_record(old_location, options)
             if old is not None and self._same(old.owner, old_id):
@@ -187,16 +230,30 @@ class OwnershipRecords:
         """Whether `owner` is a live table whose entry names `place` (a catalog that does not
         answer counts as naming it: the location is not given away on a guess)."""
         try:
+            return self._entry_place(owner, request) == place
+        except LanceNamespaceError:
+            return True
+
+    def _names_exactly(self, owner: list[str], location: str, request: Any) -> bool:
+        """Whether `owner` is a live table whose entry names `location` (a catalog that does
+        not answer is its error)."""
+        try:
+            return self._entry_place(owner, request) == resolve_stored(location, self.root)
+        except InvalidInputError:
+            return False
+
+    def _entry_place(self, owner: list[str], request: Any) -> StorageLocation | None:
+        """Where the catalog entry of `owner` says its data is; None: no such table (or an
+        entry whose location cannot be read as one)."""
+        try:
             entry = self.namespace.describe_table_entry(DescribeTableRequest(
                 id=owner, identity=request.identity, context=request.context))
         except TableNotFoundError:
-            return False
-        except LanceNamespaceError:
-            return True
+            return None
         try:
-            return bool(entry.location) and resolve_stored(entry.location, self.root) == place
+            return resolve_stored(entry.location, self.root) if entry.location else None
         except InvalidInputError:
-            return False
+            return None
 
     def _same(self, one: Sequence[str], other: Sequence[str]) -> bool:
         return self.layout.key(one) == self.layout.key(other)

@@ -53,6 +53,10 @@ LANCEDB_OPERATIONS: list[dict[str, Any]] = [
      "path_parameters": ["id", "index_name"], "body": "application/json", "status": "200",
      "answer": "PrewarmTableIndexResponse", "tags": ["Index", "Table"],
      "summary": "Load a table index into the server's caches (LanceDB's prewarm_index)"},
+    {"operationId": "CloneTable", "method": "post", "path": "/v1/table/{id}/clone",
+     "query": ["delimiter"], "path_parameters": ["id"], "body": "application/json",
+     "status": "200", "answer": "CloneTableResponse", "tags": ["Table"],
+     "summary": "Create a table as a shallow or deep clone of another (LanceDB's clone_table)"},
 ]
 
 

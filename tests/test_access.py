@@ -37,7 +37,7 @@ WRITES = {
     "CreateTableTag", "UpdateTableTag", "DeleteTableTag", "CreateTableBranch",
     "DeleteTableBranch", "CreateTableVersion", "BatchDeleteTableVersions", "RestoreTable",
     "RenameTable", "UpdateFieldMetadata", "UpdateTableSchemaMetadata", "DropTable", "AlterTable",
-    "CreateMaterializedView", "RefreshMaterializedView",
+    "CreateMaterializedView", "RefreshMaterializedView", "CloneTable",
 }
 ADMINS = {"CreateNamespace", "DropNamespace", "AlterNamespace", "RegisterTable",
           "DeregisterTable"}

@@ -39,7 +39,8 @@ def test_the_v1_routes_are_exactly_the_official_clients_routes_and_lancedbs_own(
     assert len(client_routes) == 54
     served = {(op.method, op.path) for op in OPERATIONS if op.path}
     # LanceDB's remote client's calls served as operations of their own.
-    lancedb_routes = {("POST", "/v1/table/{id}/index/{index_name}/prewarm")}
+    lancedb_routes = {("POST", "/v1/table/{id}/index/{index_name}/prewarm"),
+                      ("POST", "/v1/table/{id}/clone")}
     assert served == set(client_routes.values()) | lancedb_routes
 
 

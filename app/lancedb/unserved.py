@@ -9,9 +9,6 @@ import re
 
 # (path pattern below /v1/, what the client calls it, why it is not served)
 _UNSERVED: tuple[tuple[str, str, str], ...] = (
-    (r"table/[^/]+/clone/?", "clone_table",
-     "a shallow clone shares the source's data files, which this server cannot yet record "
-     "as owned by two tables"),
     (r"table/[^/]+/page_cache/prewarm/?", "prewarm_data",
      "Lance keeps no page cache of a table's data to warm here (embedded LanceDB refuses "
      "prewarm_data too); prewarm_index loads an index"),

@@ -133,6 +133,9 @@ def required_access(method: str, request: Any) -> list[Need]:
     needs = [Need(level, target, traits.subject)]
     if method == "rename_table":
         needs.append(Need(Level.WRITE, _renamed(request, target), Subject.TABLE))
+    if traits.source_by_location:  # resolved by the server before access is checked
+        needs.append(Need(Level.READ, validate_identifier(_field(request, "source_id") or []),
+                          Subject.TABLE))
     return needs
 
 

@@ -88,6 +88,29 @@ class PrewarmTableIndexResponse(_Model):
     context: dict[str, str] | None = None
 
 
+class CloneTableRequest(_Model):
+    """LanceDB's `clone_table`: table `id` made a clone of the table whose data is at
+    `source_location` (its location, as DescribeTable answers it), at `source_version` or
+    `source_tag` (latest by default). A shallow clone (the default) reads the source's data
+    files where they are; a deep one copies them. The server fills `source_id`, the table the
+    location belongs to, from its ownership record, to check the caller may read it."""
+
+    identity: Identity | None = None
+    context: dict[str, str] | None = None
+    id: list[str] | None = None
+    source_location: str | None = None
+    source_version: int | None = None
+    source_tag: str | None = None
+    is_shallow: bool | None = None
+    source_id: list[str] | None = None
+
+
+class CloneTableResponse(_Model):
+    location: str | None = None
+    version: int | None = None
+    context: dict[str, str] | None = None
+
+
 class ColumnOrder(_Model):
     """One key of a query's order: Lance's `ColumnOrdering`."""
 

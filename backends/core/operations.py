@@ -47,6 +47,9 @@ class Traits:
     root_allowed: bool = False  # the empty id (the root namespace) may be addressed
     vends: bool = False  # the answer carries vended credentials when vending is on
     changes_listing: bool = False  # a write that adds or takes a name in its namespace's list
+    # Reads another table, named by its location (`source_location`): the server resolves it
+    # to the table's id (`source_id`), where read access is needed too.
+    source_by_location: bool = False
     choices: Mapping[str, type[enum.StrEnum]] = field(default_factory=dict)
 
     @property
@@ -69,7 +72,7 @@ def method_name(operation: str) -> str:
 _NOT_OPERATIONS = frozenset({"namespace_id", "create_empty_table"})
 # The spec's operations `LanceNamespace` has no method for, and LanceDB's remote client's
 # calls served as operations of their own.
-EXTENSION_METHODS = ("alter_namespace", "alter_table", "prewarm_table_index")
+EXTENSION_METHODS = ("alter_namespace", "alter_table", "prewarm_table_index", "clone_table")
 
 
 def operation_methods() -> list[str]:
@@ -97,6 +100,7 @@ _EXPLICIT: dict[str, dict[str, object]] = {
     "prewarm_table_index": {"level": Level.READ},
     "declare_table": {"vends": True, **_LISTING},
     "create_table": {"choices": {"mode": CreateMode}, **_LISTING},
+    "clone_table": {"source_by_location": True, **_LISTING},
     "register_table": {"level": Level.ADMIN, "choices": {"mode": RegisterMode}, **_LISTING},
     "deregister_table": {"level": Level.ADMIN, **_LISTING},
     "drop_table": _LISTING,

@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from lance_namespace import (
     InvalidInputError,
+    InvalidTableStateError,
     LanceNamespace,
     RenameTableRequest,
     TableAlreadyExistsError,
@@ -36,6 +37,7 @@ from backends.core.locations import (
 )
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.layouts import TABLE_SUFFIX, TableLayout
+from backends.ownership import read_record
 from backends.tables import lifecycle
 from backends.tables.access import TableLocation, has_data
 from backends.tables.lifecycle import renamed_id
@@ -101,6 +103,11 @@ def rename_root_table(
         lifecycle.rename_by_reregistering(namespace, request, table, None)
         shutil.rmtree(old, ignore_errors=True)
         return
+    record = read_record(table.location, table.options)
+    if record is not None and record.cloned:
+        raise InvalidTableStateError(
+            f"table {joined_id(table.id)} has shallow clones, which read its data files where "
+            "they are: a root table's rename would move them")
     new_id = renamed_id(request)
     if len(new_id) == 1:
         new_name = f"{new_id[0]}{TABLE_SUFFIX}"

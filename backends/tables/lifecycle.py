@@ -86,7 +86,7 @@ def create_table(
     )
     target = _with_request_options(table, request)
     if has_data(target):  # another table's data, or one left behind: never written over
-        _undeclare(namespace, request, None)
+        undeclare(namespace, request, None)
         raise InvalidInputError(
             f"a Lance table already lies at the location of {joined_id(request.id)}; "
             "RegisterTable adopts it"
@@ -94,7 +94,7 @@ def create_table(
     try:
         version = write_rows(rows, target, "create", target).version
     except BaseException:
-        _undeclare(namespace, request, target)
+        undeclare(namespace, request, target)
         raise
     return _created(table, version)
 
@@ -113,7 +113,7 @@ def _created(table: TableLocation, version: int) -> CreateTableResponse:
     )
 
 
-def _undeclare(namespace: MetadataNamespace, request: Any, table: TableLocation | None) -> None:
+def undeclare(namespace: MetadataNamespace, request: Any, table: TableLocation | None) -> None:
     """Undo a declaration whose first write failed (and what it wrote, `table`), so nothing
     is left half-created."""
     try:

@@ -39,6 +39,7 @@ from tests.support.field_walk_scene import (
     Scene,
     Variant,
     how_many,
+    local_path,
     own_items,
 )
 
@@ -114,6 +115,16 @@ def _paged(listing: str, ids: dict[str, Any], reads: bool = True,
 
 
 UPDATE = [["text", "'changed'"]]
+CLONE = {"id": "$NEW", "source_location": "$LOC_T"}
+
+
+def _clone_data_files(scene: Scene, answer: Any) -> Any:
+    """The data files at the clone's own location: none for a shallow clone, which reads its
+    source's where they are."""
+    if not isinstance(answer, dict) or "location" not in answer:
+        return answer
+    return len(list((local_path(answer["location"]) / "data").glob("*")))
+
 MERGE = {"on": "id", "when_matched_update_all": "true"}
 STAGED = "_versions/4.manifest-staged1"
 QUERY_MV = {"id": "$NEW", "kind": "query", "source_query": "SELECT 1", "output_schema": "{}"}
@@ -365,6 +376,14 @@ VARIANTS: dict[tuple[str, str], Variant] = {
         "index", T(index_name="id_idx"), T(index_name="id_idx", version=3), reads=True),
     ("DescribeTableIndexStats", "branch"): Variant(
         "index", T(index_name="text_idx"), T(index_name="text_idx", branch="dev"), reads=True),
+    ("CloneTable", "source_location"): Variant(
+        "table", CLONE, {**CLONE, "source_location": "$LOC_NEW"}),
+    ("CloneTable", "source_version"): Variant("table", CLONE, {**CLONE, "source_version": 1}),
+    ("CloneTable", "source_tag"): Variant("table", CLONE, {**CLONE, "source_tag": "t2"}),
+    ("CloneTable", "is_shallow"): Variant("table", CLONE, {**CLONE, "is_shallow": False},
+                                          observe=_clone_data_files),
+    ("CloneTable", "source_id"): Variant(
+        "tables", {"id": "$NEW", "source_id": "$T"}, {"id": "$NEW", "source_id": "$U"}),
     ("PrewarmTableIndex", "index_name"): Variant(
         "index", T(index_name="id_idx"), T(index_name="no_such_idx"), reads=True),
 }

@@ -127,7 +127,8 @@ class Scene:
     # --- placeholders -----------------------------------------------------------------------
 
     def resolve(self, value: Any) -> Any:
-        """$N, $N2, $T, $U, $D (ids), $LOC_U, $LOC_NEW (locations), $TX, by their values."""
+        """$N, $N2, $T, $U, $D (ids), $LOC_U, $LOC_NEW, $LOC_T (locations), $TX, by their
+        values."""
         if isinstance(value, dict):
             return {key: self.resolve(item) for key, item in value.items()}
         if isinstance(value, list):
@@ -142,6 +143,8 @@ class Scene:
             return fixed[value]
         if value == "$LOC_NEW":
             return self.location().rstrip("/").rsplit("/", 1)[0] + "/elsewhere.lance"
+        if value == "$LOC_T":
+            return self.location()
         raise KeyError(value)
 
     # --- observations -----------------------------------------------------------------------

@@ -105,6 +105,15 @@ def _times(db: Any) -> Any:
     return table.schema, table.search().to_arrow()
 
 
+def _cloned(db: Any, name: str, **options: Any) -> Any:
+    """A shallow clone of the plain table (named by its location, `uri`), then a write to it:
+    its version, rows, and the source's rows afterwards."""
+    clone = db.clone_table(name, _plain(db).uri, **options)
+    version, rows = clone.version, clone.search().limit(1000).to_arrow().sort_by("id")
+    clone.add(parity_rows().slice(0, 2))
+    return version, rows, clone.count_rows(), _plain(db).count_rows()
+
+
 CASES: dict[str, Callable[[Any], Any]] = {
     # Full-text search, every query shape.
     "fts_string": lambda db: _docs(db).search("quick", query_type="fts", fts_columns="text")
@@ -168,6 +177,8 @@ CASES: dict[str, Callable[[Any], Any]] = {
     "analyze_plan": lambda db: _plan_operators(
         _plain(db).search(QUERY_VECTOR).limit(3).analyze_plan()),
     "index_pq_defaults": _pq_index_stats,
+    "clone_shallow_version": lambda db: _cloned(db, "cloned_v1", source_version=1),
+    "clone_shallow_latest": lambda db: _cloned(db, "cloned_latest"),
     "prewarm_index": lambda db: (_docs(db).prewarm_index("vector_idx"), _docs(db).search(
         QUERY_VECTOR, vector_column_name="vector").limit(4).to_arrow())[-1],
     "time_units": _times,
