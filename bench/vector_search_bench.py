@@ -3,7 +3,8 @@
 Builds one directory root holding a table of `--rows` rows with a 128-d float32 vector and an
 IVF_PQ index, and measures, in one run on the same data: k=10 searches one at a time (p50,
 p99) and with 8 clients at once (QPS), through this server (`lance-adapter serve`, one worker
-per CPU, its defaults: one Lance session per worker), through RestAdapter (QueryTable on the
+per CPU, its defaults: one Lance session per worker; and again with Lance's caches sized to
+nothing, "ours-uncached"), through RestAdapter (QueryTable on the
 same route) and on a dataset opened in-process. Every answer's ids are checked against the
 in-process answer. Prints each figure and its ratio.
 
@@ -13,6 +14,7 @@ in-process answer. Prints each figure and its ratio.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -22,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+
+os.environ.setdefault("LANCE_LOG", "error")  # before lance: no warning per search
 import lance
 import numpy as np
 import pyarrow as pa
@@ -54,7 +58,8 @@ def build(root: Path, rows: int) -> np.ndarray:
 def http_search(url: str) -> Callable[[httpx.Client, np.ndarray], list[int]]:
     def search(client: httpx.Client, query: np.ndarray) -> list[int]:
         answer = client.post(f"{url}/v1/table/vectors/query", json={
-            "k": K, "vector": {"single_vector": query.tolist()}, "columns": ["id"]})
+            "k": K, "vector": {"single_vector": query.tolist()},
+            "columns": {"column_names": ["id"]}})
         answer.raise_for_status()
         return pa.ipc.open_file(answer.content).read_all().column("id").to_pylist()
     return search
@@ -64,7 +69,8 @@ def in_process_search(uri: str) -> Callable[[object, np.ndarray], list[int]]:
     dataset = lance.dataset(uri)
 
     def search(_: object, query: np.ndarray) -> list[int]:
-        found = dataset.to_table(columns=["id"], nearest={"column": "vector", "q": query, "k": K})
+        found = dataset.to_table(columns=["id", "_distance"],
+                                 nearest={"column": "vector", "q": query, "k": K})
         return found.column("id").to_pylist()
     return search
 
@@ -130,6 +136,12 @@ def main() -> None:
         port = free_port()
         with serving(ours(root, port, None), port, CHECKOUT) as url:
             results["ours"] = measure("ours", http_search(url), queries, args, expected)
+        port = free_port()  # the same server with Lance's caches as good as off
+        uncached = {**CHECKOUT, "LANCE_ADAPTER_LANCE_INDEX_CACHE_BYTES": "1",
+                    "LANCE_ADAPTER_LANCE_METADATA_CACHE_BYTES": "1"}
+        with serving(ours(root, port, None), port, uncached) as url:
+            results["ours-uncached"] = measure("ours-uncached", http_search(url), queries, args,
+                                               expected)
         port = free_port()
         with serving(rest_adapter(root, port), port) as url:
             results["RestAdapter"] = measure("RestAdapter", http_search(url), queries, args,
