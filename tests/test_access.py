@@ -13,7 +13,7 @@ import pytest
 
 from app.config import Settings, SettingsError, access_policy, load_settings
 from app.spec import BodyKind, Operation, load_operations
-from tests.support.adapter import running_server
+from tests.support.adapter import running_server, serving_identities
 from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
@@ -58,12 +58,8 @@ def test_every_operation_has_a_level_here() -> None:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A `dir` server with token auth and the three identities; `sales$t` and `hr$t` exist."""
     base = tmp_path_factory.mktemp("access")
-    tokens = base / "tokens"
-    tokens.write_text("".join(f"{name} {token}\n" for name, token in TOKENS.items()))
     root = base / "root"
-    with running_server("dir", {"root": str(root)}, auth_mode="token",
-                        auth_tokens_file=str(tokens), access=ACCESS,
-                        access_default="none") as url:
+    with serving_identities(base, TOKENS, ACCESS) as url:
         admin = {"authorization": f"Bearer {TOKENS['admin']}"}
         for namespace in ("sales", "hr"):
             httpx.post(f"{url}/v1/namespace/{namespace}/create", json={},

@@ -20,7 +20,7 @@ import pytest
 
 from backends import load_namespace
 from backends.maintenance import MaintenancePolicy, maintain_all
-from tests.support.adapter import running_server
+from tests.support.adapter import serving_identities
 from tests.support.lance_data import arrow_stream, sample_table
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
@@ -35,12 +35,8 @@ def _as(who: str) -> dict[str, str]:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A `dir` server with token auth; `hr$payroll` holds two versions (3, then 5 rows)."""
-    tokens = tmp_path / "tokens"
-    tokens.write_text("".join(f"{name} {token}\n" for name, token in TOKENS.items()))
     root = tmp_path / "root"
-    with running_server("dir", {"root": str(root)}, auth_mode="token",
-                        auth_tokens_file=str(tokens), access=ACCESS,
-                        access_default="none") as url:
+    with serving_identities(tmp_path, TOKENS, ACCESS) as url:
         for namespace in ("sales", "hr"):
             httpx.post(f"{url}/v1/namespace/{namespace}/create", json={},
                        headers=_as("admin")).raise_for_status()

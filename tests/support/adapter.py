@@ -24,6 +24,20 @@ from backends import load_namespace
 
 
 @contextlib.contextmanager
+def serving_identities(
+    base: Path, tokens: dict[str, str], access: dict[str, str]
+) -> Iterator[str]:
+    """A `dir` server on `base`/root with token auth: each identity of `tokens` (name ->
+    token) has the grants `access` gives it, a bare token none; yields the base URL."""
+    tokens_file = base / "tokens"
+    tokens_file.write_text("".join(f"{name} {token}\n" for name, token in tokens.items()))
+    with running_server("dir", {"root": str(base / "root")}, auth_mode="token",
+                        auth_tokens_file=str(tokens_file), access=access,
+                        access_default="none") as url:
+        yield url
+
+
+@contextlib.contextmanager
 def running_server(
     impl: str = "dir", properties: dict[str, str] | None = None, **settings: object
 ) -> Iterator[str]:
