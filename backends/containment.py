@@ -357,12 +357,23 @@ def _create_namespace(
 
 
 def _rename(containment: Containment, rename: Callable[..., Any], request: Any) -> Any:
-    containment.refuse_nesting(renamed_id(request), request, table=True)
-    before = _catalog_entry(containment.namespace, list(request.id or []), request).location
-    renamed = rename(request)
-    new_id = renamed_id(request)
+    """The record names the new id before the catalog does: a rename cut off half-way (both
+    entries naming the data, or only the old one) leaves DropTable of the old id unable to
+    delete the data the new one may hold. A rename that failed gives the record back to the
+    old id, unless the new entry was left behind (then it holds the data)."""
+    old_id, new_id = list(request.id or []), renamed_id(request)
+    containment.refuse_nesting(new_id, request, table=True)
+    before = _catalog_entry(containment.namespace, old_id, request).location
+    handed = (bool(before) and _gone(containment.namespace, new_id, request)
+              and containment.records.hand_over(old_id, new_id, before))
     try:
-        containment.records.moved(list(request.id), new_id, before, request)
+        renamed = rename(request)
+    except BaseException:
+        if handed and not containment.records.names(new_id, before, request):
+            containment.records.hand_over(new_id, old_id, before)
+        raise
+    try:
+        containment.records.moved(old_id, new_id, before, request)
     except Exception:  # the rename took effect: answered as done, the record left behind
         logger.exception("could not move the ownership record of %s", joined_id(new_id))
     return renamed

@@ -195,6 +195,16 @@ class OwnershipRecords:
             return False  # keys for its location alone would not read a shallow clone
         return record is None or self._same(record.owner, table_id)
 
+    def hand_over(self, from_id: list[str], to_id: list[str], location: str) -> bool:
+        """Make the record at `location` name `to_id` where it names `from_id`; whether it
+        did (a location no record of `from_id` names is left as it is)."""
+        record = read_record(location, self._options())
+        if record is None or not self._same(record.owner, from_id):
+            return False
+        write_record(location, self._options(), Record(
+            list(to_id), record.placed, record.cloned, record.borrows))
+        return True
+
     def moved(self, old_id: list[str], new_id: list[str], old_location: str | None,
               request: Any) -> None:
         """After RenameTable: the record of a table that owned its data names the new id,
@@ -210,8 +220,9 @@ class OwnershipRecords:
             write_record(entry.location, options, Record(
                 list(new_id), record.placed, record.cloned, record.borrows))
         elif record is None and old_location and old_location != entry.location:
-            old = read_record(old_location, options)
-            if old is not None and self._same(old.owner, old_id):
+            old = read_record(old_location, options)  # named the new id before the rename
+            if old is not None and (self._same(old.owner, old_id)
+                                    or self._same(old.owner, new_id)):
                 write_record(entry.location, options, Record(list(new_id), True))
 
     def _recorded_around(
@@ -233,6 +244,15 @@ class OwnershipRecords:
             return self._entry_place(owner, request) == place
         except LanceNamespaceError:
             return True
+
+    def names(self, owner: list[str], location: str, request: Any) -> bool:
+        """Whether `owner` is a live table whose entry names `location` (a catalog that does
+        not answer counts as naming it)."""
+        try:
+            place = resolve_stored(location, self.root)
+        except InvalidInputError:
+            return False
+        return self._names(owner, place, request)
 
     def _names_exactly(self, owner: list[str], location: str, request: Any) -> bool:
         """Whether `owner` is a live table whose entry names `location` (a catalog that does

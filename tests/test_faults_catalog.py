@@ -128,3 +128,64 @@ def test_storage_that_does_not_answer_is_503_code_17(
     proxy.redirect(None)
     counted = httpx.post(f"{url}/v1/table/t/count_rows", json={}, timeout=60)
     assert counted.json() == 4
+
+
+def _refuse_deletes(method: str, path: str, action: str) -> Fault | None:
+    return Fault.REFUSE if action == "AWSGlue.DeleteTable" else None
+
+
+def test_a_rename_cut_off_half_way_leaves_the_data_to_the_new_name(
+    glue_behind_proxy: tuple[str, FaultProxy],
+) -> None:
+    """Glue refuses to delete the old entry of a rename (and so the undo of the new one):
+    both entries name the data. DropTable of the old name then deregisters it and keeps the
+    data, which the new name reads; DropTable of the new name deletes it."""
+    url, proxy = glue_behind_proxy
+    httpx.post(f"{url}/v1/namespace/ns/create", json={}, timeout=30).raise_for_status()
+    httpx.post(f"{url}/v1/table/ns$a/create", headers=ARROW, timeout=60,
+               content=arrow_stream(sample_table(4))).raise_for_status()
+    location = httpx.post(f"{url}/v1/table/ns$a/describe", json={}, timeout=30).json()[
+        "location"]
+
+    proxy.faults = _refuse_deletes
+    renamed = httpx.post(f"{url}/v1/table/ns$a/rename", json={"new_table_name": "b"},
+                         timeout=60)
+    assert renamed.status_code >= 500, renamed.text
+    proxy.faults = lambda method, path, action: None
+    both = [httpx.post(f"{url}/v1/table/ns${name}/describe", json={}, timeout=30).json()
+            for name in ("a", "b")]
+    assert [entry["location"] for entry in both] == [location, location]
+
+    assert httpx.post(f"{url}/v1/table/ns$a/drop", json={}, timeout=60).status_code == 200
+    assert httpx.post(f"{url}/v1/table/ns$b/count_rows", json={}, timeout=30).json() == 4
+    assert httpx.post(f"{url}/v1/table/ns$b/drop", json={}, timeout=60).status_code == 200
+    recreated = httpx.post(f"{url}/v1/table/ns$b/create", headers=ARROW, timeout=60,
+                           content=arrow_stream(sample_table(1)))
+    assert recreated.status_code == 200, recreated.text  # nothing was left at its place
+
+
+def _keys(moto_endpoint: MotoEndpoint, location: str) -> list[str]:
+    prefix = location.removeprefix(f"s3://{BUCKET}/").rstrip("/") + "/"
+    listed = moto_endpoint.client("s3").list_objects_v2(  # type: ignore[attr-defined]
+        Bucket=BUCKET, Prefix=prefix)
+    return [item["Key"] for item in listed.get("Contents", [])]
+
+
+def test_a_rename_to_a_taken_name_leaves_the_record_as_it_was(
+    glue_behind_proxy: tuple[str, FaultProxy], moto_endpoint: MotoEndpoint
+) -> None:
+    """A refused rename hands the data to no one: DropTable of the table still deletes it."""
+    url, _ = glue_behind_proxy
+    httpx.post(f"{url}/v1/namespace/ns/create", json={}, timeout=30).raise_for_status()
+    for name, rows in (("a", 4), ("b", 2)):
+        httpx.post(f"{url}/v1/table/ns${name}/create", headers=ARROW, timeout=60,
+                   content=arrow_stream(sample_table(rows))).raise_for_status()
+    location = httpx.post(f"{url}/v1/table/ns$a/describe", json={}, timeout=30).json()[
+        "location"]
+    refused = httpx.post(f"{url}/v1/table/ns$a/rename", json={"new_table_name": "b"},
+                         timeout=60)
+    assert refused.status_code == 409, refused.text
+    assert _keys(moto_endpoint, location)
+    assert httpx.post(f"{url}/v1/table/ns$a/drop", json={}, timeout=60).status_code == 200
+    assert _keys(moto_endpoint, location) == []
+    assert httpx.post(f"{url}/v1/table/ns$b/count_rows", json={}, timeout=30).json() == 2

@@ -120,7 +120,8 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
     def use_lance_session(self, session: Session | None) -> None:
         """The native operations (queries among them) open tables with `session` too."""
         super().use_lance_session(session)
-        self._pylance = DirectoryNamespace(session=session, **self._native_properties)
+        if session is not None:
+            self._pylance = DirectoryNamespace(session=session, **self._native_properties)
 
     def sweep_abandoned(self, abandoned_after: float) -> list[str]:
         """The orphan table directories of a local root (`backends.directory.orphans`)."""
