@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lance_namespace import DeclareTableRequest, DescribeTableRequest, InvalidInputError
+from lance_namespace import DescribeTableRequest, InvalidInputError
 
 from backends.core.extensions import CloneTableRequest, CloneTableResponse
 from backends.core.locations import resolve_stored
-from backends.core.names import joined_id
-from backends.tables.access import TableLocation, checkout, has_data, latest_dataset
+from backends.tables.access import TableLocation, checkout, latest_dataset
 from backends.tables.errors import lance_errors
-from backends.tables.lifecycle import caller, undeclare
+from backends.tables.lifecycle import caller, declare_new, undeclare
 
 if TYPE_CHECKING:
     from lance import LanceDataset
@@ -29,30 +28,19 @@ class CloneTables:
     """The clone part of `MetadataNamespace` (which defines what it calls)."""
 
     locate: Any
-    declare_table: Any
-    lance_session: Any
     _rows_written: Any
 
     def clone_table(self, request: CloneTableRequest) -> CloneTableResponse:
         source = self._clone_source(request)
         dataset = checkout(source, latest_dataset(source), request.source_version,
                            request.source_tag)
-        declared = self.declare_table(DeclareTableRequest(id=request.id, **caller(request)))
-        if not declared.location:
-            raise InvalidInputError(f"the backend declared {joined_id(request.id)} without "
-                                    "a location")
-        target = TableLocation(list(request.id or []), declared.location,
-                               dict(declared.storage_options or {}), session=self.lance_session)
-        if has_data(target):  # another table's data, or one left behind: never written over
-            undeclare(self, request, None)
-            raise InvalidInputError(f"a Lance table already lies at the location of "
-                                    f"{joined_id(request.id)}; RegisterTable adopts it")
+        target = declare_new(self, request)
         try:
             cloned = _cloned(dataset, target, request)
         except BaseException:
             undeclare(self, request, target)
             raise
-        response = CloneTableResponse(location=declared.location, version=cloned.version)
+        response = CloneTableResponse(location=target.location, version=cloned.version)
         return self._rows_written(request, response)
 
     def _clone_source(self, request: CloneTableRequest) -> TableLocation:

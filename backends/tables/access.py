@@ -36,9 +36,9 @@ class TableLocation:
     def options(self) -> dict[str, str] | None:
         return dict(self.storage_options) or None
 
-    def elsewhere(self, location: str, storage_options: dict[str, str]) -> TableLocation:
-        """The same table at `location` reached with `storage_options` (same session)."""
-        return replace(self, location=location, storage_options=storage_options)
+    def with_options(self, storage_options: dict[str, str] | None) -> TableLocation:
+        """The same table reached with `storage_options` too (a request's own)."""
+        return replace(self, storage_options={**self.storage_options, **(storage_options or {})})
 
 
 def latest_dataset(table: TableLocation) -> LanceDataset | None:

@@ -65,16 +65,33 @@ def create_table(
     if existing is not None:
         if mode is CreateMode.CREATE:
             raise TableAlreadyExistsError(f"table {joined_id(request.id)} already exists")
-        target = _with_request_options(existing, request)
+        target = existing.with_options(request.storage_options)
         latest = latest_dataset(target) if mode is CreateMode.EXIST_OK else None
         if latest is not None:
             version = latest.version
         else:
             version = write_rows(rows, target, "overwrite", target).version
         return _created(existing, version)
+    table = declare_new(namespace, request, request.properties, request.storage_options)
+    target = table.with_options(request.storage_options)
+    try:
+        version = write_rows(rows, target, "create", target).version
+    except BaseException:
+        undeclare(namespace, request, target)
+        raise
+    return _created(table, version)
+
+
+def declare_new(
+    namespace: MetadataNamespace, request: Any, properties: dict[str, str] | None = None,
+    storage_options: dict[str, str] | None = None,
+) -> TableLocation:
+    """Declare the new table of `request` (CreateTable, CloneTable) and say where its data
+    goes. A Lance table already there (another table's, or one left behind), reached with the
+    request's `storage_options` too, is never written over: the declaration is undone and the
+    request refused."""
     declared = namespace.declare_table(
-        DeclareTableRequest(id=request.id, properties=request.properties, **caller(request))
-    )
+        DeclareTableRequest(id=request.id, properties=properties, **caller(request)))
     if not declared.location:
         raise InvalidTableStateError(f"the backend declared {request.id} without a location")
     table = TableLocation(
@@ -84,24 +101,13 @@ def create_table(
         properties=dict(declared.properties or {}),
         session=namespace.lance_session,
     )
-    target = _with_request_options(table, request)
-    if has_data(target):  # another table's data, or one left behind: never written over
+    if has_data(table.with_options(storage_options)):
         undeclare(namespace, request, None)
         raise InvalidInputError(
             f"a Lance table already lies at the location of {joined_id(request.id)}; "
             "RegisterTable adopts it"
         )
-    try:
-        version = write_rows(rows, target, "create", target).version
-    except BaseException:
-        undeclare(namespace, request, target)
-        raise
-    return _created(table, version)
-
-
-def _with_request_options(table: TableLocation, request: CreateTableRequest) -> TableLocation:
-    options = {**table.storage_options, **(request.storage_options or {})}
-    return table.elsewhere(table.location, options)
+    return table
 
 
 def _created(table: TableLocation, version: int) -> CreateTableResponse:
