@@ -95,12 +95,14 @@ class Dispatcher:
     def _bind(
         self, operation: Operation, fields: dict[str, Any], data: bytes | None, dialect: Dialect
     ) -> tuple[Any, tuple[Any, ...]]:
-        """The backend method (the one the client's `dialect` means) and its arguments: the
-        request model (and the data)."""
+        """The backend method (the one the client's `dialect` means, else the one that
+        streams its answer, where the backend has it) and its arguments: the request model
+        (and the data)."""
         request = operation.request_model.model_validate(fields)
-        method = dialect.backend_call(self.namespace, operation.backend_id) or getattr(
-            self.namespace, operation.backend_method, None
-        )
+        streamed = traits_of(operation.backend_id).streamed_method
+        method = (dialect.backend_call(self.namespace, operation.backend_id)
+                  or (streamed and getattr(self.namespace, streamed, None))
+                  or getattr(self.namespace, operation.backend_method, None))
         if method is None:
             raise UnsupportedOperationError(
                 f"{operation.operation_id} is not supported by the "

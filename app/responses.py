@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from app.dialect import SPEC, Dialect
 from app.protocol import ARROW_FILE, CONTEXT_HEADER_PREFIX, JSON
 from app.spec import AnswerKind, Operation
+from backends.core.arrow_answers import ArrowFileAnswer
+
+logger = logging.getLogger("lance_adapter")
 
 
 def _split_context(payload: dict[str, Any]) -> dict[str, str]:
@@ -43,6 +48,9 @@ def render(operation: Operation, response: Any, dialect: Dialect = SPEC) -> Resp
     """The HTTP form of a backend response, as the operation's /v1/ route answers it to a
     client of `dialect`."""
     answer, status = operation.answer, operation.status
+    if isinstance(response, ArrowFileAnswer):
+        return StreamingResponse(_cut_off_on_error(response), status,
+                                 dialect.answer_headers(), media_type=ARROW_FILE)
     if answer is AnswerKind.STRING:
         return _json(response, dialect.answer_headers(), status)
     payload = _payload(response)
@@ -56,6 +64,16 @@ def render(operation: Operation, response: Any, dialect: Dialect = SPEC) -> Resp
     if answer is AnswerKind.STATUS:
         return Response(status_code=status, headers=headers)
     return _json(dialect.answer(operation.backend_id, payload), headers, status)
+
+
+def _cut_off_on_error(answer: ArrowFileAnswer) -> Iterator[bytes]:
+    """The answer's chunks; a read that fails after the first chunk was sent ends the answer
+    there, without the file's footer, so the client's reader fails rather than read a
+    shorter answer (its status was sent already)."""
+    try:
+        yield from answer.chunks()
+    except Exception:
+        logger.exception("an answer was cut off: reading its rows failed")
 
 
 def render_model(operation: Operation, response: Any, dialect: Dialect = SPEC) -> Response:

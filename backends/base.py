@@ -100,6 +100,7 @@ from lance_namespace import (
 from backends.capabilities import list_operations, unsupported
 from backends.clones import CloneTables
 from backends.containment import holds_other_tables
+from backends.core.arrow_answers import ArrowFileAnswer
 from backends.core.extensions import ListOperationsRequest, ListOperationsResponse
 from backends.core.locations import resolve_stored
 from backends.core.modes import CreateMode, WriteMode, parse_mode
@@ -322,6 +323,10 @@ class MetadataNamespace(CloneTables, SessionTables, AdapterLimits, LanceNamespac
         return reads.count_rows(self.open(request, request.version), request)
 
     def query_table(self, request: QueryTableRequest) -> QueryTableResponse:
+        return QueryTableResponse(data=self.stream_query_table(request).to_bytes())
+
+    def stream_query_table(self, request: QueryTableRequest) -> ArrowFileAnswer:
+        """QueryTable's rows as they are read: what the server answers with (traits)."""
         return reads.query(self.open(request, request.version), request)
 
     def explain_table_query_plan(self, request: ExplainTableQueryPlanRequest) -> str:

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +56,12 @@ from lance_namespace import (
 
 from backends.core.external import ExternalLocation
 from backends.core.lance_tables import open_lance_table
-from backends.core.locations import StorageLocation, parse_location, resolve_stored
+from backends.core.locations import (
+    StorageLocation,
+    parse_location,
+    physically_inside,
+    resolve_stored,
+)
 from backends.core.names import joined_id
 from backends.core.settings import ConfigurationError
 from backends.layouts import TableLayout
@@ -96,7 +100,7 @@ class Containment:
         by RegisterTable (`adopting`) of a table in that id's namespace. DeclareTable may not
         take another id's own path, which would still be empty when that id is created."""
         parsed = parse_location(location, self.root)
-        outside = next((entry for entry in self.external if entry.holds(parsed)), None)
+        outside = self.external_of(parsed)
         if outside is not None:
             return self._check_external(table_id, parsed, outside, request)
         path = self._inside_root(parsed)
@@ -141,10 +145,13 @@ class Containment:
                 f"the {self.namespace.backend_name()} backend registers tables only inside "
                 "its root (its catalog keeps locations relative to it)"
             )
-        if not _physically_inside(place, outside.prefix):
+        if not physically_inside(place, outside.prefix):
             raise InvalidInputError("the location leads outside its external location")
         self.records.refuse_taken(table_id, place, request, base=outside.prefix)
         return place
+
+    def external_of(self, place: StorageLocation) -> ExternalLocation | None:
+        return next((entry for entry in self.external if entry.holds(place)), None)
 
     def owns(self, table_id: list[str], entry: DescribeTableResponse) -> bool:
         """Whether the table of `entry` owns its location, so DropTable may delete it: inside
@@ -163,8 +170,8 @@ class Containment:
             place = parse_location(entry.location or "")
         except InvalidInputError:
             return False
-        outside = next((each for each in self.external if each.holds(place)), None)
-        if outside is None or not outside.purge or not _physically_inside(place, outside.prefix):
+        outside = self.external_of(place)
+        if outside is None or not outside.purge or not physically_inside(place, outside.prefix):
             return False
         return self.records.owns(table_id, place.uri, entry.storage_options, base=outside.prefix)
 
@@ -228,7 +235,7 @@ class Containment:
         relative = path.relative_to(self.root)
         if relative is None or relative[0] in CATALOG_ENTRIES:
             return None
-        return path if _physically_inside(path, self.root) else None
+        return path if physically_inside(path, self.root) else None
 
 
 def holds_other_tables(root: str, layout: TableLayout, location: str) -> bool:
@@ -245,16 +252,6 @@ def holds_other_tables(root: str, layout: TableLayout, location: str) -> bool:
     if relative is None:
         return False  # outside the root: no table of this server lies there
     return layout.owner_of(relative) is None and layout.holds_homes(relative)
-
-
-def _physically_inside(path: StorageLocation, root: StorageLocation) -> bool:
-    """On a local root, whether `path` still lies strictly inside it once symbolic links
-    (an operator's, in the root or above the table) are resolved: a link must never let a
-    table's data, and so a DropTable, reach outside the root."""
-    if path.scheme != "file":
-        return True
-    real_root = os.path.realpath(root.uri).rstrip("/") + "/"
-    return os.path.realpath(path.uri).startswith(real_root)
 
 
 # The operations the location checks stand in front of.
@@ -278,7 +275,7 @@ def _register(containment: Containment, register: Callable[..., Any], request: A
     table_id = list(request.id or [])
     containment.refuse_nesting(table_id, request, table=True)
     place = containment.check_new_location(table_id, request.location, True, request)
-    return _claimed(containment, table_id, place, register(request), request)
+    return _claimed(containment, table_id, place, register, request)
 
 
 def _declare(containment: Containment, declare: Callable[..., Any], request: Any) -> Any:
@@ -290,19 +287,31 @@ def _declare(containment: Containment, declare: Callable[..., Any], request: Any
         _claim_after(containment, table_id, declared, unrecorded_only=False)
         return declared
     place = containment.check_new_location(table_id, request.location, False, request)
-    return _claimed(containment, table_id, place, declare(request), request)
+    return _claimed(containment, table_id, place, declare, request)
 
 
 def _claimed(containment: Containment, table_id: list[str], place: StorageLocation,
-             answer: Any, request: Any) -> Any:
-    """`answer` to a registration at a client-named `place`, once its owner is recorded: a
-    location is never left registered without its record (which keeps other tables out), so
-    a record that cannot be written undoes the registration."""
+             register: Callable[..., Any], request: Any) -> Any:
+    """`register(request)` at a client-named `place`, claimed first and recorded after: of two
+    registrations of one location at once, one is refused before the catalog is touched
+    (`OwnershipRecords.claim_first`); a location is never left registered without its
+    record (which keeps other tables out), so a record that cannot be written undoes the
+    registration."""
+    records, outside = containment.records, containment.external_of(place)
+    made = records.claim_first(table_id, place, request, outside and outside.prefix)
     try:
-        containment.records.claim(table_id, place.uri, placed=False)
+        answer = register(request)
+    except BaseException:
+        if made:
+            records.release_claim(place)
+        raise
+    try:
+        records.claim(table_id, place.uri, placed=False)
     except BaseException:
         containment.namespace.deregister_entry(DeregisterTableRequest(
             id=table_id, identity=request.identity, context=request.context))
+        if made:
+            records.release_claim(place)
         raise
     return answer
 

@@ -25,7 +25,7 @@ from backends.containment import CHECKED_OPERATIONS, Containment, checked
 from backends.core.bounds import RequestBounds
 from backends.core.external import ExternalLocation
 from backends.core.names import validate_identifier, validate_name
-from backends.core.operations import EXTENSION_METHODS, operation_methods
+from backends.core.operations import EXTENSION_METHODS, operation_methods, streamed_methods
 from backends.tables.access import check_storable_stream
 from backends.tables.refs import check_ref_names
 from backends.tables.sql import check_sql_expressions
@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 ResultT = TypeVar("ResultT")
 
 # The operations the wrapper puts behind the guard; any other attribute is the backend's own.
-GUARDED_OPERATIONS = frozenset((*operation_methods(), *EXTENSION_METHODS, "list_operations"))
+GUARDED_OPERATIONS = frozenset((*operation_methods(), *EXTENSION_METHODS, "list_operations",
+                                *streamed_methods()))
 
 
 class GuardedNamespace:
@@ -81,9 +82,9 @@ class GuardedNamespace:
             list(table_id), location)
 
     def __getattr__(self, name: str) -> Any:
-        if name in GUARDED_OPERATIONS:
+        if name in GUARDED_OPERATIONS and hasattr(self.backend, name):
             return functools.partial(self.call, name)
-        return getattr(self.backend, name)
+        return getattr(self.backend, name)  # AttributeError for an operation it lacks
 
     def __repr__(self) -> str:
         return repr(self.backend)

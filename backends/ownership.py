@@ -8,15 +8,25 @@ renames one (`backends.containment`); DropTable deletes data only when it names 
 dropped. It is written and read with Lance's own object-store access (`lance.file`), so it
 reaches every store a table can live in with the table's own storage options, in one request.
 Lance ignores the file: it reads only its own directories of a dataset.
+
+Two registrations of one unrecorded location at once are told apart by a claim: a one-row
+Lance dataset, `_lance_adapter_owner.claim`, beside the record, naming the first claimant.
+Lance commits a dataset's first version for one writer only, on every store it supports
+(a rename that does not replace locally, a conditional put on object stores), so of two
+tables claiming one location at once exactly one wins, before either is in the catalog.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from lance import LanceDataset, LanceOperation
+from lance import dataset as open_dataset
 from lance.file import LanceFileReader, LanceFileWriter
 from lance_namespace import (
     DescribeTableRequest,
@@ -34,6 +44,8 @@ if TYPE_CHECKING:
     from backends.base import MetadataNamespace
 
 OWNER_FILE = "_lance_adapter_owner"
+CLAIM_DATASET = "_lance_adapter_owner.claim"
+_CLAIM_SCHEMA = pa.schema([pa.field("owner_id", pa.list_(pa.string()), nullable=False)])
 _SCHEMA = pa.schema([
     pa.field("owner_id", pa.list_(pa.string()), nullable=False),
     pa.field("placed", pa.bool_(), nullable=False),
@@ -91,6 +103,48 @@ def write_record(location: str, options: Mapping[str, str] | None, record: Recor
     writer.close()
 
 
+def _claim(location: str, options: Mapping[str, str] | None,
+           owner: list[str]) -> list[str] | None:
+    """Commit `owner` as the first claimant of `location`: None when it won, else the
+    claimant that did. The claim is a manifest alone (the owner in its schema's metadata),
+    so a claim that loses writes nothing. A storage that does not answer is code 17."""
+    uri = resolve_stored(location).child(CLAIM_DATASET).uri
+    storage = dict(options or {}) or None
+    schema = _CLAIM_SCHEMA.with_metadata({"owner_id": json.dumps(list(owner))})
+    for _attempt in range(3):  # a claim read while another is being committed is retried
+        try:
+            # No retries: a claim that lost the race to commit the first version must fail.
+            LanceDataset.commit(uri, LanceOperation.Overwrite(schema, []), max_retries=0,
+                                storage_options=storage)
+            return None
+        except (ValueError, OSError, RuntimeError):
+            pass  # lost to an earlier claim, or the storage failed: the claim says which
+        try:
+            metadata = open_dataset(uri, storage_options=storage).schema.metadata or {}
+            first = json.loads(metadata[b"owner_id"])
+        except (ValueError, OSError, RuntimeError, KeyError):
+            continue
+        if isinstance(first, list) and first:
+            return [str(part) for part in first]
+    raise ServiceUnavailableError("the storage did not answer for the location's claim; retry")
+
+
+def _release(place: StorageLocation, options: Mapping[str, str] | None,
+             root: StorageLocation) -> None:
+    """Remove the claim at `place`, and the empty directories up to `root` (local storage
+    alone has them; the claim may have made them): a refused registration leaves nothing."""
+    LanceDataset.drop(place.child(CLAIM_DATASET).uri,
+                      storage_options=dict(options or {}) or None, ignore_not_found=True)
+    while place.scheme == "file" and place != root and place.key:
+        try:
+            os.rmdir(place.uri)
+        except OSError:  # not empty (it holds data, or other places), or gone already
+            return
+        place = StorageLocation(place.scheme, place.bucket, place.key[:-1])
+        if not root.contains(place):
+            return
+
+
 class OwnershipRecords:
     """The ownership rules of one backend, whose storage root is `root`: which recorded owner
     lets a table take a location, and which table DropTable may delete the data of."""
@@ -142,6 +196,30 @@ class OwnershipRecords:
         cloned = earlier is not None and earlier.cloned
         write_record(location, self._options(options),
                      Record(list(table_id), placed, cloned, borrows))
+
+    def claim_first(self, table_id: list[str], place: StorageLocation, request: Any,
+                    base: StorageLocation | None = None) -> bool:
+        """Before the catalog registers `table_id` at `place`: where a record is found (read
+        again: it may have been written since the check), it decides as `refuse_taken` does;
+        where none is, `table_id` becomes the location's first claimant, and a claim another
+        table made first with no record yet is code 13 (a registration under way, or one cut
+        off before its record: that claim is the operator's to remove). Whether this call
+        made the claim (`release_claim` undoes it)."""
+        if self.refuse_taken(table_id, place, request, base):
+            return False
+        winner = _claim(place.uri, self._options(), table_id)
+        if winner is None:
+            return True
+        if self._same(winner, table_id) or self.refuse_taken(table_id, place, request, base):
+            return False
+        raise InvalidInputError(
+            f"the location is being registered by table {joined_id(winner)} (or a "
+            f"registration of it was cut off: remove {CLAIM_DATASET} there); a location "
+            "belongs to one table")
+
+    def release_claim(self, place: StorageLocation) -> None:
+        """Undo `claim_first` for a registration that failed."""
+        _release(place, self._options(), self.root)
 
     def table_at(self, location: str, request: Any) -> list[str]:
         """The table whose data is at `location` (a client names a clone's source so): the

@@ -28,7 +28,12 @@ from lance_namespace import (
 from backends.base import MetadataNamespace
 from backends.capabilities import implements
 from backends.core.extensions import ListOperationsRequest, ListOperationsResponse
-from backends.core.operations import EXTENSION_METHODS, operation_id, operation_methods
+from backends.core.operations import (
+    EXTENSION_METHODS,
+    all_traits,
+    operation_id,
+    operation_methods,
+)
 
 # The plug-in's describe_table is the catalog entry the base's describe_table completes.
 _COMPLETED_HERE = frozenset({"describe_table"})
@@ -39,6 +44,9 @@ _CATALOG_OPERATIONS = frozenset({
     "namespace_exists", "list_tables", "declare_table", "register_table",
     "deregister_table", "table_exists",
 })
+# A streamed method stands for its operation: the plug-in's own, where it has one.
+_STREAMED = {traits.streamed_method: traits.method for traits in all_traits()
+             if traits.streamed_method}
 
 
 class PluginNamespace(MetadataNamespace):
@@ -48,6 +56,8 @@ class PluginNamespace(MetadataNamespace):
     def served_operation(self, name: str) -> Callable[..., Any]:
         """The plug-in's own operation when it has one (or a catalog operation, which only
         the plug-in can do), else the generic one."""
+        if name in _STREAMED and implements(self.inner, _STREAMED[name]):
+            return getattr(self.inner, _STREAMED[name])
         if name in _CATALOG_OPERATIONS or (
             name not in _COMPLETED_HERE and implements(self.inner, name)
         ):

@@ -101,7 +101,8 @@ def test_a_location_without_a_lance_table_is_refused(catalog: Catalog):
     _refused(
         catalog,
         RegisterTableRequest(id=catalog.table("alias"), location=str(catalog.root / "nothing")),
-        # dir and hive have places in their root that are no table's and no database's.
+        # dir and hive2 have places in their root that are no table's and no database's
+        # (hive3's first level holds its catalogs' directories).
         NO_TABLE if catalog.kind in ("dir", "hive2") else NAMESPACE_DIR,
     )
 
@@ -111,8 +112,8 @@ def _own_path(catalog: Catalog, name: str) -> Path:
     parent = catalog.parent
     if catalog.kind == "dir":  # nested: `<8 hex>_<namespace$table>`
         return catalog.root / f"0123abcd_{'$'.join([*parent, name])}"
-    if catalog.kind == "hive2":
-        return catalog.root.joinpath(f"{parent[0]}.db", name)
+    if catalog.kind in ("hive2", "hive3"):  # hive3: the default catalog's, below the root
+        return catalog.root.joinpath(f"{parent[-1]}.db", name)
     if catalog.kind in ("unity", "iceberg"):  # Iceberg: the seed's {warehouse}/{namespace}/…
         return catalog.root.joinpath(*parent, name)
     return catalog.root.joinpath(*parent, f"{name}.lance")
@@ -135,7 +136,7 @@ def test_a_table_registered_elsewhere_is_only_deregistered_by_drop(catalog: Cata
     elsewhere = catalog.root / "external" / "adopted"
     lance.write_dataset(sample_table(4), str(elsewhere))
     request = RegisterTableRequest(id=catalog.table("adopted"), location=str(elsewhere))
-    if catalog.kind not in ("dir", "hive2"):
+    if catalog.kind not in ("dir", "hive2", "hive3"):
         _refused(catalog, request, NAMESPACE_DIR)
         return
     catalog.namespace.register_table(request)

@@ -7,6 +7,7 @@ and asserts what was not registered, read or deleted."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import lance
@@ -28,7 +29,7 @@ from lance_namespace import (
 from backends import load_namespace
 from backends.core.locations import resolve_stored
 from backends.guard import GuardedNamespace
-from backends.ownership import OWNER_FILE, Record, read_record, write_record
+from backends.ownership import CLAIM_DATASET, OWNER_FILE, Record, read_record, write_record
 from tests.support.containment_catalogs import WITH_HIVE3, Catalog, create_table
 from tests.support.glue import MotoEndpoint, s3_storage
 from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
@@ -126,6 +127,92 @@ def test_drop_deletes_only_what_the_record_names(catalog: Catalog) -> None:
     write_record(location, None, Record([*catalog.parent, "someone_else"], True))
     catalog.namespace.drop_table(DropTableRequest(id=catalog.table("named")))
     assert lance.dataset(location).count_rows() == 3
+
+
+def _at_once(namespace: GuardedNamespace,
+             requests: list[RegisterTableRequest]) -> list[Exception | None]:
+    """Send `requests` from one thread each, released together; what each raised."""
+    outcomes: list[Exception | None] = [None] * len(requests)
+    start = threading.Barrier(len(requests))
+
+    def register(index: int) -> None:
+        start.wait(timeout=30)
+        try:
+            namespace.register_table(requests[index])
+        except Exception as error:  # the outcome under test
+            outcomes[index] = error
+
+    threads = [threading.Thread(target=register, args=(index,)) for index in range(len(requests))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return outcomes
+
+
+def _one_owner_after_a_race(namespace: GuardedNamespace, location: str,
+                            contenders: list[list[str]], options: dict[str, str] | None) -> None:
+    """Registrations of the unrecorded `location` by each of `contenders` at once: exactly
+    one is registered and recorded; the others are refused (13) and left no entry."""
+    outcomes = _at_once(namespace, [RegisterTableRequest(id=table, location=location)
+                                    for table in contenders])
+    won = [table for table, outcome in zip(contenders, outcomes, strict=True) if outcome is None]
+    assert len(won) == 1, outcomes
+    record = read_record(location, options)
+    assert record is not None and record.owner == won[0]
+    for table, outcome in zip(contenders, outcomes, strict=True):
+        if table != won[0]:
+            assert isinstance(outcome, InvalidInputError), outcome
+            with pytest.raises(TableNotFoundError):
+                namespace.table_exists(TableExistsRequest(id=table))
+
+
+@pytest.mark.parametrize("catalog", ["dir", "hive2", "hive3", "unity"], indirect=True)
+def test_two_registrations_of_one_location_at_once_leave_one_owner(catalog: Catalog) -> None:
+    """Two namespaces' tables registering one free location at once (the record is written
+    after the catalog entry, so both passed its check before the location was claimed)."""
+    other = _other_namespace(catalog, "race")
+    for attempt in range(4):
+        place = catalog.root / "external" / f"raced{attempt}.lance"
+        lance.write_dataset(sample_table(2), str(place))
+        _one_owner_after_a_race(catalog.namespace, str(place), [
+            catalog.table(f"mine{attempt}"), [*other, f"theirs{attempt}"]], None)
+
+
+def test_on_object_storage_registrations_at_once_leave_one_owner(
+    dir_on_s3: GuardedNamespace, clean_moto: MotoEndpoint,
+) -> None:
+    """The same race on an S3 root: Lance's conditional put decides the claim."""
+    options = s3_storage(clean_moto.url)
+    for attempt in range(4):
+        place = f"s3://lake/root/external/raced{attempt}.lance"
+        lance.write_dataset(sample_table(2), place, storage_options=options)
+        _one_owner_after_a_race(dir_on_s3, place, [
+            ["sales", f"mine{attempt}"], ["hr", f"theirs{attempt}"], ["hr", f"more{attempt}"]],
+            options)
+
+
+@pytest.mark.parametrize("catalog", ["dir"], indirect=True)
+def test_a_claim_is_released_by_a_failed_registration_and_kept_by_a_cut_off_one(
+    catalog: Catalog,
+) -> None:
+    """A registration the catalog refuses leaves no claim behind; one cut off between its
+    claim and its record (a kill, forged here by claiming alone) keeps the location from
+    other tables, and lets its own table finish."""
+    place = catalog.root / "external" / "claimed.lance"
+    lance.write_dataset(sample_table(2), str(place))
+    with pytest.raises(Exception, match=r"not found|not exist"):
+        catalog.namespace.register_table(
+            RegisterTableRequest(id=["no_such_namespace", "t"], location=str(place)))
+    assert not (place / CLAIM_DATASET).exists()
+    cut_off = catalog.table("cut_off")
+    assert catalog.namespace.containment.records.claim_first(
+        cut_off, resolve_stored(str(place)),
+        RegisterTableRequest(id=cut_off, location=str(place)))
+    _refused(catalog, RegisterTableRequest(id=catalog.table("next"), location=str(place)),
+             rf"being registered by table .*cut_off .*remove {CLAIM_DATASET}")
+    catalog.namespace.register_table(RegisterTableRequest(id=cut_off, location=str(place)))
+    assert read_record(str(place), None) == Record(cut_off, False)
 
 
 def _remove_record(location: str) -> None:

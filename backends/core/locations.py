@@ -356,3 +356,13 @@ def _is_control(character: str) -> bool:
 def _unsupported_scheme() -> str:
     schemes = ", ".join(f"{scheme}:" for scheme in SUPPORTED_SCHEMES)
     return f"a location must be a local path or use one of the schemes {schemes}"
+
+
+def physically_inside(path: StorageLocation, root: StorageLocation) -> bool:
+    """On a local root, whether `path` still lies strictly inside it once symbolic links
+    (an operator's, in the root or above the table) are resolved: a link must never let a
+    table's data, and so a DropTable, reach outside the root."""
+    if path.scheme != "file":
+        return True
+    real_root = os.path.realpath(root.uri).rstrip("/") + "/"
+    return os.path.realpath(path.uri).startswith(real_root)

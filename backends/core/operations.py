@@ -50,6 +50,9 @@ class Traits:
     # Reads another table, named by its location (`source_location`): the server resolves it
     # to the table's id (`source_id`), where read access is needed too.
     source_by_location: bool = False
+    # The backend method that answers as rows are read (`ArrowFileAnswer`), where a backend
+    # has it: the server calls it instead of `method`, so its memory stays flat.
+    streamed_method: str | None = None
     choices: Mapping[str, type[enum.StrEnum]] = field(default_factory=dict)
 
     @property
@@ -106,6 +109,7 @@ _EXPLICIT: dict[str, dict[str, object]] = {
     "drop_table": _LISTING,
     "rename_table": _LISTING,
     "insert_into_table": {"choices": {"mode": WriteMode}},
+    "query_table": {"streamed_method": "stream_query_table"},
     "batch_commit_tables": {"subject": Subject.CATALOG, "level": Level.ADMIN},
     "batch_create_table_versions": {"subject": Subject.CATALOG, "level": Level.ADMIN},
     "alter_transaction": {"subject": Subject.CATALOG, "level": Level.ADMIN},
@@ -141,3 +145,8 @@ def traits_of(operation: str) -> Traits:
 
 def all_traits() -> list[Traits]:
     return list(_table().values())
+
+
+def streamed_methods() -> list[str]:
+    """The backend methods that answer operations as rows are read."""
+    return [traits.streamed_method for traits in all_traits() if traits.streamed_method]

@@ -9,6 +9,8 @@ spellings and ignores the namespace and registration modes.
 """
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from lance.namespace import DirectoryNamespace
@@ -29,8 +31,6 @@ from lance_namespace import (
     DropNamespaceRequest,
     DropNamespaceResponse,
     ExplainTableQueryPlanRequest,
-    InsertIntoTableRequest,
-    InsertIntoTableResponse,
     InvalidInputError,
     InvalidTableStateError,
     ListNamespacesRequest,
@@ -38,8 +38,6 @@ from lance_namespace import (
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
-    QueryTableRequest,
-    QueryTableResponse,
     RegisterTableRequest,
     RegisterTableResponse,
     RenameTableRequest,
@@ -60,7 +58,6 @@ from backends.core.locations import (
 from backends.core.modes import (
     CreateMode,
     RegisterMode,
-    WriteMode,
     parse_mode,
 )
 from backends.core.names import ID_DELIMITER, joined_id
@@ -77,6 +74,7 @@ from backends.directory.layout import (
     require_storable_id,
     storable_id,
 )
+from backends.directory.manifest_repair import is_manifest_damage, repaired
 from backends.directory.native import (
     create_namespace_natively,
     drop_namespace_natively,
@@ -212,13 +210,6 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
             created.version = open_dataset(self.locate(request)).version
         return created
 
-    def insert_into_table(
-        self, request: InsertIntoTableRequest, request_data: bytes
-    ) -> InsertIntoTableResponse:
-        mode = parse_mode(request.mode, WriteMode, WriteMode.APPEND)
-        native = request.model_copy(update={"mode": mode.value})
-        return self._native("insert_into_table", native, request_data)
-
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         """The native answer names the location relative to the root: answered as DescribeTable
         names it."""
@@ -253,6 +244,19 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
             raise
 
     # -- native operations, with their errors given the spec's precise codes ----------------
+
+    def served_operation(self, name: str) -> Callable[..., Any]:
+        """The operation `name`, repairing the manifest where it finds it damaged
+        (`backends.directory.manifest_repair`)."""
+        return functools.partial(self._repairing, getattr(self, name))
+
+    def _repairing(self, operation: Callable[..., Any], *arguments: Any, **keywords: Any) -> Any:
+        try:
+            return operation(*arguments, **keywords)
+        except BaseException as error:
+            if is_manifest_damage(error):
+                raise repaired(self._root, self._storage_options) from error
+            raise
 
     def _as_is(self, name: str, *arguments: Any) -> Any:
         """The native operation as it is."""
@@ -409,12 +413,9 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
         answer: Any = self._translated("create_table_version", native.model_dump())
         return CreateTableVersionResponse.from_dict(answer)
 
-    # Queries checked as the generic ones check them: natively an empty vector among several,
-    # and a vector column given without a vector, are ignored.
-    def query_table(self, request: QueryTableRequest) -> QueryTableResponse:
-        self._check_query(request, request, request.version)
-        return self._native("query_table", request)
-
+    # Plans checked as the generic queries check them: natively an empty vector among
+    # several, and a vector column given without a vector, are ignored. (QueryTable is the
+    # generic one: its rows are streamed as Lance's scanner reads them.)
     def explain_table_query_plan(self, request: ExplainTableQueryPlanRequest) -> str:
         self._check_query(request, request.query, request.query.version)
         return self._native("explain_table_query_plan", request)

@@ -143,11 +143,3 @@ def check_storable_stream(data: object) -> None:
             "it stores no unions, intervals, list views, run-end encoded arrays or decimals "
             "narrower than 128 bits"
         )
-
-
-def arrow_file(table: pa.Table) -> bytes:
-    """A response body in the Arrow IPC file format."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()

@@ -13,6 +13,7 @@ from lance.commit import CommitConflictError
 from lance_namespace import (
     ConcurrentModificationError,
     ErrorCode,
+    InternalError,
     InvalidInputError,
     InvalidTableStateError,
     LanceNamespaceError,
@@ -88,6 +89,11 @@ _STORAGE_UNAVAILABLE = (
     "retry"
 )
 _EXPLAINED: tuple[tuple[tuple[str, ...], type[LanceNamespaceError], str], ...] = (
+    # A commit whose answer the storage lost, not found applied on reading back (or not read
+    # back): never code 14 or 17, which clients retry, in case it took effect after all.
+    (("commit result for version", "is unknown"), InternalError,
+     "the storage did not confirm the write's commit, and it could not be read back: it may "
+     "or may not have taken effect; read the table's latest version before writing again"),
     # An object store that does not answer, or answers that it cannot now: code 17, which
     # clients retry; not a failure of the server (code 18). Its message names endpoints.
     # S3 throttles with 503 SlowDown: code 21, which clients retry after backing off.

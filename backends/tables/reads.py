@@ -16,12 +16,11 @@ from lance_namespace import (
     GetTableStatsResponse,
     InvalidInputError,
     QueryTableRequest,
-    QueryTableResponse,
     TableColumnNotFoundError,
 )
 from lance_namespace_urllib3_client.models import FragmentStats, FragmentSummary
 
-from backends.tables.access import arrow_file
+from backends.core.arrow_answers import ArrowFileAnswer
 from backends.tables.errors import lance_errors
 from backends.tables.full_text import lance_fts_query
 
@@ -187,20 +186,21 @@ def searches(dataset: LanceDataset, query: QueryLike) -> list[Any]:
     return vectors
 
 
-def query(dataset: LanceDataset, request: QueryTableRequest) -> QueryTableResponse:
+def query(dataset: LanceDataset, request: QueryTableRequest) -> ArrowFileAnswer:
+    """The query's rows as Lance's scanner reads them (a single search or scan, streamed),
+    or several searches' rows together, told apart by `query_index` (k rows each)."""
     with lance_errors(dataset.uri):
         vectors = searches(dataset, request)
         if len(vectors) <= 1:
             vector = vectors[0] if vectors else None
-            result = dataset.to_table(**scanner_arguments(dataset, request, vector))
-        else:
-            result = pa.concat_tables(
-                _with_query_index(
-                    dataset.to_table(**scanner_arguments(dataset, request, vector)), index
-                )
-                for index, vector in enumerate(vectors)
+            scanner = dataset.scanner(**scanner_arguments(dataset, request, vector))
+            return ArrowFileAnswer.started(scanner.to_reader())
+        return ArrowFileAnswer.of_table(pa.concat_tables(
+            _with_query_index(
+                dataset.to_table(**scanner_arguments(dataset, request, vector)), index
             )
-    return QueryTableResponse(data=arrow_file(result))
+            for index, vector in enumerate(vectors)
+        ))
 
 
 def query_plan(dataset: LanceDataset, query: QueryLike, analyze: bool, verbose: bool) -> str:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import datetime
 import re
+import uuid
 
 import lance
 import pyarrow as pa
 from lance import LanceDataset
 from lance_namespace import (
+    ConcurrentModificationError,
     DeleteFromTableRequest,
     DeleteFromTableResponse,
     InsertIntoTableResponse,
@@ -24,15 +26,50 @@ from backends.core.modes import WriteMode
 from backends.tables.access import TableLocation
 from backends.tables.errors import lance_errors
 
+# Lance's words for a commit whose answer was lost: its manifest may or may not be stored.
+_UNKNOWN_COMMIT = re.compile(r"commit result for version (\d+) is unknown", re.IGNORECASE)
+WRITE_MARK = "lance_adapter.write"
+
 
 def write_rows(
     rows: pa.Table, target: TableLocation | LanceDataset, mode: str, table: TableLocation
 ) -> LanceDataset:
-    """Write `rows` to a location (mode create / overwrite) or an opened dataset (append)."""
+    """Write `rows` to a location (mode create / overwrite) or an opened dataset (append).
+    Each write marks its transaction, so that a commit whose answer the storage lost is
+    read back: answered as done when its version holds the mark, as not done when it does
+    not (never a retryable error for a write that took effect)."""
     uri = target.location if isinstance(target, TableLocation) else target
+    mark = {WRITE_MARK: uuid.uuid4().hex}
     with lance_errors(table.location):
-        return lance.write_dataset(rows, uri, mode=mode, storage_options=table.options,
-                                   session=table.session)
+        try:
+            return lance.write_dataset(rows, uri, mode=mode, storage_options=table.options,
+                                       session=table.session, transaction_properties=mark)
+        except (OSError, RuntimeError, ValueError) as error:
+            unknown = _UNKNOWN_COMMIT.search(str(error))
+            written = unknown and _read_back(table, int(unknown.group(1)), mark)
+            if written is None:
+                raise  # unknown still: answered so (`backends.tables.errors`), not retryable
+            return written
+
+
+def _read_back(table: TableLocation, version: int, mark: dict[str, str]) -> LanceDataset | None:
+    """The table at `version` when that version's transaction holds `mark` (the write took
+    effect); code 14 when another transaction holds it (it did not, and never will: a
+    version is committed once); None when that cannot be told (no such version yet, or a
+    storage that does not answer now)."""
+    try:
+        latest = lance.dataset(table.location, storage_options=table.options,
+                               session=table.session)
+        if latest.version < version:
+            return None
+        transaction = latest.read_transaction(version)
+    except (OSError, RuntimeError, ValueError):
+        return None
+    if transaction is not None and transaction.transaction_properties == mark:
+        return latest.checkout_version(version)
+    raise ConcurrentModificationError(
+        "the storage lost the answer to the write's commit, and reading it back shows that "
+        "another write took its place: this write did not take effect; retry")
 
 
 def insert_rows(

@@ -4,7 +4,9 @@ REST catalog) and, for the requests a rule picks, injects a fault instead:
 
 - `REFUSE`: answer 503 without forwarding (the service is down; nothing took effect);
 - `DROP_ANSWER`: forward the request, so it takes effect, then close the connection without
-  answering (the answer was lost on the way back).
+  answering (the answer was lost on the way back);
+- `EMPTY_HEAD`: forward a HEAD, then answer it with a length of 0 (a malformed answer: the
+  object is there, its length is not told).
 
 Rules can be changed while it runs (`faults`); every request and what was done with it is
 kept in `log`.
@@ -27,6 +29,7 @@ _HOP_HEADERS = frozenset({"connection", "keep-alive", "transfer-encoding"})
 class Fault(enum.Enum):
     REFUSE = "refuse"
     DROP_ANSWER = "drop-answer"
+    EMPTY_HEAD = "empty-head"
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,8 @@ class FaultProxy:
                 if fault is Fault.DROP_ANSWER:
                     self.close_connection = True
                     return
+                if fault is Fault.EMPTY_HEAD:
+                    headers = {**headers, "Content-Length": "0"}
                 self._answer(status, answer, headers)
 
             def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
@@ -111,9 +116,13 @@ class FaultProxy:
                 for name, value in headers.items():
                     if name.lower() not in {*_HOP_HEADERS, "content-length"}:
                         self.send_header(name, value)
-                self.send_header("content-length", str(len(body)))
+                # A HEAD answer has no body but tells the length of the object's.
+                length = {k.lower(): v for k, v in headers.items()}.get("content-length")
+                head = self.command == "HEAD" and length is not None
+                self.send_header("content-length", length if head else str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                if self.command != "HEAD":
+                    self.wfile.write(body)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _relay
 

@@ -1,0 +1,90 @@
+"""Keeping the directory backend's catalog, the `__manifest` Lance table at its root, readable
+when the storage applied a commit but lost its answer.
+
+pylance 14.0.2's native `DirectoryNamespace` commits each change to `__manifest` as a new
+version, written with a conditional put. When S3 stores that version but its answer is lost,
+the object store's retry of the put is refused (the version exists), Lance takes the refusal
+for another writer's commit, and deletes the data file it wrote for it: the version stored
+names a file that is gone, so every later operation of the namespace fails to read it, for
+good. (A Lance bug: after a refused retry it should read the version back; reported upstream
+with the reproduction in `tests/test_faults_catalog.py`.)
+
+The server repairs what it finds so: the latest version is replaced by a restore of the newest
+earlier one whose data all reads. The change lost is the one whose commit Lance answered as
+failed, so rolling it back loses nothing acknowledged. The call that found the damage is
+answered 503 / code 17 (retry), and the repair is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+import lance
+from lance_namespace import ServiceUnavailableError
+
+logger = logging.getLogger("lance_adapter")
+
+MANIFEST = "__manifest"
+# How many versions back a repair looks for one that reads; a lost answer damages one.
+_LOOKBACK = 16
+
+
+def is_manifest_damage(error: BaseException | None) -> bool:
+    """Whether `error` (or the error it was raised from) is a read of a file of `__manifest`
+    that is not there."""
+    while error is not None:
+        text = str(error).lower()
+        if f"{MANIFEST}/data/" in text and ("notfound" in text or "not found" in text):
+            return True
+        error = error.__cause__
+    return False
+
+
+def repaired(root: str, options: Mapping[str, str] | None) -> ServiceUnavailableError:
+    """Repair the manifest at `root` (see the module's docstring); the error to answer the
+    call that found the damage with."""
+    uri = f"{root.rstrip('/')}/{MANIFEST}"
+    try:
+        restored = _restore_newest_whole(uri, dict(options or {}) or None)
+    except (OSError, RuntimeError, ValueError) as error:
+        logger.error("the namespace manifest %s is damaged and could not be repaired: %s",
+                     MANIFEST, error)
+        return ServiceUnavailableError(
+            "the namespace's catalog could not be read, nor repaired; retry later")
+    if restored is not None:
+        damaged, whole = restored
+        logger.warning(
+            "the namespace manifest's version %d named a data file that is gone (a commit "
+            "whose answer the storage lost); restored version %d", damaged, whole)
+    return ServiceUnavailableError(
+        "the namespace's catalog had kept a change whose commit was answered as failed; it "
+        "was rolled back: retry")
+
+
+def _restore_newest_whole(uri: str, options: dict[str, str] | None) -> tuple[int, int] | None:
+    """Restore the newest version of the manifest at `uri` that reads whole; the damaged
+    latest version and the version restored, or None when the latest reads (another worker
+    repaired it already, or the damage was elsewhere)."""
+    dataset = lance.dataset(uri, storage_options=options)
+    latest = dataset.version
+    for version in range(latest, max(0, latest - _LOOKBACK), -1):
+        candidate = _whole(dataset, version)
+        if candidate is None:
+            continue
+        if version == latest:
+            return None
+        candidate.restore()
+        return latest, version
+    raise RuntimeError(f"none of the last {_LOOKBACK} versions reads whole")
+
+
+def _whole(dataset: lance.LanceDataset, version: int) -> lance.LanceDataset | None:
+    """The manifest at `version` when all of it reads (a version cleaned up does not, and a
+    storage that does not answer reads no version whole: then nothing is restored)."""
+    try:
+        candidate = dataset.checkout_version(version)
+        candidate.to_table()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return candidate
