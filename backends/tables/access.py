@@ -101,9 +101,25 @@ def remove_data(table: TableLocation) -> None:
         LanceDataset.drop(table.location, storage_options=table.options, ignore_not_found=True)
 
 
-# Lance (arrow-rs) panics on a buffer not aligned to its values, and decimals need 16 bytes
-# where a stream's buffers have 8: read them into aligned memory.
+# Lance (arrow-rs) panics on a buffer not aligned to its values, and its 128-bit values
+# (decimals, month-day-nano intervals) need 16 bytes where a stream's buffers have 8: a body
+# holding such a column is read into aligned memory; any other is read where it lies, its
+# buffers aligned to their values where a stream's are not.
 _ALIGNED = pa.ipc.IpcReadOptions(ensure_alignment=pa.ipc.Alignment.At64Byte)
+_IN_PLACE = pa.ipc.IpcReadOptions(ensure_alignment=pa.ipc.Alignment.DataTypeSpecific)
+
+
+def _needs_16_bytes(kind: pa.DataType) -> bool:
+    if pa.types.is_decimal(kind) or pa.types.is_interval(kind):
+        return True
+    if pa.types.is_dictionary(kind):
+        return _needs_16_bytes(kind.value_type)
+    return any(_needs_16_bytes(kind.field(index).type) for index in range(kind.num_fields))
+
+
+def _read_options(data: bytes) -> pa.ipc.IpcReadOptions:
+    schema = pa.ipc.open_stream(data).schema
+    return _ALIGNED if any(_needs_16_bytes(field.type) for field in schema) else _IN_PLACE
 
 
 def read_arrow_stream(data: bytes | None) -> pa.Table:
@@ -111,7 +127,7 @@ def read_arrow_stream(data: bytes | None) -> pa.Table:
     if not data:
         raise InvalidInputError("the request has no Arrow IPC stream body")
     try:
-        return pa.ipc.open_stream(data, options=_ALIGNED).read_all()
+        return pa.ipc.open_stream(data, options=_read_options(data)).read_all()
     except (pa.ArrowInvalid, OSError) as error:
         raise InvalidInputError(f"data is not an Arrow IPC stream: {error}") from None
 

@@ -186,6 +186,12 @@ def searches(dataset: LanceDataset, query: QueryLike) -> list[Any]:
     return vectors
 
 
+# How far Lance's scanner reads ahead of an answer being sent: at its defaults a slow client
+# lets it hold most of a large scan (measured: +323 MiB for a 550 MiB scan of 40 fragments);
+# at these, +109 MiB whatever the scan's size, and no slower.
+STREAMED_READAHEAD = {"fragment_readahead": 2, "batch_readahead": 4}
+
+
 def query(dataset: LanceDataset, request: QueryTableRequest) -> ArrowFileAnswer:
     """The query's rows as Lance's scanner reads them (a single search or scan, streamed),
     or several searches' rows together, told apart by `query_index` (k rows each)."""
@@ -193,7 +199,8 @@ def query(dataset: LanceDataset, request: QueryTableRequest) -> ArrowFileAnswer:
         vectors = searches(dataset, request)
         if len(vectors) <= 1:
             vector = vectors[0] if vectors else None
-            scanner = dataset.scanner(**scanner_arguments(dataset, request, vector))
+            scanner = dataset.scanner(**scanner_arguments(dataset, request, vector),
+                                      **STREAMED_READAHEAD)
             return ArrowFileAnswer.started(scanner.to_reader())
         return ArrowFileAnswer.of_table(pa.concat_tables(
             _with_query_index(

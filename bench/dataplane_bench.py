@@ -1,0 +1,277 @@
+"""The data path: this server vs pylance's RestAdapter vs the same work in-process.
+
+Builds one directory root holding `scans` (`--rows` rows: an id, a 128-d float32 vector and a
+200-byte text, in fragments of 20,000 rows) and copies it for each server. In one run, on the
+same data, it measures through this server (`lance-adapter serve --workers 1`, its defaults),
+through RestAdapter and on a dataset opened in-process:
+
+- ingest: InsertIntoTable of 1,000-row and 10,000-row batches (rows/s), and one large body
+  (`--large-mb`, MB/s and the server's peak RSS growth against the body's size);
+- scans: a filter returning 10,000 rows and a scan returning 200,000 (p50), with the server's
+  peak RSS growth over all of them;
+- count, with and without a predicate (p50); merge-insert of 10,000 rows (rows/s); delete of
+  100 rows by predicate (p50).
+
+Every answer is checked against the in-process one; ratios are printed against both peers.
+Vector search has its own script (`vector_search_bench.py`).
+
+    .venv/bin/python bench/dataplane_bench.py [--rows 200000] [--large-mb 250] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+os.environ.setdefault("LANCE_LOG", "error")
+import lance
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.rest_adapter_bench import CHECKOUT, free_port, ours, rest_adapter, wait_ready
+
+ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
+FRAGMENT_ROWS = 20_000
+
+
+def rows(start: int, count: int) -> pa.Table:
+    vectors = np.random.default_rng(start).random((count, 128), dtype=np.float32)
+    return pa.table({
+        "id": pa.array(np.arange(start, start + count), pa.int64()),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 128),
+        "text": pa.array([f"{index:010d}" + "x" * 190 for index in range(start, start + count)]),
+    })
+
+
+def stream(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def build(root: Path, count: int) -> None:
+    for start in range(0, count, FRAGMENT_ROWS):
+        lance.write_dataset(rows(start, min(FRAGMENT_ROWS, count - start)),
+                            str(root / "scans.lance"), mode="append" if start else "create")
+    lance.write_dataset(rows(10_000_000, 1_000), str(root / "ingest.lance"))
+
+
+def peak_rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM"))
+    return int(line.split()[1]) / 1024
+
+
+def reset_peak(pid: int) -> None:
+    """Start the peak RSS count again (Linux: writing 5 to clear_refs)."""
+    with open(f"/proc/{pid}/clear_refs", "w") as refs:
+        refs.write("5")
+
+
+@contextmanager
+def serving(command: list[str], port: int, env: dict[str, str] | None) -> Iterator[tuple[str, int]]:
+    import subprocess
+
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**os.environ, **(env or {})})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url, process)
+        yield url, process.pid
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+class Http:
+    """The workloads over HTTP, against one server."""
+
+    def __init__(self, url: str) -> None:
+        self.client = httpx.Client(base_url=url, timeout=600)
+
+    def insert(self, data: bytes) -> None:
+        answer = self.client.post("/v1/table/ingest/insert", content=data, headers=ARROW)
+        answer.raise_for_status()
+
+    def query(self, body: dict) -> pa.Table:
+        answer = self.client.post("/v1/table/scans/query", json={"vector": {}, **body})
+        answer.raise_for_status()
+        return pa.ipc.open_file(pa.BufferReader(answer.content)).read_all()
+
+    def count(self, predicate: str | None) -> int:
+        body = {"predicate": predicate} if predicate else {}
+        answer = self.client.post("/v1/table/scans/count_rows", json=body)
+        answer.raise_for_status()
+        return int(answer.json())
+
+    def merge(self, data: bytes) -> None:
+        answer = self.client.post("/v1/table/ingest/merge_insert", content=data, headers=ARROW,
+                                  params={"on": "id", "when_matched_update_all": "true",
+                                          "when_not_matched_insert_all": "true"})
+        answer.raise_for_status()
+
+    def delete(self, predicate: str) -> None:
+        answer = self.client.post("/v1/table/ingest/delete", json={"predicate": predicate})
+        answer.raise_for_status()
+
+
+class InProcess:
+    """The same workloads on datasets opened in-process."""
+
+    def __init__(self, root: Path) -> None:
+        self.scans = lance.dataset(str(root / "scans.lance"))
+        self.ingest = str(root / "ingest.lance")
+
+    def insert(self, data: bytes) -> None:
+        lance.write_dataset(pa.ipc.open_stream(data), self.ingest, mode="append")
+
+    def query(self, body: dict) -> pa.Table:
+        return self.scans.to_table(filter=body.get("filter"), limit=body.get("k"))
+
+    def count(self, predicate: str | None) -> int:
+        return self.scans.count_rows(predicate)
+
+    def merge(self, data: bytes) -> None:
+        (lance.dataset(self.ingest).merge_insert("id").when_matched_update_all()
+         .when_not_matched_insert_all().execute(pa.ipc.open_stream(data).read_all()))
+
+    def delete(self, predicate: str) -> None:
+        lance.dataset(self.ingest).delete(predicate)
+
+
+def timed(call: Callable[[], object], rounds: int) -> list[float]:
+    taken = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        call()
+        taken.append(time.perf_counter() - started)
+    return taken
+
+
+def refused(name: str, compute: Callable[[], dict[str, float]]) -> dict[str, float]:
+    """The figures `compute` measures; none when the server refuses the workload."""
+    try:
+        return compute()
+    except httpx.HTTPStatusError as error:
+        print(f"    {name}: refused ({error.response.status_code})", flush=True)
+        return {}
+
+
+def measure(peer: Http | InProcess, pid: int | None, args: argparse.Namespace,
+            expected: dict[str, object]) -> dict[str, float]:
+    def peak_from() -> float:
+        if pid is None:
+            return 0.0
+        reset_peak(pid)
+        return peak_rss_mib(pid)
+
+    def inserts(size: int) -> dict[str, float]:
+        batches = [stream(rows(20_000_000 + i * size, size)) for i in range(args.rounds)]
+        taken = sum(timed(lambda batch=batch: peer.insert(batch), 1)[0] for batch in batches)
+        return {f"insert {size} rows/s": size * args.rounds / taken}
+
+    def large_insert() -> dict[str, float]:
+        large = stream(rows(30_000_000, args.large_mb * 2**20 // 744))
+        before = peak_from()
+        seconds = timed(lambda: peer.insert(large), 1)[0]
+        figures = {"large insert MB/s": len(large) / 2**20 / seconds}
+        if pid is not None:
+            growth = peak_rss_mib(pid) - before
+            figures["large insert RSS growth / body"] = growth / (len(large) / 2**20)
+        return figures
+
+    def scans() -> dict[str, float]:
+        before, figures = peak_from(), {}
+        for name, body in (("filter 10k p50 ms", {"filter": "id % 20 = 0", "k": 10_000}),
+                           ("scan 200k p50 ms", {"k": 200_000})):
+            answer = peer.query(body).sort_by("id")
+            assert answer.equals(expected.setdefault(name, answer)), f"{name}: answers differ"
+            figures[name] = 1000 * statistics.median(
+                timed(lambda b=body: peer.query(b), args.rounds))
+        if pid is not None:
+            figures["scans RSS growth MiB"] = peak_rss_mib(pid) - before
+        return figures
+
+    def counts() -> dict[str, float]:
+        figures = {}
+        for name, predicate in (("count p50 ms", None), ("count filtered p50 ms", "id < 5000")):
+            counted = peer.count(predicate)
+            assert counted == expected.setdefault(name, counted), f"{name}: answers differ"
+            figures[name] = 1000 * statistics.median(
+                timed(lambda p=predicate: peer.count(p), args.rounds))
+        return figures
+
+    def merge() -> dict[str, float]:
+        data = stream(rows(20_000_000, 10_000))
+        return {"merge rows/s": 10_000 / statistics.median(timed(lambda: peer.merge(data), 3))}
+
+    def deletes() -> dict[str, float]:
+        taken = [timed(lambda i=i: peer.delete(
+            f"id >= {20_000_000 + i * 100} AND id < {20_000_000 + (i + 1) * 100}"), 1)[0]
+            for i in range(args.rounds)]
+        return {"delete p50 ms": 1000 * statistics.median(taken)}
+
+    figures: dict[str, float] = {}
+    for name, compute in (("insert 1000", lambda: inserts(1_000)),
+                          ("insert 10000", lambda: inserts(10_000)),
+                          ("large insert", large_insert), ("scans", scans), ("counts", counts),
+                          ("merge", merge), ("delete", deletes)):
+        figures.update(refused(name, compute))
+    print(f"  {type(peer).__name__} done", flush=True)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--large-mb", type=int, default=250)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    results: dict[str, dict[str, float]] = {}
+    expected: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as directory:
+        source = Path(directory) / "source"
+        build(source, args.rows)
+        roots = {name: Path(directory) / name for name in ("in-process", "ours", "RestAdapter")}
+        for root in roots.values():
+            shutil.copytree(source, root)
+        results["in-process"] = measure(InProcess(roots["in-process"]), None, args, expected)
+        port = free_port()
+        with serving([*ours(roots["ours"], port, 1)], port, CHECKOUT) as (url, pid):
+            results["ours"] = measure(Http(url), pid, args, expected)
+        port = free_port()
+        with serving(rest_adapter(roots["RestAdapter"], port), port, None) as (url, pid):
+            results["RestAdapter"] = measure(Http(url), pid, args, expected)
+    names = list(dict.fromkeys(name for figures in results.values() for name in figures))
+    print(f"{'workload':>32} {'ours':>10} {'RestAdapter':>12} {'in-process':>11}  "
+          "ours/RestAdapter  ours/in-process")
+    for name in names:
+        ours_, peer = results["ours"].get(name, 0.0), results["RestAdapter"].get(name)
+        inner = results["in-process"].get(name)
+
+        def ratio(other: float | None, name: str = name, ours_: float = ours_) -> str:
+            if not other:
+                return "-"
+            better = ours_ / other if ("/s" in name) else other / ours_
+            return f"{better:.2f}x"
+
+        print(f"{name:>32} {ours_:>10.1f} {peer if peer is None else round(peer, 1)!s:>12} "
+              f"{inner if inner is None else round(inner, 1)!s:>11}  "
+              f"{ratio(peer):>16}  {ratio(inner):>15}")
+    print("(ratios: how many times better ours is; above 1.00x is better)")
+
+
+if __name__ == "__main__":
+    main()
