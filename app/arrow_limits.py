@@ -201,7 +201,7 @@ def _record_batch(header_type: int, header: _Table | None) -> _Table | None:
     return header
 
 
-class _Tally:
+class Tally:
     """The running cost of a stream, refused as soon as it passes a limit."""
 
     def __init__(self, limits: ArrowLimits) -> None:
@@ -224,9 +224,11 @@ class _Tally:
             )
 
 
-def _stream_cost(buffer: pa.Buffer, limits: ArrowLimits) -> StreamCost:
-    tally = _Tally(limits)
-    for index, message in enumerate(pa.ipc.MessageReader.open_stream(buffer)):
+def message_cost(message: pa.ipc.Message, index: int, limits: ArrowLimits) -> StreamCost:
+    """What decoding the `index`-th message of a stream allocates, from its metadata (its
+    schema checked against `limits` when it is the first); malformed metadata is an input
+    error, a batch decoding past the byte limit a `BodyTooLargeError`."""
+    try:
         root = _Table.root(memoryview(message.metadata))
         header_type = root.scalar(_MESSAGE_HEADER_TYPE, _U8)
         header = root.table(_MESSAGE_HEADER)
@@ -242,7 +244,20 @@ def _stream_cost(buffer: pa.Buffer, limits: ArrowLimits) -> StreamCost:
             if batch is not None:
                 rows = batch.scalar(_BATCH_LENGTH, _I64) if header_type == _RECORD_BATCH else 0
                 decoded = _decoded_bytes(batch, message.body, limits.max_bytes + 1)
-                tally.add(decoded, max(rows, 0))
+                Tally(limits).add(decoded, max(rows, 0))
+                return StreamCost(decoded, max(rows, 0))
+    except _Malformed:
+        raise InvalidInputError(
+            "request body is not an Arrow IPC stream: its message metadata is malformed"
+        ) from None
+    return StreamCost(0, 0)
+
+
+def _stream_cost(buffer: pa.Buffer, limits: ArrowLimits) -> StreamCost:
+    tally = Tally(limits)
+    for index, message in enumerate(pa.ipc.MessageReader.open_stream(buffer)):
+        cost = message_cost(message, index, limits)
+        tally.add(cost.decoded_bytes, cost.rows)
     return StreamCost(tally.decoded, tally.rows)
 
 
@@ -253,10 +268,6 @@ def stream_cost(body: bytes, limits: ArrowLimits) -> StreamCost:
         raise InvalidInputError("request body must be an Arrow IPC stream, got no bytes")
     try:
         return _stream_cost(pa.py_buffer(body), limits)
-    except _Malformed:
-        raise InvalidInputError(
-            "request body is not an Arrow IPC stream: its message metadata is malformed"
-        ) from None
     except (pa.ArrowException, OSError) as error:
         raise InvalidInputError(f"request body is not an Arrow IPC stream: {error}") from None
 

@@ -52,6 +52,13 @@ class Reservation:
             limits.in_flight += size
             self.held += size
 
+    def give_back(self, size: int) -> None:
+        """Give back `size` of the bytes held (a streamed body's piece, consumed)."""
+        with self.limits.lock:
+            size = min(size, self.held)
+            self.limits.in_flight -= size
+            self.held -= size
+
     def release(self) -> None:
         with self.limits.lock:
             if not self.released:
@@ -109,7 +116,7 @@ def release_body(request: Request) -> None:
         reservation.release()
 
 
-def _refuse_declared_over(request: Request, max_bytes: int, setting: str) -> None:
+def refuse_declared_over(request: Request, max_bytes: int, setting: str) -> None:
     """A declared length over the limit is refused at once; a smaller one reserves nothing."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
@@ -125,7 +132,7 @@ async def read_body(
 
     Bytes are reserved as they arrive, and stay reserved until `release_body(request)`.
     """
-    _refuse_declared_over(request, max_bytes, setting)
+    refuse_declared_over(request, max_bytes, setting)
     reservation = limits.reservation(request)
     # BytesIO hands over its buffer as the body: no copy of the whole, which would hold the
     # GIL (and so the event loop) for as long as it takes.

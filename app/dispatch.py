@@ -53,7 +53,7 @@ class Dispatcher:
         self._backend_timeout = backend_timeout
 
     async def call(
-        self, operation: Operation, fields: dict[str, Any], data: bytes | None,
+        self, operation: Operation, fields: dict[str, Any], data: Any,
         dialect: Dialect = SPEC,
     ) -> Any:
         key = None if self.cache is None else self.cache.key(operation.backend_id, fields)
@@ -93,7 +93,7 @@ class Dispatcher:
             operation, functools.partial(table_at, str(location)), (request,))
 
     def _bind(
-        self, operation: Operation, fields: dict[str, Any], data: bytes | None, dialect: Dialect
+        self, operation: Operation, fields: dict[str, Any], data: Any, dialect: Dialect
     ) -> tuple[Any, tuple[Any, ...]]:
         """The backend method (the one the client's `dialect` means, else the one that
         streams its answer, where the backend has it) and its arguments: the request model

@@ -30,6 +30,7 @@ from app.protocol import (
     media_type,
 )
 from app.spec import BodyKind, Operation, QueryParameter
+from app.streamed_bodies import streamed_arrow_body
 from backends.core.modes import parse_mode
 from backends.core.names import ID_DELIMITER
 from backends.core.operations import traits_of
@@ -202,9 +203,18 @@ def _fields_from_arrow(operation: Operation, dialect: Dialect, body: bytes) -> d
     return fields
 
 
+async def _arrow_data(request: Request, limits: BodyLimits, streamed: bool) -> Any:
+    """The Arrow body: read whole and checked, or (`streamed`) as a file the backend reads
+    as it arrives (`app.streamed_bodies`)."""
+    if streamed:
+        return streamed_arrow_body(request, limits)
+    return await read_arrow_body(request, limits)
+
+
 async def read_route_request(
-    operation: Operation, request: Request, limits: BodyLimits, dialect: Dialect
-) -> tuple[dict[str, Any], bytes | None]:
+    operation: Operation, request: Request, limits: BodyLimits, dialect: Dialect,
+    streamed: bool = False,
+) -> tuple[dict[str, Any], Any]:
     """Fields and Arrow data of a request to the operation's /v1/ route."""
     path_params = dict(request.path_params)
     data = None
@@ -218,7 +228,7 @@ async def read_route_request(
     elif operation.body is BodyKind.FIELD:
         fields = {operation.body_field: await read_json_body(request, limits)}
     elif operation.body is BodyKind.ARROW:
-        data = await read_arrow_body(request, limits)
+        data = await _arrow_data(request, limits, streamed)
     else:
         await skip_body(request, limits)
     fields.update(from_query)
@@ -235,8 +245,9 @@ async def read_route_request(
 
 
 async def read_operation_request(
-    operation: Operation, request: Request, limits: BodyLimits, dialect: Dialect
-) -> tuple[dict[str, Any], bytes | None]:
+    operation: Operation, request: Request, limits: BodyLimits, dialect: Dialect,
+    streamed: bool = False,
+) -> tuple[dict[str, Any], Any]:
     """Fields and Arrow data of a request to the operation's POST /<OperationId> route.
 
     The request model is the JSON body, except for operations that carry Arrow data:
@@ -252,7 +263,7 @@ async def read_operation_request(
         fields = await read_json_body(request, limits)
         return finish_fields(operation, fields, request.headers, dialect), None
     fields = query_fields(operation, query, frozenset({"id"}))  # before the body is read
-    data = await read_arrow_body(request, limits)
+    data = await _arrow_data(request, limits, streamed)
     raw_id = query.get("id")
     delimiter = query.get("delimiter") or ID_DELIMITER
     fields["id"] = [] if raw_id is None else parse_path_identifier(raw_id, delimiter)

@@ -61,7 +61,7 @@ from backends.directory.stamps import directory_stamper
 from backends.vending import CredentialVendor, credential_vendor, with_vended
 
 RequestReader = Callable[
-    [Operation, Request, BodyLimits, Dialect], Awaitable[tuple[dict[str, Any], bytes | None]]
+    [Operation, Request, BodyLimits, Dialect, bool], Awaitable[tuple[dict[str, Any], Any]]
 ]
 Renderer = Callable[[Operation, Any, Dialect], Response]
 
@@ -90,6 +90,9 @@ class OperationEndpoint:
         self.service = service
         self.read = read
         self.answer = answer
+        # Whether the backend reads this operation's Arrow body as it arrives.
+        reads_streamed = getattr(service.dispatcher.namespace, "reads_streamed_body", None)
+        self.streams_body = bool(reads_streamed and reads_streamed(operation.backend_method))
         named_endpoint(self, name)
 
     async def asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -103,7 +106,7 @@ class OperationEndpoint:
         dialect = dialect_of(request.headers, self.service.lancedb_root_database)
         try:
             fields, data = await self.read(
-                self.operation, request, self.service.max_body, dialect)
+                self.operation, request, self.service.max_body, dialect, self.streams_body)
             await self.service.dispatcher.resolve_source(
                 self.operation, fields,
                 request.scope.get(IDENTITY_KEY) if self.service.auth_on else None)

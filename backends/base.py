@@ -105,6 +105,7 @@ from backends.core.extensions import ListOperationsRequest, ListOperationsRespon
 from backends.core.locations import resolve_stored
 from backends.core.modes import CreateMode, WriteMode, parse_mode
 from backends.core.names import ID_DELIMITER, joined_id
+from backends.core.operations import traits_of
 from backends.layouts import TableLayout
 from backends.limits import NO_JOBS, AdapterLimits
 from backends.sessions import SessionTables
@@ -115,9 +116,9 @@ from backends.tables.access import (
     has_data,
     latest_dataset,
     open_dataset,
-    read_arrow_stream,
     remove_data,
 )
+from backends.tables.bodies import arrow_rows, read_arrow_stream
 from backends.tables.lifecycle import caller
 
 _Response = TypeVar("_Response")
@@ -126,18 +127,18 @@ logger = logging.getLogger("lance_adapter")
 
 class MetadataNamespace(CloneTables, SessionTables, AdapterLimits, LanceNamespace):
     """A catalog backend; every table operation is done with pylance at the table location.
-
-    `backends.load_namespace` puts a loaded backend behind its one guard
-    (`backends.guard.GuardedNamespace`): the request's id validated, so a backend never sees a
-    bad name, and the location checks of `backends.containment` in front of RegisterTable,
-    DeclareTable and DropTable. Inside, operations call each other as plain methods.
-    """
+    `backends.load_namespace` puts it behind its one guard (`backends.guard.GuardedNamespace`);
+    inside, operations call each other as plain methods."""
 
     # -- hooks for subclasses ----------------------------------------------------------------
 
     def served_operation(self, name: str) -> Callable[..., Any]:
         """The method that serves the operation `name` (the guard calls it)."""
         return getattr(self, name)
+
+    def reads_streamed_body(self, name: str) -> bool:
+        """Whether the operation `name` reads its Arrow body as it arrives (`arrow_rows`)."""
+        return traits_of(name).streamed_body
 
     def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
         """The catalog's entry of the table: location, storage options, properties."""
@@ -162,8 +163,7 @@ class MetadataNamespace(CloneTables, SessionTables, AdapterLimits, LanceNamespac
         return type(self).__name__
 
     def sweep_abandoned(self, abandoned_after: float) -> list[str]:
-        """Remove what interrupted operations left in storage and nothing changed for
-        `abandoned_after` seconds (a maintenance pass asks); what was removed. Nothing here."""
+        """Remove what interrupted operations left, unchanged for `abandoned_after` s."""
         return []
 
     def storage_root(self) -> str | None:
@@ -285,7 +285,7 @@ class MetadataNamespace(CloneTables, SessionTables, AdapterLimits, LanceNamespac
         self, request: InsertIntoTableRequest, request_data: bytes
     ) -> InsertIntoTableResponse:
         mode = parse_mode(request.mode, WriteMode, WriteMode.APPEND)
-        rows = read_arrow_stream(request_data)
+        rows = arrow_rows(request_data)
         table = self.locate(request)
         latest = latest_dataset(table)
         dataset = None if latest is None else checkout(table, latest, branch=request.branch)

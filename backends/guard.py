@@ -26,7 +26,7 @@ from backends.core.bounds import RequestBounds
 from backends.core.external import ExternalLocation
 from backends.core.names import validate_identifier, validate_name
 from backends.core.operations import EXTENSION_METHODS, operation_methods, streamed_methods
-from backends.tables.access import check_storable_stream
+from backends.tables.bodies import check_storable_stream
 from backends.tables.refs import check_ref_names
 from backends.tables.sql import check_sql_expressions
 

@@ -64,6 +64,10 @@ class PluginNamespace(MetadataNamespace):
             return getattr(self.inner, name)
         return getattr(self, name)
 
+    def reads_streamed_body(self, name: str) -> bool:
+        """The plug-in's own operation takes its body whole."""
+        return super().reads_streamed_body(name) and not implements(self.inner, name)
+
     def list_operations(self, request: ListOperationsRequest) -> ListOperationsResponse:
         names = [*operation_methods(), *EXTENSION_METHODS]
         served = {

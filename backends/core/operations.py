@@ -53,6 +53,8 @@ class Traits:
     # The backend method that answers as rows are read (`ArrowFileAnswer`), where a backend
     # has it: the server calls it instead of `method`, so its memory stays flat.
     streamed_method: str | None = None
+    # Takes an Arrow body the backend may read as it arrives (`reads_streamed_body`).
+    streamed_body: bool = False
     choices: Mapping[str, type[enum.StrEnum]] = field(default_factory=dict)
 
     @property
@@ -108,7 +110,7 @@ _EXPLICIT: dict[str, dict[str, object]] = {
     "deregister_table": {"level": Level.ADMIN, **_LISTING},
     "drop_table": _LISTING,
     "rename_table": _LISTING,
-    "insert_into_table": {"choices": {"mode": WriteMode}},
+    "insert_into_table": {"choices": {"mode": WriteMode}, "streamed_body": True},
     "query_table": {"streamed_method": "stream_query_table"},
     "batch_commit_tables": {"subject": Subject.CATALOG, "level": Level.ADMIN},
     "batch_create_table_versions": {"subject": Subject.CATALOG, "level": Level.ADMIN},

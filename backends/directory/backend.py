@@ -84,7 +84,8 @@ from backends.directory.native import (
 from backends.directory.orphans import manifest_tables, sweep_orphans
 from backends.directory.settings import DirectorySettings
 from backends.layouts import TableLayout
-from backends.tables.access import TableLocation, has_data, open_dataset, stream_has_rows
+from backends.tables.access import TableLocation, has_data, open_dataset
+from backends.tables.bodies import stream_has_rows
 from backends.tables.errors import translate_native
 from backends.tables.history import staging_manifest_key
 from backends.tables.lifecycle import caller, renamed_id

@@ -1,5 +1,5 @@
-"""Reaching a table's data: where it lives, opening it once at the requested version, tag or
-branch, and the Arrow IPC formats of request and response bodies."""
+"""Reaching a table's data: where it lives, and opening it once at the requested version, tag
+or branch (request bodies: `backends.tables.bodies`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import contextlib
 from dataclasses import dataclass, field, replace
 
 import lance
-import pyarrow as pa
 from lance import LanceDataset
 from lance_namespace import (
     InvalidInputError,
@@ -16,7 +15,6 @@ from lance_namespace import (
     TableBranchNotFoundError,
 )
 
-from backends.core.arrow_schema import unstorable_columns
 from backends.core.names import joined_id
 from backends.tables.errors import lance_errors, translate
 
@@ -99,63 +97,3 @@ def _checkout_branch(dataset: LanceDataset, branch: str, version: int | None) ->
 def remove_data(table: TableLocation) -> None:
     with contextlib.suppress(ValueError, OSError):
         LanceDataset.drop(table.location, storage_options=table.options, ignore_not_found=True)
-
-
-# Lance (arrow-rs) panics on a buffer not aligned to its values, and its 128-bit values
-# (decimals, month-day-nano intervals) need 16 bytes where a stream's buffers have 8: a body
-# holding such a column is read into aligned memory; any other is read where it lies, its
-# buffers aligned to their values where a stream's are not.
-_ALIGNED = pa.ipc.IpcReadOptions(ensure_alignment=pa.ipc.Alignment.At64Byte)
-_IN_PLACE = pa.ipc.IpcReadOptions(ensure_alignment=pa.ipc.Alignment.DataTypeSpecific)
-
-
-def _needs_16_bytes(kind: pa.DataType) -> bool:
-    if pa.types.is_decimal(kind) or pa.types.is_interval(kind):
-        return True
-    if pa.types.is_dictionary(kind):
-        return _needs_16_bytes(kind.value_type)
-    return any(_needs_16_bytes(kind.field(index).type) for index in range(kind.num_fields))
-
-
-def _read_options(data: bytes) -> pa.ipc.IpcReadOptions:
-    schema = pa.ipc.open_stream(data).schema
-    return _ALIGNED if any(_needs_16_bytes(field.type) for field in schema) else _IN_PLACE
-
-
-def read_arrow_stream(data: bytes | None) -> pa.Table:
-    """A request body in the Arrow IPC stream format, read whole (it is in memory already)."""
-    if not data:
-        raise InvalidInputError("the request has no Arrow IPC stream body")
-    try:
-        return pa.ipc.open_stream(data, options=_read_options(data)).read_all()
-    except (pa.ArrowInvalid, OSError) as error:
-        raise InvalidInputError(f"data is not an Arrow IPC stream: {error}") from None
-
-
-def stream_has_rows(data: bytes | None) -> bool:
-    """Whether the Arrow IPC stream `data` holds a row (a schema alone holds none); a body
-    that is not a stream has rows for this: the operation reading it says what is wrong."""
-    try:
-        reader = pa.ipc.open_stream(data or b"", options=_ALIGNED)
-        return any(batch.num_rows for batch in reader)
-    except (pa.ArrowInvalid, OSError):
-        return True
-
-
-def check_storable_stream(data: object) -> None:
-    """Refuse a request body whose Arrow IPC stream has a column Lance cannot store, from its
-    schema alone, before anything is written (Lance would fail mid-write with an internal
-    error). A body that is not a stream is left to the operation, which says so."""
-    if not isinstance(data, bytes | bytearray | memoryview) or not data:
-        return
-    try:
-        schema = pa.ipc.open_stream(data).schema
-    except (pa.ArrowInvalid, OSError):
-        return
-    refused = unstorable_columns(schema)
-    if refused:
-        raise InvalidInputError(
-            f"Lance cannot store column{'s' if len(refused) > 1 else ''} {', '.join(refused)}: "
-            "it stores no unions, intervals, list views, run-end encoded arrays or decimals "
-            "narrower than 128 bits"
-        )

@@ -24,6 +24,7 @@ from lance_namespace import (
 
 from backends.core.modes import WriteMode
 from backends.tables.access import TableLocation
+from backends.tables.bodies import StreamedRows
 from backends.tables.errors import lance_errors
 
 # Lance's words for a commit whose answer was lost: its manifest may or may not be stored.
@@ -32,19 +33,25 @@ WRITE_MARK = "lance_adapter.write"
 
 
 def write_rows(
-    rows: pa.Table, target: TableLocation | LanceDataset, mode: str, table: TableLocation
+    rows: pa.Table | StreamedRows, target: TableLocation | LanceDataset, mode: str,
+    table: TableLocation,
 ) -> LanceDataset:
-    """Write `rows` to a location (mode create / overwrite) or an opened dataset (append).
-    Each write marks its transaction, so that a commit whose answer the storage lost is
-    read back: answered as done when its version holds the mark, as not done when it does
-    not (never a retryable error for a write that took effect)."""
+    """Write `rows` (whole, or read from a body as it arrives) to a location (mode create /
+    overwrite) or an opened dataset (append). A body whose reading failed fails the write
+    with its own error, before anything is committed. Each write marks its transaction, so
+    that a commit whose answer the storage lost is read back: answered as done when its
+    version holds the mark, as not done when it does not (never a retryable error for a
+    write that took effect)."""
     uri = target.location if isinstance(target, TableLocation) else target
     mark = {WRITE_MARK: uuid.uuid4().hex}
+    data = rows.reader() if isinstance(rows, StreamedRows) else rows
     with lance_errors(table.location):
         try:
-            return lance.write_dataset(rows, uri, mode=mode, storage_options=table.options,
+            return lance.write_dataset(data, uri, mode=mode, storage_options=table.options,
                                        session=table.session, transaction_properties=mark)
         except (OSError, RuntimeError, ValueError) as error:
+            if isinstance(rows, StreamedRows) and rows.failed:
+                raise rows.failure_or(error) from None
             unknown = _UNKNOWN_COMMIT.search(str(error))
             written = unknown and _read_back(table, int(unknown.group(1)), mark)
             if written is None:
@@ -73,14 +80,16 @@ def _read_back(table: TableLocation, version: int, mark: dict[str, str]) -> Lanc
 
 
 def insert_rows(
-    table: TableLocation, dataset: LanceDataset | None, rows: pa.Table, mode: WriteMode
+    table: TableLocation, dataset: LanceDataset | None, rows: pa.Table | StreamedRows,
+    mode: WriteMode,
 ) -> InsertIntoTableResponse:
     """Append or overwrite; a declared table without data gets its first version."""
     if dataset is None:
         written = write_rows(rows, table, "create", table)
     else:
         written = write_rows(rows, dataset, mode.value, table)
-    return InsertIntoTableResponse(version=written.version, num_inserted_rows=rows.num_rows)
+    inserted = rows.rows if isinstance(rows, StreamedRows) else rows.num_rows
+    return InsertIntoTableResponse(version=written.version, num_inserted_rows=inserted)
 
 
 # A duration as LanceDB and the spec write it: "30s", "5m", "1h30m", "250ms", "1.5s".
