@@ -142,17 +142,23 @@ async def read_body(
         async with asyncio.timeout(limits.read_timeout or None):
             async for chunk in request.stream():
                 if size + len(chunk) > max_bytes:
-                    raise BodyTooLargeError(
-                        f"request body is larger than {max_bytes} bytes; the limit is {setting}"
-                    )
+                    raise body_too_large(max_bytes, setting)
                 reservation.add(len(chunk))
                 buffer.write(chunk)
                 size += len(chunk)
     except TimeoutError:
-        raise BodyTimeoutError(
-            f"request body did not arrive within {limits.read_timeout:g} seconds"
-        ) from None
+        raise body_late(limits) from None
     return buffer.getvalue()
+
+
+def body_too_large(max_bytes: int, setting: str) -> BodyTooLargeError:
+    return BodyTooLargeError(
+        f"request body is larger than {max_bytes} bytes; the limit is {setting}")
+
+
+def body_late(limits: BodyLimits) -> BodyTimeoutError:
+    return BodyTimeoutError(
+        f"request body did not arrive within {limits.read_timeout:g} seconds")
 
 
 def json_containers(body: bytes, max_containers: int) -> int:

@@ -24,7 +24,7 @@ from lance_namespace import InvalidInputError
 from starlette.requests import Request
 
 from app.arrow_limits import ArrowLimits, Tally, message_cost
-from app.bodies import BodyLimits, refuse_declared_over
+from app.bodies import BodyLimits, body_late, body_too_large, refuse_declared_over
 from app.errors import BodyTimeoutError, BodyTooLargeError
 
 PIECE_BYTES = 1 << 20
@@ -82,17 +82,13 @@ class BodyPieces:
                         break
                     self._size += len(chunk)
                     if self._size > self._limits.max_bytes:
-                        raise BodyTooLargeError(
-                            f"request body is larger than {self._limits.max_bytes} bytes; the "
-                            "limit is max_body_bytes")
+                        raise body_too_large(self._limits.max_bytes, "max_body_bytes")
                     self._reservation.add(len(chunk))
                     self._held += len(chunk)
                     parts.append(chunk)
                     gathered += len(chunk)
         except TimeoutError:
-            raise BodyTimeoutError(
-                f"request body did not arrive within {self._limits.read_timeout:g} seconds"
-            ) from None
+            raise body_late(self._limits) from None
         return b"".join(parts)
 
 
