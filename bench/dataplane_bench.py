@@ -110,10 +110,11 @@ class Http:
                                              data=data, headers=ARROW)
             try:
                 urllib.request.urlopen(request, timeout=600).read()
-            except urllib.error.HTTPError as error:
+            except urllib.error.URLError as error:  # refused, or the connection closed
+                code = error.code if isinstance(error, urllib.error.HTTPError) else 0
                 raise httpx.HTTPStatusError(
                     str(error), request=httpx.Request("POST", request.full_url),
-                    response=httpx.Response(error.code)) from None
+                    response=httpx.Response(code)) from None
             return
         answer = self.client.post("/v1/table/ingest/insert", content=data, headers=ARROW)
         answer.raise_for_status()
