@@ -15,6 +15,7 @@ from lance_namespace import LanceNamespace, ServiceUnavailableError, Unsupported
 from app.cache import MISS, MetadataCache
 from app.dialect import SPEC, Dialect
 from app.spec import Operation
+from app.streamed_bodies import ArrowBodyStream
 from backends.core.operations import traits_of
 
 
@@ -50,6 +51,10 @@ class Dispatcher:
         # The spec's other names of operations (GetTable -> DescribeTable), for ListOperations.
         self._aliases = aliases or {}
         self._pool = ThreadPoolExecutor(max_concurrency, thread_name_prefix="backend")
+        # Calls reading a body as it arrives wait on their client: they get threads of their
+        # own, so slow senders (up to `body_read_timeout` each) never hold the others' up.
+        self._streaming = ThreadPoolExecutor(max(1, max_concurrency // 4),
+                                             thread_name_prefix="backend-stream")
         self._backend_timeout = backend_timeout
 
     async def call(
@@ -114,8 +119,10 @@ class Dispatcher:
         self, operation: Operation, method: Any, arguments: tuple[Any, ...]
     ) -> asyncio.Future[Any]:
         context = contextvars.copy_context()
+        streams = any(isinstance(argument, ArrowBodyStream) for argument in arguments[1:])
         pending = asyncio.get_running_loop().run_in_executor(
-            self._pool, functools.partial(context.run, method, *arguments)
+            self._streaming if streams else self._pool,
+            functools.partial(context.run, method, *arguments)
         )
         if self._observe is not None:
             started, observe = time.perf_counter(), self._observe

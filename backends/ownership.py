@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from lance import LanceDataset, LanceOperation
 from lance import dataset as open_dataset
 from lance.file import LanceFileReader, LanceFileWriter
@@ -36,6 +37,7 @@ from lance_namespace import (
     TableNotFoundError,
 )
 
+from backends.core.filesystems import table_filesystem
 from backends.core.locations import StorageLocation, resolve_stored
 from backends.core.names import joined_id
 from backends.layouts import TableLayout
@@ -205,6 +207,7 @@ class OwnershipRecords:
         table made first with no record yet is code 13 (a registration under way, or one cut
         off before its record: that claim is the operator's to remove). Whether this call
         made the claim (`release_claim` undoes it)."""
+        self.refuse_holding(table_id, place, request)
         if self.refuse_taken(table_id, place, request, base):
             return False
         winner = _claim(place.uri, self._options(), table_id)
@@ -216,6 +219,34 @@ class OwnershipRecords:
             f"the location is being registered by table {joined_id(winner)} (or a "
             f"registration of it was cut off: remove {CLAIM_DATASET} there); a location "
             "belongs to one table")
+
+    def refuse_holding(self, table_id: list[str], place: StorageLocation, request: Any) -> None:
+        """Code 13 when data another table owns, or is being registered at, lies below
+        `place`: a table there would be vended keys reaching it (and, purged, delete it).
+        The location's files are listed once (a registration's cost grows with the data it
+        names, not with the catalog)."""
+        filesystem, path = table_filesystem(place.uri, self._options())
+        try:
+            found = filesystem.get_file_info(
+                pafs.FileSelector(path, recursive=True, allow_not_found=True))
+        except (OSError, pa.ArrowException) as error:
+            raise ServiceUnavailableError(
+                "the storage did not answer for the files at the location; retry") from error
+        prefix = path.rstrip("/") + "/"
+        for info in found:
+            parts = info.path[len(prefix):].split("/")
+            marker = next((index for index, name in enumerate(parts)
+                           if name in (OWNER_FILE, CLAIM_DATASET)), None)
+            if not marker:  # none, or the location's own record or claim
+                continue
+            inner = place.child(*parts[:marker])
+            record = read_record(inner.uri, self._options())
+            owner = record.owner if record is not None else None
+            if owner is None or not self._same(owner, table_id):
+                whose = f"table {joined_id(owner)}" if owner else "a table being registered"
+                raise InvalidInputError(
+                    f"the location holds the data of {whose} (at {'/'.join(parts[:marker])}); "
+                    "a location belongs to one table")
 
     def release_claim(self, place: StorageLocation) -> None:
         """Undo `claim_first` for a registration that failed."""

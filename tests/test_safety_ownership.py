@@ -215,6 +215,34 @@ def test_a_claim_is_released_by_a_failed_registration_and_kept_by_a_cut_off_one(
     assert read_record(str(place), None) == Record(cut_off, False)
 
 
+@pytest.mark.parametrize("catalog", ["dir", "hive2", "hive3", "unity"], indirect=True)
+def test_a_location_holding_another_tables_data_is_not_registered(catalog: Catalog) -> None:
+    """`hr$a` is registered at `x/sub.lance`; another namespace's admin may not register `x`
+    around it (keys vended for `x` would read `hr$a`'s data), nor may a table of `hr`."""
+    outer = catalog.root / "external" / "x.lance"
+    lance.write_dataset(sample_table(2), str(outer / "sub.lance"))
+    lance.write_dataset(sample_table(2), str(outer))
+    catalog.namespace.register_table(
+        RegisterTableRequest(id=catalog.table("inner"), location=str(outer / "sub.lance")))
+    thief = [*_other_namespace(catalog, "around"), "around"]
+    for table in (thief, catalog.table("around")):
+        _refused(catalog, RegisterTableRequest(id=table, location=str(outer)),
+                 r"holds the data of table .*inner \(at sub.lance\)")
+
+
+def test_on_object_storage_a_location_holding_another_tables_data_is_refused(
+    dir_on_s3: GuardedNamespace, clean_moto: MotoEndpoint,
+) -> None:
+    options = s3_storage(clean_moto.url)
+    outer = "s3://lake/root/external/x.lance"
+    lance.write_dataset(sample_table(2), f"{outer}/sub.lance", storage_options=options)
+    lance.write_dataset(sample_table(2), outer, storage_options=options)
+    dir_on_s3.register_table(
+        RegisterTableRequest(id=["hr", "inner"], location=f"{outer}/sub.lance"))
+    with pytest.raises(InvalidInputError, match=r"holds the data of table hr\$inner"):
+        dir_on_s3.register_table(RegisterTableRequest(id=["sales", "around"], location=outer))
+
+
 def _remove_record(location: str) -> None:
     (Path(resolve_stored(location).uri) / OWNER_FILE).unlink()
 

@@ -6,6 +6,7 @@ still apply mid-stream, and a body that fails half-way commits nothing."""
 from __future__ import annotations
 
 import io
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -110,3 +111,29 @@ def test_lancedb_adds_many_batches_as_embedded_lancedb_does(
     assert remote.count_rows() == local.count_rows() == 20_003
     served_ids = remote.search().limit(30_000).to_arrow().sort_by("id").column("id")
     assert served_ids == local.search().limit(30_000).to_arrow().sort_by("id").column("id")
+
+
+def test_slow_senders_of_inserts_hold_no_thread_other_requests_need(tmp_path: Path) -> None:
+    """Inserts whose clients stop sending wait on threads of their own: with every backend
+    thread of the server (2) outnumbered by such inserts (3), a count is answered at once."""
+    root = tmp_path / "root"
+    with running_server("dir", {"root": str(root)}, max_concurrency=2,
+                        body_read_timeout=60) as url:
+        httpx.post(f"{url}/v1/table/t/create", headers=ARROW,
+                   content=arrow_stream(sample_table(3))).raise_for_status()
+        body = _batched_stream(sample_table(50_000, start=100), 1_000)
+        host, port = url.removeprefix("http://").split(":")
+        stalled = []
+        for _ in range(3):
+            connection = socket.create_connection((host, int(port)), timeout=30)
+            connection.sendall(
+                f"POST /v1/table/t/insert HTTP/1.1\r\nhost: {host}\r\ncontent-type: "
+                f"{ARROW['content-type']}\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+                + body[: len(body) // 2])
+            stalled.append(connection)
+        try:
+            counted = httpx.post(f"{url}/v1/table/t/count_rows", json={}, timeout=10)
+            assert counted.json() == 3
+        finally:
+            for connection in stalled:
+                connection.close()
