@@ -23,7 +23,7 @@ from lance_namespace.errors import (
     TableNotFoundError,
 )
 
-from backends.core.filesystems import table_filesystem
+from lance_adapter_spark.filesystems import table_filesystem
 from lance_adapter_spark.options import LanceOptions, LanceSourceError, connect
 
 

@@ -1,6 +1,8 @@
 """Listing and handling files at a table's location with pyarrow's file systems, reached with
-the storage options Lance is given (the Spark source cleans files with it; the server looks
-for other tables' ownership records below a location a client names)."""
+the storage options Lance is given. The Spark source cleans files with it; the server
+(`backends.ownership`) looks for other tables' ownership records below a location a client
+names. It lives in this package because Spark executors receive this package alone; it
+imports nothing but pyarrow."""
 
 from __future__ import annotations
 
