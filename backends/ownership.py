@@ -37,10 +37,10 @@ from lance_namespace import (
     TableNotFoundError,
 )
 
+from backends.core.filesystems import table_filesystem
 from backends.core.locations import StorageLocation, resolve_stored
 from backends.core.names import joined_id
 from backends.layouts import TableLayout
-from lance_adapter_spark.filesystems import table_filesystem
 
 if TYPE_CHECKING:
     from backends.base import MetadataNamespace

@@ -1,8 +1,7 @@
-"""Listing and handling files at a table's location with pyarrow's file systems, reached with
-the storage options Lance is given. The Spark source cleans files with it; the server
-(`backends.ownership`) looks for other tables' ownership records below a location a client
-names. It lives in this package because Spark executors receive this package alone; it
-imports nothing but pyarrow."""
+"""Handling files at a table's location with pyarrow's file systems, reached with the storage
+options Lance is given (the Spark source cleans files with it). The server has the same
+helper (`backends/core/filesystems.py`): executors receive this package alone, and the
+server's image installs the server's packages without this one."""
 
 from __future__ import annotations
 
