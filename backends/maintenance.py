@@ -71,9 +71,7 @@ def maintain_table(
         small = sum(1 for fragment in fragments
                     if fragment.metadata.physical_rows < policy.target_rows_per_fragment)
         if small >= policy.min_small_fragments and len(fragments) > 1:
-            dataset.optimize.compact_files(
-                target_rows_per_fragment=policy.target_rows_per_fragment
-            )
+            dataset = _compact(dataset, policy)
             done.compacted = True
             done.actions.append("compacted")
         unindexed = _unindexed_rows(dataset)
@@ -91,6 +89,26 @@ def maintain_table(
                 done.actions.append("cleaned")
         done.fragments_after = len(dataset.get_fragments())
     return done
+
+
+# Compactions planned again after Lance gave up rebasing one on a writer's commits.
+_COMPACTION_ATTEMPTS = 3
+
+
+def _compact(dataset: LanceDataset, policy: MaintenancePolicy) -> LanceDataset:
+    """Compact the table's small fragments. Beside a busy writer Lance may give up rebasing
+    the compaction on new commits (its retries spent): it is planned again on the latest
+    version, a bounded number of times."""
+    for attempt in range(_COMPACTION_ATTEMPTS):
+        try:
+            dataset.optimize.compact_files(
+                target_rows_per_fragment=policy.target_rows_per_fragment)
+            return dataset
+        except (OSError, RuntimeError, ValueError) as error:
+            if "commit conflict" not in str(error).lower() or attempt + 1 == _COMPACTION_ATTEMPTS:
+                raise
+            dataset = dataset.checkout_version(dataset.latest_version)
+    return dataset
 
 
 def _unindexed_rows(dataset: LanceDataset) -> int:
