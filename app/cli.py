@@ -1,7 +1,8 @@
 """`lance-adapter`: `serve` starts the REST server on one configured backend, `config`
 validates a configuration and prints it with its secrets masked, `maintain` runs one table
-maintenance pass (`backends.maintenance`, e.g. from a scheduled job), `check URL` runs the
-conformance kit (`app.conformance`) against any Lance REST namespace server."""
+maintenance pass (`backends.maintenance`, e.g. from a scheduled job), `record-owners` writes
+the ownership records of tables made before records (`backends.owner_backfill`), `check URL`
+runs the conformance kit (`app.conformance`) against any Lance REST namespace server."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ from app.workers import prepare_worker_environment
 from backends import ConfigurationError, load_namespace, resolve_impl
 from backends.core.secrets import is_credential
 from backends.maintenance import maintain_all
+from backends.owner_backfill import DONE
+from backends.owner_backfill import record_owners as backfill
 from backends.tables.errors import readable
 from backends.vending import check_vending
 
@@ -64,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     _settings_options(commands.add_parser(
         "maintain", help="compact, re-index and clean up every table once, with the "
         "maintenance settings; one JSON line a table"))
+    _settings_options(commands.add_parser(
+        "record-owners", help="record the owner of every table made before ownership "
+        "records that one entry alone names; one JSON line a table"))
     check = commands.add_parser("check", help="run the conformance kit against a Lance REST "
                                 "namespace server")
     check.add_argument("url", help="the server's base URL, e.g. http://127.0.0.1:2333")
@@ -238,6 +244,15 @@ def maintain(settings: Settings) -> int:
     return 1 if any(outcome.error for outcome in outcomes) else 0
 
 
+def record_owners(settings: Settings) -> int:
+    """Ownership records for tables made before them; 1 if a table was left unrecorded."""
+    logging.config.dictConfig(log_config(settings.log_level))
+    namespace = load_namespace(settings.impl, settings.properties,
+                               external=external_locations(settings))
+    outcomes = backfill(namespace, lambda done: print(json.dumps(asdict(done)), flush=True))
+    return 0 if all(done.outcome in DONE for done in outcomes) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = build_parser().parse_args(argv)
     if arguments.command == "check":
@@ -250,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
             print_config(settings)
         elif arguments.command == "maintain":
             return maintain(settings)
+        elif arguments.command == "record-owners":
+            return record_owners(settings)
         else:
             serve(settings)
     except (SettingsError, ConfigurationError) as error:

@@ -105,7 +105,7 @@ def write_record(location: str, options: Mapping[str, str] | None, record: Recor
     writer.close()
 
 
-def _claim(location: str, options: Mapping[str, str] | None,
+def claim_location(location: str, options: Mapping[str, str] | None,
            owner: list[str]) -> list[str] | None:
     """Commit `owner` as the first claimant of `location`: None when it won, else the
     claimant that did. The claim is a manifest alone (the owner in its schema's metadata),
@@ -121,14 +121,21 @@ def _claim(location: str, options: Mapping[str, str] | None,
             return None
         except (ValueError, OSError, RuntimeError):
             pass  # lost to an earlier claim, or the storage failed: the claim says which
-        try:
-            metadata = open_dataset(uri, storage_options=storage).schema.metadata or {}
-            first = json.loads(metadata[b"owner_id"])
-        except (ValueError, OSError, RuntimeError, KeyError):
-            continue
-        if isinstance(first, list) and first:
-            return [str(part) for part in first]
+        first = _claimant(uri, storage)
+        if first:
+            return first
     raise ServiceUnavailableError("the storage did not answer for the location's claim; retry")
+
+
+def _claimant(uri: str, storage: dict[str, str] | None) -> list[str] | None:
+    """The table id the claim dataset at `uri` names; None where there is none (or it
+    cannot be read yet)."""
+    try:
+        metadata = open_dataset(uri, storage_options=storage).schema.metadata or {}
+        first = json.loads(metadata[b"owner_id"])
+    except (ValueError, OSError, RuntimeError, KeyError):
+        return None
+    return [str(part) for part in first] if isinstance(first, list) and first else None
 
 
 def _release(place: StorageLocation, options: Mapping[str, str] | None,
@@ -163,7 +170,7 @@ class OwnershipRecords:
         table of another id owns it or a location around it, and data last owned by a table
         now gone is taken only within that table's namespace. Whether a record decided.
         Records are looked for up to `base` (the root, or an external location)."""
-        found = self._recorded_around(place, base or self.root)
+        found = self.recorded_around(place, base or self.root)
         if found is None:
             return False
         owner, recorded_at = found
@@ -210,8 +217,9 @@ class OwnershipRecords:
         self.refuse_holding(table_id, place, request)
         if self.refuse_taken(table_id, place, request, base):
             return False
-        winner = _claim(place.uri, self._options(), table_id)
+        winner = claim_location(place.uri, self._options(), table_id)
         if winner is None:
+            self._recheck_nested(table_id, place, request, base)
             return True
         if self._same(winner, table_id) or self.refuse_taken(table_id, place, request, base):
             return False
@@ -219,6 +227,35 @@ class OwnershipRecords:
             f"the location is being registered by table {joined_id(winner)} (or a "
             f"registration of it was cut off: remove {CLAIM_DATASET} there); a location "
             "belongs to one table")
+
+    def _recheck_nested(self, table_id: list[str], place: StorageLocation, request: Any,
+                        base: StorageLocation | None) -> None:
+        """With `place` claimed, look again below it and for claims above it: of two
+        registrations at once of a location and a place inside it, each claims before it
+        looks for the other, so at least one sees the other's claim (neither may win
+        unseen). The claim is released when either look refuses."""
+        try:
+            self.refuse_holding(table_id, place, request)
+            self._refuse_claimed_above(table_id, place, base or self.root)
+        except BaseException:
+            self.release_claim(place)
+            raise
+
+    def _refuse_claimed_above(self, table_id: list[str], place: StorageLocation,
+                              base: StorageLocation) -> None:
+        """Code 13 when a location around `place` is claimed by another table with no record
+        yet (its registration is under way, or was cut off); a record there decided already."""
+        relative = place.relative_to(base) or ()
+        storage = self._options() or None
+        for depth in range(len(relative) - 1, 0, -1):
+            here = base.child(*relative[:depth])
+            claimant = _claimant(here.child(CLAIM_DATASET).uri, storage)
+            if (claimant and not self._same(claimant, table_id)
+                    and read_record(here.uri, self._options()) is None):
+                raise InvalidInputError(
+                    f"the location lies inside one being registered by table "
+                    f"{joined_id(claimant)} (or a registration of it was cut off: remove "
+                    f"{CLAIM_DATASET} there); a location belongs to one table")
 
     def refuse_holding(self, table_id: list[str], place: StorageLocation, request: Any) -> None:
         """Code 13 when data another table owns, or is being registered at, lies below
@@ -334,7 +371,7 @@ class OwnershipRecords:
                                     or self._same(old.owner, new_id)):
                 write_record(entry.location, options, Record(list(new_id), True))
 
-    def _recorded_around(
+    def recorded_around(
         self, place: StorageLocation, base: StorageLocation
     ) -> tuple[list[str], StorageLocation] | None:
         """The owner recorded at `place` or at the nearest location above it below `base`."""

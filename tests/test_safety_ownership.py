@@ -215,6 +215,50 @@ def test_a_claim_is_released_by_a_failed_registration_and_kept_by_a_cut_off_one(
     assert read_record(str(place), None) == Record(cut_off, False)
 
 
+@pytest.mark.parametrize("catalog", ["dir", "unity"], indirect=True)
+def test_a_place_inside_a_location_being_registered_is_not_registered(catalog: Catalog) -> None:
+    """While `x` is being registered (claimed, not yet recorded: forged by claiming alone),
+    another table may not register a place inside it, whose keys would reach into `x`."""
+    outer = catalog.root / "external" / "nest.lance"
+    lance.write_dataset(sample_table(2), str(outer / "sub.lance"))
+    lance.write_dataset(sample_table(2), str(outer))
+    registering = catalog.table("registering")
+    assert catalog.namespace.containment.records.claim_first(
+        registering, resolve_stored(str(outer)),
+        RegisterTableRequest(id=registering, location=str(outer)))
+    thief = [*_other_namespace(catalog, "inside"), "inside"]
+    _refused(catalog, RegisterTableRequest(id=thief, location=str(outer / "sub.lance")),
+             r"inside one being registered by table .*registering")
+    catalog.namespace.register_table(RegisterTableRequest(id=registering, location=str(outer)))
+
+
+@pytest.mark.parametrize("catalog", ["dir"], indirect=True)
+def test_a_location_and_a_place_inside_it_registered_at_once_never_both_win(
+    catalog: Catalog,
+) -> None:
+    """Registrations at once of `x` and of `x/sub`: each looks for the other after claiming,
+    so at most one is registered (both may be refused), and a refused one leaves no claim."""
+    other = _other_namespace(catalog, "nest")
+    for attempt in range(6):
+        outer = catalog.root / "external" / f"nested{attempt}.lance"
+        lance.write_dataset(sample_table(2), str(outer / "sub.lance"))
+        lance.write_dataset(sample_table(2), str(outer))
+        tables = [catalog.table(f"outer{attempt}"), [*other, f"inner{attempt}"]]
+        places = [outer, outer / "sub.lance"]
+        outcomes = _at_once(catalog.namespace, [
+            RegisterTableRequest(id=table, location=str(place))
+            for table, place in zip(tables, places, strict=True)])
+        assert outcomes.count(None) <= 1, outcomes
+        for table, place, outcome in zip(tables, places, outcomes, strict=True):
+            if outcome is None:
+                assert read_record(str(place), None) == Record(table, False)
+                continue
+            assert isinstance(outcome, InvalidInputError), outcome
+            assert not (place / CLAIM_DATASET).exists()
+            with pytest.raises(TableNotFoundError):
+                catalog.namespace.table_exists(TableExistsRequest(id=table))
+
+
 @pytest.mark.parametrize("catalog", ["dir", "hive2", "hive3", "unity"], indirect=True)
 def test_a_location_holding_another_tables_data_is_not_registered(catalog: Catalog) -> None:
     """`hr$a` is registered at `x/sub.lance`; another namespace's admin may not register `x`

@@ -1,7 +1,8 @@
 """The backends the containment and ownership tests run on, each on a fresh storage root
 with one namespace that holds tables: `dir`, `hive2` (the real metastore), `glue` (moto),
-`unity` (the stand-in), `iceberg` (the stand-in) and `hive3` (the real Hive Metastore 3.1.3,
-its default catalog). Fixture `catalog`, parametrized by kind (`WITH_HIVE3`, all of them)."""
+`unity` (the stand-in), `iceberg` (Apache Iceberg's REST reference server, warehouse `wh`)
+and `hive3` (the real Hive Metastore 3.1.3, its default catalog). Fixture `catalog`,
+parametrized by kind (`WITH_HIVE3`, all of them)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from lance_namespace import (
 
 from backends import load_namespace
 from tests.support.glue import glue_properties
-from tests.support.iceberg_stand_in import running_iceberg_stand_in
 from tests.support.lance_data import arrow_stream, sample_table
 from tests.support.unity_stand_in import running_unity_stand_in
 
@@ -54,12 +54,6 @@ def unity_url() -> Iterator[str]:
         yield fixture.url
 
 
-@pytest.fixture(scope="module")
-def iceberg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with running_iceberg_stand_in(tmp_path_factory.mktemp("iceberg-containment")) as fixture:
-        yield fixture.url
-
-
 def _properties(kind: str, root: Path, request: pytest.FixtureRequest) -> dict[str, str]:
     if kind == "dir":
         return {"root": str(root)}
@@ -70,7 +64,7 @@ def _properties(kind: str, root: Path, request: pytest.FixtureRequest) -> dict[s
         return glue_properties(request.getfixturevalue("clean_moto").url, root=str(root))
     if kind == "unity":
         return {"endpoint": request.getfixturevalue("unity_url"), "root": str(root)}
-    return {"endpoint": request.getfixturevalue("iceberg_url"), "root": str(root),
+    return {"endpoint": request.getfixturevalue("iceberg_rest_server").url, "root": str(root),
             "warehouses": "wh"}
 
 
