@@ -74,7 +74,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("lance_adapter")
 
 # Files of the directory backend's catalog, directly below its root.
-CATALOG_ENTRIES = frozenset({"__manifest"})
+CATALOG_ENTRIES = frozenset({"__manifest", "_lance_adapter_renames"})  # dir's own
 
 
 class Containment:

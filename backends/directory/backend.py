@@ -82,6 +82,7 @@ from backends.directory.native import (
     quoted_for_sql,
 )
 from backends.directory.orphans import manifest_tables, sweep_orphans
+from backends.directory.renames import RootRenames
 from backends.directory.settings import DirectorySettings
 from backends.layouts import TableLayout
 from backends.tables.access import TableLocation, has_data, open_dataset
@@ -115,6 +116,7 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
         self._pylance = DirectoryNamespace(**self._native_properties)
         self._root = storage_root(settings.root)
         self._storage_options = dict(settings.storage)
+        self._renames = RootRenames(settings.local_root(), settings.rename_recovery_after)
 
     def use_lance_session(self, session: Session | None) -> None:
         """The native operations (queries among them) open tables with `session` too."""
@@ -247,11 +249,13 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
     # -- native operations, with their errors given the spec's precise codes ----------------
 
     def served_operation(self, name: str) -> Callable[..., Any]:
-        """The operation `name`, repairing the manifest where it finds it damaged
+        """The operation `name`, after finishing renames a kill cut off
+        (`backends.directory.renames`), repairing the manifest where it finds it damaged
         (`backends.directory.manifest_repair`)."""
         return functools.partial(self._repairing, getattr(self, name))
 
     def _repairing(self, operation: Callable[..., Any], *arguments: Any, **keywords: Any) -> Any:
+        self._renames.finish_cut_off(self)
         try:
             return operation(*arguments, **keywords)
         except BaseException as error:
@@ -384,9 +388,10 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
             )
         table = self.locate(request)
         directory = listed_directory(local_directory(self._root), table)
-        if directory is None:
-            return MetadataNamespace.rename_table(self, request)
-        rename_root_table(self, request, table, directory)
+        if directory is None:  # its data stays where it is
+            with self._renames.in_place(list(table.id), renamed_id(request), table.location):
+                return MetadataNamespace.rename_table(self, request)
+        rename_root_table(self, request, table, directory, self._renames)
         return RenameTableResponse()
 
     def create_table_version(

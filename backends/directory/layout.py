@@ -17,6 +17,7 @@ import shutil
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from lance_namespace import (
@@ -42,6 +43,9 @@ from backends.tables import lifecycle
 from backends.tables.access import TableLocation, has_data
 from backends.tables.lifecycle import renamed_id
 from backends.tables.refs import MAX_FILE_NAME_BYTES
+
+if TYPE_CHECKING:
+    from backends.directory.renames import RootRenames
 
 _NESTED_TABLE = re.compile(r"[0-9a-f]{8}_(.+)")
 
@@ -94,9 +98,12 @@ def listed_directory(root: Path | None, table: TableLocation) -> Path | None:
 
 
 def rename_root_table(
-    namespace: LanceNamespace, request: RenameTableRequest, table: TableLocation, old: Path
+    namespace: LanceNamespace, request: RenameTableRequest, table: TableLocation, old: Path,
+    renames: RootRenames,
 ) -> None:
-    """Move the table's directory to the one its new id gets, then re-register it there."""
+    """Move the table's directory to the one its new id gets, then re-register it there,
+    holding the rename's intent meanwhile (`backends.directory.renames`): a kill half-way is
+    finished by a later request."""
     if not has_data(table):
         # Declared again where the native namespace puts the new id; the old directory holds
         # only the declaration's reservation.
@@ -116,13 +123,14 @@ def rename_root_table(
     new = old.parent / new_name
     if new.exists():
         raise TableAlreadyExistsError(f"table {'$'.join(new_id)} already exists")
-    os.rename(old, new)
-    try:
-        moved = dataclasses.replace(table, location=str(new))
-        lifecycle.rename_by_reregistering(namespace, request, moved, moved.location)
-    except BaseException:
-        os.rename(new, old)
-        raise
+    with renames.intent(list(table.id), new_id, old.name, new.name):
+        os.rename(old, new)
+        try:
+            moved = dataclasses.replace(table, location=str(new))
+            lifecycle.rename_by_reregistering(namespace, request, moved, moved.location)
+        except BaseException:
+            os.rename(new, old)
+            raise
 
 
 class DirectoryLayout(TableLayout):

@@ -47,6 +47,11 @@ class DirectorySettings(BackendSettings):
     table_version_tracking_enabled: bool | None = setting(
         "table_version_tracking_enabled", None, "Track table versions in the manifest."
     )
+    rename_recovery_after: float = setting(
+        "rename_recovery_after", 60.0, "A root table's rename cut off half-way (a kill) is "
+        "finished by the first request served once its intent is this old: far longer than "
+        "any rename takes, so a rename under way in another replica is never touched.",
+        unit="seconds", minimum=0)
 
     def local_root(self) -> Path | None:
         """The root's directory when it is on the local file system; None on object storage."""
