@@ -33,10 +33,12 @@ from app.spec import BodyKind, Operation, QueryParameter
 from app.streamed_bodies import streamed_arrow_body
 from backends.core.modes import parse_mode
 from backends.core.names import ID_DELIMITER
-from backends.core.operations import traits_of
+from backends.core.operations import IDEMPOTENCY_KEY, traits_of
 from backends.core.properties import refused_client_storage_options
 
 IDENTITY_HEADERS = frozenset({AUTHORIZATION_HEADER, API_KEY_HEADER})
+IDEMPOTENCY_HEADER_CONTEXT = f"{CONTEXT_HEADER_PREFIX}idempotency-key"
+MAX_IDEMPOTENCY_KEY = 255
 # Transport headers every request has; they are not caller context.
 TRANSPORT_HEADERS = frozenset(
     {"host", "content-length", "content-type", "accept", "accept-encoding", "connection",
@@ -186,7 +188,29 @@ def finish_fields(
         raise InvalidInputError("context must be an object of strings")
     if from_headers["context"]:
         fields["context"] = {**from_headers["context"], **(context or {})}
+    _idempotency_key(fields)
     return fields
+
+
+def _idempotency_key(fields: dict[str, Any]) -> None:
+    """The `Idempotency-Key` header (or the context's `idempotency_key`) becomes the
+    context's `IDEMPOTENCY_KEY` (`refuse_idempotency_key` refuses it where not honoured)."""
+    context = fields.get("context") or {}
+    key = context.pop(IDEMPOTENCY_HEADER_CONTEXT, None) or context.get(IDEMPOTENCY_KEY)
+    if key is None:
+        return
+    if not isinstance(key, str) or not 0 < len(key) <= MAX_IDEMPOTENCY_KEY or not key.isprintable():
+        raise InvalidInputError(
+            f"an idempotency key must be 1 to {MAX_IDEMPOTENCY_KEY} printable characters")
+    fields["context"] = {**context, IDEMPOTENCY_KEY: key}
+
+
+def refuse_idempotency_key(operation: Operation, fields: dict[str, Any], honoured: bool) -> None:
+    """Code 13 for an idempotency key on an operation the backend does not honour one on."""
+    if not honoured and IDEMPOTENCY_KEY in (fields.get("context") or {}):
+        raise InvalidInputError(
+            f"{operation.operation_id} does not take an idempotency key (Idempotency-Key) "
+            "here: only InsertIntoTable acts on one, where the backend writes the rows")
 
 
 def _sends_arrow(request: Request) -> bool:

@@ -49,7 +49,7 @@ from app.observability import (
     named_endpoint,
     register_secrets,
 )
-from app.requests import read_operation_request, read_route_request
+from app.requests import read_operation_request, read_route_request, refuse_idempotency_key
 from app.responses import render, render_model
 from app.routing import LanceRoutes, RouteTable, route_path
 from app.spec import Operation, load_operations
@@ -90,9 +90,12 @@ class OperationEndpoint:
         self.service = service
         self.read = read
         self.answer = answer
-        # Whether the backend reads this operation's Arrow body as it arrives.
-        reads_streamed = getattr(service.dispatcher.namespace, "reads_streamed_body", None)
-        self.streams_body = bool(reads_streamed and reads_streamed(operation.backend_method))
+        # Whether the backend reads this operation's Arrow body as it arrives, and acts on an
+        # idempotency key.
+        honours = getattr(service.dispatcher.namespace, "honours", None)
+        method = operation.backend_method
+        self.streams_body = bool(honours and honours(method, "streamed_body"))
+        self.keyed = bool(honours and honours(method, "keyed"))
         named_endpoint(self, name)
 
     async def asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -107,6 +110,7 @@ class OperationEndpoint:
         try:
             fields, data = await self.read(
                 self.operation, request, self.service.max_body, dialect, self.streams_body)
+            refuse_idempotency_key(self.operation, fields, self.keyed)
             await self.service.dispatcher.resolve_source(
                 self.operation, fields,
                 request.scope.get(IDENTITY_KEY) if self.service.auth_on else None)

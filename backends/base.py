@@ -105,7 +105,7 @@ from backends.core.extensions import ListOperationsRequest, ListOperationsRespon
 from backends.core.locations import resolve_stored
 from backends.core.modes import CreateMode, WriteMode, parse_mode
 from backends.core.names import ID_DELIMITER, joined_id
-from backends.core.operations import traits_of
+from backends.core.operations import IDEMPOTENCY_KEY, traits_of
 from backends.layouts import TableLayout
 from backends.limits import NO_JOBS, AdapterLimits
 from backends.sessions import SessionTables
@@ -136,9 +136,9 @@ class MetadataNamespace(CloneTables, SessionTables, AdapterLimits, LanceNamespac
         """The method that serves the operation `name` (the guard calls it)."""
         return getattr(self, name)
 
-    def reads_streamed_body(self, name: str) -> bool:
-        """Whether the operation `name` reads its Arrow body as it arrives (`arrow_rows`)."""
-        return traits_of(name).streamed_body
+    def honours(self, name: str, trait: str) -> bool:
+        """Whether this backend's `name` acts on its boolean trait (`streamed_body`, `keyed`)."""
+        return bool(getattr(traits_of(name), trait))
 
     def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
         """The catalog's entry of the table: location, storage options, properties."""
@@ -281,15 +281,15 @@ class MetadataNamespace(CloneTables, SessionTables, AdapterLimits, LanceNamespac
 
     # -- rows --------------------------------------------------------------------------------
 
-    def insert_into_table(
-        self, request: InsertIntoTableRequest, request_data: bytes
-    ) -> InsertIntoTableResponse:
+    def insert_into_table(self, request: InsertIntoTableRequest,
+                          request_data: bytes) -> InsertIntoTableResponse:
         mode = parse_mode(request.mode, WriteMode, WriteMode.APPEND)
         rows = arrow_rows(request_data)
         table = self.locate(request)
         latest = latest_dataset(table)
         dataset = None if latest is None else checkout(table, latest, branch=request.branch)
-        return self._rows_written(request, writes.insert_rows(table, dataset, rows, mode))
+        key = (request.context or {}).get(IDEMPOTENCY_KEY)
+        return self._rows_written(request, writes.insert_rows(table, dataset, rows, mode, key))
 
     def merge_insert_into_table(
         self, request: MergeInsertIntoTableRequest, request_data: bytes

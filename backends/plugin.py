@@ -64,9 +64,9 @@ class PluginNamespace(MetadataNamespace):
             return getattr(self.inner, name)
         return getattr(self, name)
 
-    def reads_streamed_body(self, name: str) -> bool:
-        """The plug-in's own operation takes its body whole."""
-        return super().reads_streamed_body(name) and not implements(self.inner, name)
+    def honours(self, name: str, trait: str) -> bool:
+        """The plug-in's own operation takes its body whole, and no idempotency key."""
+        return super().honours(name, trait) and not implements(self.inner, name)
 
     def list_operations(self, request: ListOperationsRequest) -> ListOperationsResponse:
         names = [*operation_methods(), *EXTENSION_METHODS]

@@ -20,6 +20,9 @@ from lance_namespace import LanceNamespace
 
 from backends.core.modes import CreateMode, DropBehavior, DropMode, RegisterMode, WriteMode
 
+# The request context's entry holding a write's idempotency key (HTTP: `Idempotency-Key`).
+IDEMPOTENCY_KEY = "idempotency_key"
+
 
 class Level(enum.IntEnum):
     """Access levels; they nest (`backends.core.access`)."""
@@ -53,8 +56,11 @@ class Traits:
     # The backend method that answers as rows are read (`ArrowFileAnswer`), where a backend
     # has it: the server calls it instead of `method`, so its memory stays flat.
     streamed_method: str | None = None
-    # Takes an Arrow body the backend may read as it arrives (`reads_streamed_body`).
+    # Takes an Arrow body the backend may read as it arrives (the backend `honours` it).
     streamed_body: bool = False
+    # Takes an idempotency key (`IDEMPOTENCY_KEY` in its context), where the backend `honours`
+    # it: a retry of a write that took effect is answered as that write, not done twice.
+    keyed: bool = False
     choices: Mapping[str, type[enum.StrEnum]] = field(default_factory=dict)
 
     @property
@@ -110,7 +116,7 @@ _EXPLICIT: dict[str, dict[str, object]] = {
     "deregister_table": {"level": Level.ADMIN, **_LISTING},
     "drop_table": _LISTING,
     "rename_table": _LISTING,
-    "insert_into_table": {"choices": {"mode": WriteMode}, "streamed_body": True},
+    "insert_into_table": {"choices": {"mode": WriteMode}, "streamed_body": True, "keyed": True},
     "query_table": {"streamed_method": "stream_query_table"},
     "batch_commit_tables": {"subject": Subject.CATALOG, "level": Level.ADMIN},
     "batch_create_table_versions": {"subject": Subject.CATALOG, "level": Level.ADMIN},

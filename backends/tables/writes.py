@@ -30,20 +30,24 @@ from backends.tables.errors import lance_errors
 # Lance's words for a commit whose answer was lost: its manifest may or may not be stored.
 _UNKNOWN_COMMIT = re.compile(r"commit result for version (\d+) is unknown", re.IGNORECASE)
 WRITE_MARK = "lance_adapter.write"
+KEY_MARK = "lance_adapter.idempotency_key"
+# How many of a table's latest commits a keyed write looks through for its key.
+KEYED_WRITE_WINDOW = 64
 
 
 def write_rows(
     rows: pa.Table | StreamedRows, target: TableLocation | LanceDataset, mode: str,
-    table: TableLocation,
+    table: TableLocation, key: str | None = None,
 ) -> LanceDataset:
     """Write `rows` (whole, or read from a body as it arrives) to a location (mode create /
     overwrite) or an opened dataset (append). A body whose reading failed fails the write
     with its own error, before anything is committed. Each write marks its transaction, so
     that a commit whose answer the storage lost is read back: answered as done when its
     version holds the mark, as not done when it does not (never a retryable error for a
-    write that took effect)."""
+    write that took effect). A write with an idempotency `key` holds it in its mark too
+    (`keyed_write` finds it)."""
     uri = target.location if isinstance(target, TableLocation) else target
-    mark = {WRITE_MARK: uuid.uuid4().hex}
+    mark = {WRITE_MARK: uuid.uuid4().hex, **({KEY_MARK: key} if key else {})}
     data = rows.reader() if isinstance(rows, StreamedRows) else rows
     with lance_errors(table.location):
         try:
@@ -81,15 +85,36 @@ def _read_back(table: TableLocation, version: int, mark: dict[str, str]) -> Lanc
 
 def insert_rows(
     table: TableLocation, dataset: LanceDataset | None, rows: pa.Table | StreamedRows,
-    mode: WriteMode,
+    mode: WriteMode, key: str | None = None,
 ) -> InsertIntoTableResponse:
-    """Append or overwrite; a declared table without data gets its first version."""
+    """Append or overwrite; a declared table without data gets its first version. With an
+    idempotency `key` that one of the table's latest commits holds, the write took effect
+    already: answered as it was, not done again."""
+    earlier = keyed_write(dataset, key) if key and dataset is not None else None
+    if earlier is not None:
+        return earlier
     if dataset is None:
-        written = write_rows(rows, table, "create", table)
+        written = write_rows(rows, table, "create", table, key)
     else:
-        written = write_rows(rows, dataset, mode.value, table)
+        written = write_rows(rows, dataset, mode.value, table, key)
     inserted = rows.rows if isinstance(rows, StreamedRows) else rows.num_rows
     return InsertIntoTableResponse(version=written.version, num_inserted_rows=inserted)
+
+
+def keyed_write(dataset: LanceDataset, key: str) -> InsertIntoTableResponse | None:
+    """The answer of the write among the table's latest `KEYED_WRITE_WINDOW` commits whose
+    transaction holds the idempotency `key`; None if none does."""
+    with lance_errors(dataset.uri):
+        transactions = dataset.get_transactions(KEYED_WRITE_WINDOW)
+    for back, transaction in enumerate(transactions):
+        if transaction is None or (transaction.transaction_properties or {}).get(
+                KEY_MARK) != key:
+            continue
+        fragments = getattr(transaction.operation, "fragments", None) or []
+        return InsertIntoTableResponse(
+            version=dataset.version - back,
+            num_inserted_rows=sum(fragment.physical_rows or 0 for fragment in fragments))
+    return None
 
 
 # A duration as LanceDB and the spec write it: "30s", "5m", "1h30m", "250ms", "1.5s".

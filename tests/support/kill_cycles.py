@@ -134,15 +134,35 @@ def _insert_writers(server: Server, cycle: int, ledger: Ledger,
     def writer(index: int) -> Callable[[int], bool]:
         def step(attempt: int) -> bool:
             first = base + ((cycle * WRITERS + index) * 10_000 + attempt) * ROWS
-            _sent(ledger, first, lambda: server.post(
-                "/v1/table/ns$t/insert", headers=ARROW,
-                content=arrow_stream(sample_table(ROWS, first))))
+            _sent(ledger, first, lambda: _keyed_insert(server, first))
             return True
         return step
     return [writer(index) for index in range(WRITERS)]
 
 
+def _keyed_insert(server: Server, first: int) -> httpx.Response:
+    """The insert of the rows from `first`, keyed by them (a retry is answered as done)."""
+    return server.post("/v1/table/ns$t/insert", headers={**ARROW, "Idempotency-Key": f"{first}"},
+                       content=arrow_stream(sample_table(ROWS, first)))
+
+
 def _check_inserts(server: Server, cycle: int, ledger: Ledger) -> None:
+    """Acknowledged inserts there once, unanswered ones whole or absent; then each unanswered
+    one sent again with its key: all there exactly once."""
+    _check_inserted(server, cycle, ledger)
+    if not ledger.unanswered:
+        return
+    for first in ledger.unanswered:
+        answer = _keyed_insert(server, first)  # type: ignore[arg-type]
+        if answer.status_code != 200:
+            ledger.violations.append(f"cycle {cycle}: the retry of {first} answered "
+                                     f"{answer.status_code} {answer.text[:200]}")
+    retried = Ledger(ledger.carried, acked=[*ledger.acked, *ledger.unanswered])
+    _check_inserted(server, cycle, retried)
+    ledger.violations.extend(f"{violation} (after the retries)" for violation in retried.violations)
+
+
+def _check_inserted(server: Server, cycle: int, ledger: Ledger) -> None:
     ids = server.rows("ns$t").column("id").to_pylist()
     if len(ids) != len(set(ids)):
         ledger.violations.append(f"cycle {cycle}: {len(ids) - len(set(ids))} rows twice")
