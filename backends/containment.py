@@ -379,7 +379,7 @@ def _rename(containment: Containment, rename: Callable[..., Any], request: Any) 
         renamed = rename(request)
     except BaseException:
         if handed and not containment.records.names(new_id, before, request):
-            containment.records.hand_over(new_id, old_id, before)
+            containment.records.hand_over(new_id, old_id, before, renaming=False)
         raise
     try:
         containment.records.moved(old_id, new_id, before, request)

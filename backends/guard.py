@@ -26,6 +26,7 @@ from backends.core.bounds import RequestBounds
 from backends.core.external import ExternalLocation
 from backends.core.names import validate_identifier, validate_name
 from backends.core.operations import EXTENSION_METHODS, operation_methods, streamed_methods
+from backends.rename_recovery import finish_cut_off_rename
 from backends.tables.bodies import check_storable_stream
 from backends.tables.refs import check_ref_names
 from backends.tables.sql import check_sql_expressions
@@ -80,6 +81,11 @@ class GuardedNamespace:
         read the data files of its versions."""
         return self.containment is not None and self.containment.records.is_cloned(
             list(table_id), location)
+
+    def finish_cut_off_rename(self, table_id: list[str]) -> bool:
+        """Whether `table_id` was the old name of a rename cut off half-way, deregistered
+        now (maintenance asks; `backends.rename_recovery`)."""
+        return self.containment is not None and finish_cut_off_rename(self.containment, table_id)
 
     def __getattr__(self, name: str) -> Any:
         if name in GUARDED_OPERATIONS and hasattr(self.backend, name):

@@ -14,11 +14,14 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
+import random
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from lance import LanceDataset
+from lance.optimize import Compaction, CompactionOptions
 from lance_namespace import DescribeTableRequest, ListTablesRequest
 
 from backends.core.names import ID_DELIMITER
@@ -76,7 +79,8 @@ def maintain_table(
             done.actions.append("compacted")
         unindexed = _unindexed_rows(dataset)
         if unindexed >= policy.min_unindexed_rows:
-            dataset.optimize.optimize_indices()
+            dataset = _beside_writers(
+                dataset, lambda table: table.optimize.optimize_indices())
             done.indexed_rows = unindexed
             done.actions.append("indexed")
         if policy.version_retention > 0:
@@ -91,24 +95,37 @@ def maintain_table(
     return done
 
 
-# Compactions planned again after Lance gave up rebasing one on a writer's commits.
-_COMPACTION_ATTEMPTS = 3
+# Commits tried again after Lance gave up rebasing one on a busy writer's commits (each try
+# is Lance's own retries), after a jittered pause so that the two stop colliding.
+_ATTEMPTS_BESIDE_WRITERS = 8
+_PAUSE_BESIDE_WRITERS = (0.02, 0.25)
+
+
+def _beside_writers(
+    dataset: LanceDataset, commit: Callable[[LanceDataset], object]
+) -> LanceDataset:
+    """Run `commit` (a compaction's commit, an index update) on the table's latest version.
+    Beside a busy writer Lance may give up rebasing it on new commits (its retries spent):
+    it is tried again on the then latest version, a bounded number of times."""
+    for attempt in range(_ATTEMPTS_BESIDE_WRITERS):
+        try:
+            commit(dataset)
+            return dataset
+        except (OSError, RuntimeError, ValueError) as error:
+            if "conflict" not in str(error).lower() or attempt + 1 == _ATTEMPTS_BESIDE_WRITERS:
+                raise
+            time.sleep(random.uniform(*_PAUSE_BESIDE_WRITERS))
+            dataset = dataset.checkout_version(dataset.latest_version)
+    return dataset
 
 
 def _compact(dataset: LanceDataset, policy: MaintenancePolicy) -> LanceDataset:
-    """Compact the table's small fragments. Beside a busy writer Lance may give up rebasing
-    the compaction on new commits (its retries spent): it is planned again on the latest
-    version, a bounded number of times."""
-    for attempt in range(_COMPACTION_ATTEMPTS):
-        try:
-            dataset.optimize.compact_files(
-                target_rows_per_fragment=policy.target_rows_per_fragment)
-            return dataset
-        except (OSError, RuntimeError, ValueError) as error:
-            if "commit conflict" not in str(error).lower() or attempt + 1 == _COMPACTION_ATTEMPTS:
-                raise
-            dataset = dataset.checkout_version(dataset.latest_version)
-    return dataset
+    """Rewrite the table's small fragments once, then commit the rewrite (`_beside_writers`):
+    appends committed meanwhile are kept, as Lance rebases a rewrite on them."""
+    options = CompactionOptions(target_rows_per_fragment=policy.target_rows_per_fragment)
+    plan = Compaction.plan(dataset, options)
+    rewrites = [task.execute(dataset) for task in plan.tasks]
+    return _beside_writers(dataset, lambda table: Compaction.commit(table, rewrites, options))
 
 
 def _unindexed_rows(dataset: LanceDataset) -> int:
@@ -139,7 +156,8 @@ def maintain_all(
     """One maintenance pass over every table of `namespace` (a `MetadataNamespace`); each
     table's outcome goes to `observe` as it is done. A table that fails is reported, not
     retried: the next pass tries it again. First, what interrupted creates abandoned is swept
-    (the backend's `sweep_abandoned`)."""
+    (the backend's `sweep_abandoned`); a table that is the old name of a rename cut off
+    half-way is deregistered instead of maintained (`backends.rename_recovery`)."""
     try:
         namespace.sweep_abandoned(policy.abandoned_after)
     except Exception as error:  # the tables are still maintained
@@ -148,10 +166,15 @@ def maintain_all(
     for table_id in table_ids(namespace):
         name = ID_DELIMITER.join(table_id)
         try:
-            dataset = namespace.open(DescribeTableRequest(id=table_id))
-            kept = namespace.keeps_versions(table_id, dataset.uri)  # a shallow clone's source
-            table_policy = dataclasses.replace(policy, version_retention=0) if kept else policy
-            done = maintain_table(dataset, table_policy, name)
+            if namespace.finish_cut_off_rename(table_id):
+                done = TableMaintenance(name, actions=["deregistered: the old name of a "
+                                                       "rename cut off half-way"])
+            else:
+                dataset = namespace.open(DescribeTableRequest(id=table_id))
+                kept = namespace.keeps_versions(table_id, dataset.uri)  # a clone's source
+                table_policy = (dataclasses.replace(policy, version_retention=0) if kept
+                                else policy)
+                done = maintain_table(dataset, table_policy, name)
         except Exception as error:  # one table's failure does not stop the pass
             logger.warning("maintenance of table %s failed: %s", name, error)
             done = TableMaintenance(name, error=str(error))

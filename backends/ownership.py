@@ -53,6 +53,7 @@ _SCHEMA = pa.schema([
     pa.field("placed", pa.bool_(), nullable=False),
     pa.field("cloned", pa.bool_()),
     pa.field("borrows", pa.bool_()),
+    pa.field("renamed_from", pa.list_(pa.string())),
 ])
 
 
@@ -64,6 +65,8 @@ class Record:
     cloned: bool = False
     # A shallow clone: it reads data files of another table's location.
     borrows: bool = False
+    # The id a rename under way takes the data from (`backends.rename_recovery`).
+    renamed_from: list[str] | None = None
 
 
 def _record_path(location: str) -> str:
@@ -91,7 +94,7 @@ def read_record(location: str, options: Mapping[str, str] | None) -> Record | No
         return None
     row = found[0]
     return Record(list(row["owner_id"]), bool(row.get("placed")), bool(row.get("cloned")),
-                  bool(row.get("borrows")))
+                  bool(row.get("borrows")), list(row.get("renamed_from") or []) or None)
 
 
 def write_record(location: str, options: Mapping[str, str] | None, record: Record) -> None:
@@ -101,7 +104,7 @@ def write_record(location: str, options: Mapping[str, str] | None, record: Recor
     )
     writer.write_batch(pa.table(
         {"owner_id": [list(record.owner)], "placed": [record.placed], "cloned": [record.cloned],
-         "borrows": [record.borrows]}, schema=_SCHEMA))
+         "borrows": [record.borrows], "renamed_from": [record.renamed_from]}, schema=_SCHEMA))
     writer.close()
 
 
@@ -341,14 +344,17 @@ class OwnershipRecords:
             return False  # keys for its location alone would not read a shallow clone
         return record is None or self._same(record.owner, table_id)
 
-    def hand_over(self, from_id: list[str], to_id: list[str], location: str) -> bool:
-        """Make the record at `location` name `to_id` where it names `from_id`; whether it
-        did (a location no record of `from_id` names is left as it is)."""
+    def hand_over(self, from_id: list[str], to_id: list[str], location: str,
+                  renaming: bool = True) -> bool:
+        """Make the record at `location` name `to_id` where it names `from_id`, noting that
+        a rename from `from_id` is under way (not when a failed one gives it back); whether
+        it did (a location no record of `from_id` names is left as it is)."""
         record = read_record(location, self._options())
         if record is None or not self._same(record.owner, from_id):
             return False
         write_record(location, self._options(), Record(
-            list(to_id), record.placed, record.cloned, record.borrows))
+            list(to_id), record.placed, record.cloned, record.borrows,
+            list(from_id) if renaming else None))
         return True
 
     def moved(self, old_id: list[str], new_id: list[str], old_location: str | None,
@@ -362,7 +368,7 @@ class OwnershipRecords:
             return
         options = self._options(entry.storage_options)
         record = read_record(entry.location, options)
-        if record is not None and self._same(record.owner, old_id):
+        if record is not None and (self._same(record.owner, old_id) or record.renamed_from):
             write_record(entry.location, options, Record(
                 list(new_id), record.placed, record.cloned, record.borrows))
         elif record is None and old_location and old_location != entry.location:

@@ -51,7 +51,10 @@ def _maintain(root: Path) -> list[dict[str, Any]]:
 
 
 class Writer(threading.Thread):
-    """Adds one row at a time through the remote client until stopped; counts its outcomes."""
+    """Adds one row at a time through the remote client until stopped, one every 20 ms at
+    most (a writer committing back to back, faster than a compaction of a thousand
+    fragments can commit, starves it: Lance rebases the compaction on each new commit and
+    gives up; the pass reports it and the next one tries again); counts its outcomes."""
 
     def __init__(self, table: Any) -> None:
         super().__init__(daemon=True)
@@ -69,6 +72,7 @@ class Writer(threading.Thread):
             except Exception as error:  # counted: the test asserts there are none
                 self.failures.append(repr(error))
             index += 1
+            self.stopped.wait(0.02)  # the writer's pace, not a wait for anything
 
 
 @pytest.mark.timeout(900)

@@ -1,0 +1,187 @@
+"""A soak: `lance-adapter serve` on a `dir` root (`--workers 2`, maintenance on every
+`--maintenance-interval` seconds) under a mixed load of `--clients` clients for `--minutes`
+minutes: each request is, in turn, an insert of 20 rows, a vector search (k=10), a filtered
+query, a count, a DescribeTable and a ListTables, over `--tables` tables. Prints per minute:
+requests per second, p50 and p99 latency, errors, and each worker's RSS and open file
+descriptors (read from /proc). At the end, the last minute against the first: throughput and
+p99 (issue 49's target: within 20%) and RSS growth after the first minute (target: < 10%).
+
+    .venv/bin/python bench/soak.py [--minutes 10] [--clients 16] [--tables 4]
+        [--maintenance-interval 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.rest_adapter_bench import CHECKOUT, free_port, wait_ready
+from tests.support.lance_data import VECTOR_DIMENSION, arrow_stream, sample_table
+
+ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
+
+
+@dataclass
+class Minute:
+    latencies: list[float] = field(default_factory=list)
+    errors: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _requests(url: str, tables: int) -> itertools.cycle:
+    """The load's requests in turn: (what, send)."""
+    def insert(client: httpx.Client, n: int) -> httpx.Response:
+        return client.post(f"{url}/v1/table/ns$t{n % tables}/insert", headers=ARROW,
+                           content=arrow_stream(sample_table(20, 1_000_000 + n * 20)))
+
+    def search(client: httpx.Client, n: int) -> httpx.Response:
+        return client.post(f"{url}/v1/table/ns$t{n % tables}/query", json={
+            "vector": {"single_vector": [0.5] * VECTOR_DIMENSION}, "k": 10,
+            "columns": {"column_names": ["id"]}})
+
+    def filtered(client: httpx.Client, n: int) -> httpx.Response:
+        return client.post(f"{url}/v1/table/ns$t{n % tables}/query", json={
+            "vector": {}, "filter": "id < 500", "k": 100,
+            "columns": {"column_names": ["id", "name"]}})
+
+    def count(client: httpx.Client, n: int) -> httpx.Response:
+        return client.post(f"{url}/v1/table/ns$t{n % tables}/count_rows", json={})
+
+    def describe(client: httpx.Client, n: int) -> httpx.Response:
+        return client.post(f"{url}/v1/table/ns$t{n % tables}/describe", json={})
+
+    def listing(client: httpx.Client, n: int) -> httpx.Response:
+        return client.get(f"{url}/v1/namespace/ns/table/list")
+
+    return itertools.cycle([insert, search, filtered, count, describe, listing])
+
+
+def _client(url: str, tables: int, stop: threading.Event, minutes: list[Minute],
+            started: float, offset: int) -> None:
+    sends = _requests(url, tables)
+    for _ in range(offset):
+        next(sends)
+    with httpx.Client(timeout=60) as client:
+        for n in itertools.count(offset * 1000):
+            if stop.is_set():
+                return
+            send = next(sends)
+            begun = time.monotonic()
+            try:
+                ok = send(client, n).status_code == 200
+            except httpx.HTTPError:
+                ok = False
+            ended = time.monotonic()
+            minute = minutes[min(int((ended - started) // 60), len(minutes) - 1)]
+            with minute.lock:
+                minute.latencies.append(ended - begun)
+                minute.errors += not ok
+
+
+def _workers(supervisor: int) -> list[int]:
+    """The supervisor's worker processes (not its small helpers: multiprocessing's tracker)."""
+    children = Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text().split()
+    return [int(pid) for pid in children
+            if b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes()]
+
+
+def _rss_and_fds(pid: int) -> tuple[float, int]:
+    status = Path(f"/proc/{pid}/status").read_text()
+    rss = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS"))
+    return rss / 1024, len(list(Path(f"/proc/{pid}/fd").iterdir()))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--minutes", type=int, default=10)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--tables", type=int, default=4)
+    parser.add_argument("--maintenance-interval", type=int, default=60)
+    arguments = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="soak-") as work:
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        cli = str(Path(sys.executable).parent / "lance-adapter")
+        process = subprocess.Popen(
+            [cli, "serve", "--prop", f"root={Path(work) / 'root'}", "--port", str(port),
+             "--workers", "2", "--log-level", "warning"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={**os.environ, **CHECKOUT,
+                 "LANCE_ADAPTER_MAINTENANCE_INTERVAL": str(arguments.maintenance_interval)})
+        try:
+            wait_ready(url, process)
+            _prepare(url, arguments.tables)
+            return _soak(url, process.pid, arguments)
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+
+
+def _prepare(url: str, tables: int) -> None:
+    httpx.post(f"{url}/v1/namespace/ns/create", json={}, timeout=60).raise_for_status()
+    for table in range(tables):
+        httpx.post(f"{url}/v1/table/ns$t{table}/create", headers=ARROW, timeout=120,
+                   content=arrow_stream(sample_table(5000))).raise_for_status()
+
+
+def _soak(url: str, supervisor: int, arguments: argparse.Namespace) -> int:
+    minutes = [Minute() for _ in range(arguments.minutes)]
+    stop = threading.Event()
+    started = time.monotonic()
+    clients = [threading.Thread(target=_client, args=(url, arguments.tables, stop, minutes,
+                                                      started, index))
+               for index in range(arguments.clients)]
+    for client in clients:
+        client.start()
+    memory: list[list[tuple[float, int]]] = []
+    print("minute  req/s    p50 ms   p99 ms  errors  workers' RSS MiB / fds", flush=True)
+    for index in range(arguments.minutes):
+        stop.wait(max(0.0, started + 60 * (index + 1) - time.monotonic()))
+        memory.append([_rss_and_fds(pid) for pid in _workers(supervisor)])
+        if index > 0:
+            _report(index, minutes[index - 1], memory[index - 1])
+    stop.set()
+    for client in clients:
+        client.join(timeout=120)
+    _report(arguments.minutes, minutes[-1], memory[-1])
+    return _verdict(minutes, memory)
+
+
+def _report(number: int, minute: Minute, memory: list[tuple[float, int]]) -> None:
+    latencies = minute.latencies or [0.0]
+    p99 = _p99(minute)
+    workers = "  ".join(f"{rss:.0f}/{fds}" for rss, fds in memory)
+    print(f"{number:6d} {len(latencies) / 60:7.1f} {statistics.median(latencies) * 1000:8.1f} "
+          f"{p99 * 1000:8.1f} {minute.errors:7d}  {workers}", flush=True)
+
+
+def _verdict(minutes: list[Minute], memory: list[list[tuple[float, int]]]) -> int:
+    first, last = minutes[0], minutes[-1]
+    throughput = len(last.latencies) / max(1, len(first.latencies))
+    p99 = _p99(last) / max(_p99(first), 1e-9)
+    rss = sum(rss for rss, _ in memory[-1]) / max(1.0, sum(rss for rss, _ in memory[0]))
+    print(f"last minute / first: throughput {throughput:.2f}x (target >= 0.80), p99 {p99:.2f}x "
+          f"(target <= 1.20); workers' RSS after the first minute {rss:.2f}x (target < 1.10); "
+          f"errors {sum(minute.errors for minute in minutes)}")
+    return 0 if throughput >= 0.8 and p99 <= 1.2 and rss < 1.1 else 1
+
+
+def _p99(minute: Minute) -> float:
+    latencies = sorted(minute.latencies)
+    return latencies[int(len(latencies) * 0.99)] if latencies else 0.0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
