@@ -152,14 +152,20 @@ def _check_inserts(server: Server, cycle: int, ledger: Ledger) -> None:
     _check_inserted(server, cycle, ledger)
     if not ledger.unanswered:
         return
-    for first in ledger.unanswered:
+    _retried(server, cycle, ledger, ledger.unanswered)
+    retried = Ledger(ledger.carried, acked=[*ledger.acked, *ledger.unanswered])
+    _check_inserted(server, cycle, retried)
+    ledger.violations.extend(f"{violation} (after the retries)" for violation in retried.violations)
+
+
+def _retried(server: Server, cycle: int, ledger: Ledger, unanswered: list[object]) -> list[object]:
+    """Send each of the `unanswered` inserts again with its key (a violation unless 200)."""
+    for first in unanswered:
         answer = _keyed_insert(server, first)  # type: ignore[arg-type]
         if answer.status_code != 200:
             ledger.violations.append(f"cycle {cycle}: the retry of {first} answered "
                                      f"{answer.status_code} {answer.text[:200]}")
-    retried = Ledger(ledger.carried, acked=[*ledger.acked, *ledger.unanswered])
-    _check_inserted(server, cycle, retried)
-    ledger.violations.extend(f"{violation} (after the retries)" for violation in retried.violations)
+    return unanswered
 
 
 def _check_inserted(server: Server, cycle: int, ledger: Ledger) -> None:
@@ -389,8 +395,9 @@ def _loop(stop: threading.Event, step: Callable[[int], bool]) -> None:
 def run_replicas(killed: Server, steady: Server, restarts: int, seed: int) -> KindReport:
     """Two replicas on one root: `steady` creates tables and inserts into `ns$t` throughout,
     while `killed` inserts into it too and is killed at random moments (drawn from `seed`)
-    and restarted `restarts` times. Then: every table `steady` acknowledged is listed and
-    reads through both, and every acknowledged insert of either reads back exactly once."""
+    and restarted `restarts` times, each of its unanswered inserts sent again with its key
+    once it is back. Then: every table `steady` acknowledged is listed and reads through
+    both, and every insert acknowledged (first or on its retry) reads back exactly once."""
     chooser = random.Random(f"{seed}-replicas")
     steady.post("/v1/namespace/ns/create")
     _prepare_table("ns$t", sample_table(1, -1))(steady, 0)
@@ -401,6 +408,7 @@ def run_replicas(killed: Server, steady: Server, restarts: int, seed: int) -> Ki
                      *_insert_writers(steady, 0, kept, base=500_000_000)]]
     for thread in kept_threads:
         thread.start()
+    retried: list[int] = []
     try:
         for cycle in range(restarts):
             dying.first_ack.clear()
@@ -417,14 +425,16 @@ def run_replicas(killed: Server, steady: Server, restarts: int, seed: int) -> Ki
             for thread in threads:
                 thread.join(timeout=120)
             killed.start()
+            # As a client would, at once: each unanswered insert sent again with its key.
+            retried.extend(_retried(killed, cycle, dying, dying.unanswered[len(retried):]))
     finally:
         kept_stop.set()
         for thread in kept_threads:
             thread.join(timeout=120)
     tables = [name for name in kept.acked if isinstance(name, str)]
     inserts = [first for first in kept.acked if isinstance(first, int)]
-    merged = Ledger({}, acked=[*inserts, *dying.acked], unanswered=dying.unanswered)
-    _check_inserts(steady, restarts, merged)
+    merged = Ledger({}, acked=[*inserts, *dying.acked, *dying.unanswered])
+    _check_inserted(steady, restarts, merged)
     for server in (killed, steady):
         listed = {f"ns${name}" for name in _listed(server, "ns")}
         merged.violations.extend(f"table {name} not listed by {server.url}"
