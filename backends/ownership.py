@@ -41,6 +41,7 @@ from backends.core.filesystems import table_filesystem
 from backends.core.locations import StorageLocation, resolve_stored
 from backends.core.names import joined_id
 from backends.layouts import TableLayout
+from backends.tables.errors import lance_errors
 
 if TYPE_CHECKING:
     from backends.base import MetadataNamespace
@@ -99,13 +100,15 @@ def read_record(location: str, options: Mapping[str, str] | None) -> Record | No
 
 def write_record(location: str, options: Mapping[str, str] | None, record: Record) -> None:
     """Record the owner of `location` (replacing any earlier record)."""
-    writer = LanceFileWriter(
-        _record_path(location), _SCHEMA, storage_options=dict(options or {}) or None
-    )
-    writer.write_batch(pa.table(
-        {"owner_id": [list(record.owner)], "placed": [record.placed], "cloned": [record.cloned],
-         "borrows": [record.borrows], "renamed_from": [record.renamed_from]}, schema=_SCHEMA))
-    writer.close()
+    with lance_errors(location):  # a full disk, say: code 17, not an internal error
+        writer = LanceFileWriter(
+            _record_path(location), _SCHEMA, storage_options=dict(options or {}) or None
+        )
+        writer.write_batch(pa.table(
+            {"owner_id": [list(record.owner)], "placed": [record.placed],
+             "cloned": [record.cloned], "borrows": [record.borrows],
+             "renamed_from": [record.renamed_from]}, schema=_SCHEMA))
+        writer.close()
 
 
 def claim_location(location: str, options: Mapping[str, str] | None,

@@ -7,7 +7,7 @@ descriptors (read from /proc). At the end, the last minute against the first: th
 p99 (issue 49's target: within 20%) and RSS growth after the first minute (target: < 10%).
 
     .venv/bin/python bench/soak.py [--minutes 10] [--clients 16] [--tables 4]
-        [--maintenance-interval 60]
+        [--maintenance-interval 60] [--setting NAME=VALUE ...]
 """
 
 from __future__ import annotations
@@ -109,7 +109,10 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--tables", type=int, default=4)
     parser.add_argument("--maintenance-interval", type=int, default=60)
+    parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                        help="a server setting (e.g. maintenance_version_retention=120)")
     arguments = parser.parse_args()
+    settings = dict(setting.split("=", 1) for setting in arguments.setting)
     with tempfile.TemporaryDirectory(prefix="soak-") as work:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
@@ -119,7 +122,8 @@ def main() -> int:
              "--workers", "2", "--log-level", "warning"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             env={**os.environ, **CHECKOUT,
-                 "LANCE_ADAPTER_MAINTENANCE_INTERVAL": str(arguments.maintenance_interval)})
+                 "LANCE_ADAPTER_MAINTENANCE_INTERVAL": str(arguments.maintenance_interval),
+                 **{f"LANCE_ADAPTER_{name.upper()}": value for name, value in settings.items()}})
         try:
             wait_ready(url, process)
             _prepare(url, arguments.tables)

@@ -50,16 +50,8 @@ from lance_namespace import (
 
 from backends.base import MetadataNamespace
 from backends.core.lance_tables import require_lance_table
-from backends.core.locations import (
-    local_directory,
-    resolve_stored,
-    storage_root,
-)
-from backends.core.modes import (
-    CreateMode,
-    RegisterMode,
-    parse_mode,
-)
+from backends.core.locations import local_directory, resolve_stored, storage_root
+from backends.core.modes import CreateMode, RegisterMode, parse_mode
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.core.paging import paginate
 from backends.core.settings import BackendSettings
@@ -74,7 +66,7 @@ from backends.directory.layout import (
     require_storable_id,
     storable_id,
 )
-from backends.directory.manifest_repair import is_manifest_damage, repaired
+from backends.directory.manifest_repair import creating_root_table, is_manifest_damage, repaired
 from backends.directory.native import (
     create_namespace_natively,
     drop_namespace_natively,
@@ -87,7 +79,7 @@ from backends.directory.settings import DirectorySettings
 from backends.layouts import TableLayout
 from backends.tables.access import TableLocation, has_data, open_dataset
 from backends.tables.bodies import stream_has_rows
-from backends.tables.errors import translate_native
+from backends.tables.errors import translate_internal, translate_native
 from backends.tables.history import staging_manifest_key
 from backends.tables.lifecycle import caller, renamed_id
 from backends.tables.reads import query_vectors, require_vector_column, vector_column
@@ -208,7 +200,10 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
         if not stream_has_rows(request_data):
             return MetadataNamespace.create_table(self, request, request_data)
         native = request.model_copy(update={"mode": _NATIVE_CREATE_MODES[mode]})
-        created = self._native("create_table", native, request_data)
+        create = functools.partial(self._native, "create_table", native, request_data)
+        root_table = len(request.id or []) == 1 and mode is CreateMode.CREATE
+        created = creating_root_table(create, self._root, self._storage_options,
+                                      request.id[0]) if root_table else create()
         if created.version is None:  # natively unset when ExistOk found the table
             created.version = open_dataset(self.locate(request)).version
         return created
@@ -251,7 +246,7 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
     def served_operation(self, name: str) -> Callable[..., Any]:
         """The operation `name`, after finishing renames a kill cut off
         (`backends.directory.renames`), repairing the manifest where it finds it damaged
-        (`backends.directory.manifest_repair`)."""
+        (`backends.directory.manifest_repair`), its native errors given the spec's codes."""
         return functools.partial(self._repairing, getattr(self, name))
 
     def _repairing(self, operation: Callable[..., Any], *arguments: Any, **keywords: Any) -> Any:
@@ -261,7 +256,12 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
         except BaseException as error:
             if is_manifest_damage(error):
                 raise repaired(self._root, self._storage_options) from error
-            raise
+            # A native call made outside `_translated` (a full disk while the manifest is
+            # written, say): its internal error gets its precise code too.
+            translated = translate_internal(error, self.storage_root())
+            if translated is error:
+                raise
+            raise translated from error
 
     def _as_is(self, name: str, *arguments: Any) -> Any:
         """The native operation as it is."""

@@ -12,22 +12,31 @@ with the reproduction in `tests/test_faults_catalog.py`.)
 The server repairs what it finds so: the latest version is replaced by a restore of the newest
 earlier one whose data all reads. The change lost is the one whose commit Lance answered as
 failed, so rolling it back loses nothing acknowledged. The call that found the damage is
-answered 503 / code 17 (retry), and the repair is logged.
+answered 503 / code 17 (retry), and the repair is logged. A CreateTable of a root table whose
+commit was so rolled back has its directory removed too (`creating_root_table`): natively a
+root table is whatever `<root>/<name>.lance` holds, so the retry would otherwise find it there.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 import lance
+import pyarrow.fs as pafs
 from lance_namespace import ServiceUnavailableError
+
+from backends.core.filesystems import table_filesystem
+from backends.core.locations import join_location, storage_root
+from backends.layouts import TABLE_SUFFIX
 
 logger = logging.getLogger("lance_adapter")
 
 MANIFEST = "__manifest"
 # How many versions back a repair looks for one that reads; a lost answer damages one.
 _LOOKBACK = 16
+Created = TypeVar("Created")
 
 
 def is_manifest_damage(error: BaseException | None) -> bool:
@@ -88,3 +97,23 @@ def _whole(dataset: lance.LanceDataset, version: int) -> lance.LanceDataset | No
     except (OSError, RuntimeError, ValueError):
         return None
     return candidate
+
+
+def creating_root_table(create: Callable[[], Created], root: str,
+                        options: Mapping[str, str] | None, name: str) -> Created:
+    """`create()`, a CreateTable (mode create) of the root table `name`. When it meets a
+    damaged manifest, the directory it wrote is removed (one that was there before is not):
+    the manifest is about to lose its commit, and the call is answered as not done."""
+    filesystem, path = table_filesystem(
+        join_location(storage_root(root), name + TABLE_SUFFIX), options)
+    existed = filesystem.get_file_info(path).type != pafs.FileType.NotFound
+    try:
+        return create()
+    except BaseException as error:
+        if not existed and is_manifest_damage(error):
+            try:
+                filesystem.delete_dir(path)
+            except (OSError, FileNotFoundError) as failure:  # answered as before: code 17
+                logger.error("could not remove table %s's directory after its create was "
+                             "rolled back: %s", name, failure)
+        raise

@@ -104,6 +104,11 @@ _EXPLAINED: tuple[tuple[tuple[str, ...], type[LanceNamespaceError], str], ...] =
     (("500 internal server error",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
     (("connection reset",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
     (("connection refused",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
+    # A full disk (ENOSPC): the write stopped before its commit, so it did not take effect;
+    # code 17, which clients retry, once the operator has freed space.
+    (("no space left on device",), ServiceUnavailableError,
+     "the storage is full (no space left on device): the write did not take effect; "
+     "retry once space is freed"),
     (("/_refs/tags/", "not found"), InvalidTableStateError,
      "the table holds a tag whose name Lance writes but cannot read back (a non-ASCII name, "
      "from an older server or another client), so its tags cannot be listed; DeleteTableTag "
@@ -312,6 +317,14 @@ def translate_native(error: BaseException, root: str) -> BaseException:
     if isinstance(error, LanceNamespaceError):
         return error
     return translate(error, root) or error
+
+
+def translate_internal(error: BaseException, root: str) -> BaseException:
+    """`translate_native` for an internal or untranslated error; any other spec error is
+    left as it is (it has its code already)."""
+    if isinstance(error, LanceNamespaceError) and error.code != ErrorCode.INTERNAL:
+        return error
+    return translate_native(error, root)
 
 
 @contextlib.contextmanager
