@@ -126,7 +126,7 @@ def log_config(level: str) -> dict[str, Any]:
         "formatters": {"json": {"()": "app.observability.JsonFormatter"}},
         "handlers": {
             "stdout": {
-                "class": "logging.StreamHandler",
+                "class": "app.batched_log.BatchedStreamHandler",
                 "formatter": "json",
                 "stream": "ext://sys.stdout",
             }

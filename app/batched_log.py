@@ -1,0 +1,71 @@
+"""The log handler of `lance-adapter serve`: lines written in batches by a thread of its own.
+
+One write and flush per line cost the event loop a system call per request (the access log
+line). Here a line is formatted where it is logged (the request id is read there) and queued;
+the handler's thread writes what is queued every `interval` seconds in one write. Only the
+access log's lines wait so: any other line is written at once, with everything queued before
+it (the lines keep their order, and the last ones before a crash are out); so is a queue that
+reached `most` lines (a stalled reader slows the server down rather than grow its memory).
+uvicorn logs its last lines ("Finished server process") after the last request ends, so a
+server stopped normally writes every access line, even though it then ends by re-raising the
+signal (no `atexit`); `flush()` and `close()` write what is queued too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TextIO
+
+
+class BatchedStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A `StreamHandler` writing its lines in batches (see the module's docstring)."""
+
+    def __init__(
+        self, stream: TextIO | None = None, interval: float = 0.05, most: int = 1024,
+        batched: str = "lance_adapter.access",
+    ) -> None:
+        super().__init__(stream)
+        self._batched = batched  # the logger whose info lines wait
+        self._interval = interval
+        self._most = most
+        self._queued: list[str] = []
+        self._stopping = threading.Event()
+        self._writer = threading.Thread(target=self._write_batches, name="log-writer",
+                                        daemon=True)
+        self._writer.start()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Called under the handler's lock (`Handler.handle`)."""
+        try:
+            self._queued.append(self.format(record))
+        except Exception:  # as `StreamHandler.emit` does: logging never fails the caller
+            self.handleError(record)
+            return
+        if (record.name != self._batched or record.levelno >= logging.WARNING
+                or len(self._queued) >= self._most):
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is queued. Under the handler's lock (re-entered from `emit`): lines
+        queued meanwhile wait, so no batch overtakes another."""
+        with self.lock:  # type: ignore[union-attr]
+            if self._queued:
+                lines, self._queued = self._queued, []
+                self.stream.write(self.terminator.join(lines) + self.terminator)
+                self.stream.flush()
+
+    def _write_batches(self) -> None:
+        while not self._stopping.wait(self._interval):
+            try:
+                self.flush()
+            except Exception:  # a closed or broken stream: the next flush reports it
+                continue
+
+    def close(self) -> None:
+        self._stopping.set()
+        self._writer.join(timeout=5)
+        try:
+            self.flush()
+        finally:
+            super().close()
