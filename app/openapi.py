@@ -115,9 +115,31 @@ def with_operation_routes(document: dict[str, Any], operations: list[Operation])
 
 @functools.cache
 def openapi_document() -> dict[str, Any]:
-    """The whole document, as /openapi.json and /rest.yaml serve it."""
+    """The whole document, as /openapi.json and /rest.yaml serve it. Its server is this one,
+    relative to the document (rest.yaml names a local default port): so that Swagger UI's
+    "Try it out" calls it, behind a gateway's path prefix too."""
     document = yaml.safe_load(SPEC_PATH.read_text())
-    return with_operation_routes(document, load_operations())
+    document["servers"] = [{"url": ".", "description": "this server"}]
+    return with_operation_routes(_parameters_inlined(document), load_operations())
+
+
+def _parameters_inlined(document: dict[str, Any]) -> dict[str, Any]:
+    """`document` with each reference to a parameter of `components` replaced by the
+    parameter: Swagger UI 5 renders a referenced parameter of a path (`id`, `delimiter`) as
+    an unnamed `any` field, so "Try it out" could not fill it in."""
+    parameters = document.get("components", {}).get("parameters", {})
+
+    def inlined(parameter: dict[str, Any]) -> dict[str, Any]:
+        reference = parameter.get("$ref", "")
+        name = reference.removeprefix("#/components/parameters/")
+        return copy.deepcopy(parameters[name]) if name != reference and name in parameters \
+            else parameter
+
+    for item in document.get("paths", {}).values():
+        for holder in (item, *(value for value in item.values() if isinstance(value, dict))):
+            if isinstance(holder.get("parameters"), list):
+                holder["parameters"] = [inlined(parameter) for parameter in holder["parameters"]]
+    return document
 
 
 @functools.cache

@@ -19,14 +19,28 @@ def test_openapi_json_is_rest_yaml_with_the_operation_id_routes(dir_server: str)
     assert answer.status_code == 200
     assert answer.headers["content-type"] == "application/json"
     document, spec = answer.json(), yaml.safe_load(SPEC_PATH.read_text())
-    assert {key: value for key, value in document.items() if key != "paths"} == {
-        key: value for key, value in spec.items() if key != "paths"}
-    assert all(document["paths"][path] == item for path, item in spec["paths"].items())
+    assert {key: value for key, value in document.items() if key not in ("paths", "servers")} == {
+        key: value for key, value in spec.items() if key not in ("paths", "servers")}
+    assert document["servers"] == [{"url": ".", "description": "this server"}]
+    assert all(document["paths"][path] == _inlined(item, spec["components"]["parameters"])
+               for path, item in spec["paths"].items())
     added = set(document["paths"]) - set(spec["paths"])
     assert added == {f"/{op.operation_id}" for op in load_operations() if op.path is not None}
     as_yaml = httpx.get(f"{dir_server}/rest.yaml", timeout=60)
     assert as_yaml.headers["content-type"].startswith("application/yaml")
     assert yaml.safe_load(as_yaml.text) == document
+
+
+def _inlined(value: object, parameters: dict) -> object:
+    """`value` with every reference to one of `parameters` replaced by it."""
+    if isinstance(value, list):
+        return [_inlined(item, parameters) for item in value]
+    if not isinstance(value, dict):
+        return value
+    reference = value.get("$ref", "")
+    if reference.startswith("#/components/parameters/"):
+        return parameters[reference.rsplit("/", 1)[-1]]
+    return {key: _inlined(item, parameters) for key, item in value.items()}
 
 
 def test_the_docs_page_loads_every_asset_from_the_server_itself(dir_server: str) -> None:
