@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
-from lance_namespace import LanceNamespace, ListNamespacesRequest
+from lance_namespace import LanceNamespace, LanceNamespaceError, ListNamespacesRequest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from app.config import Settings
-from app.observability import METRICS_CONTENT_TYPE, Metrics, named_route
+from app.errors import public_message
+from app.observability import METRICS_CONTENT_TYPE, Metrics, named_route, redact
 from backends.directory.settings import DirectorySettings
 
 logger = logging.getLogger("lance_adapter")
 _NO_STORE = {"cache-control": "no-store"}
 # The routes `health_routes` serves; they answer without credentials (app.auth).
 HEALTH_PATHS = ("/healthz", "/readyz", "/metrics")
+_MOST_REASON = 300  # characters of a failed check's reason in the /readyz answer
 
 
 Probe = Callable[[], None]
@@ -55,11 +57,15 @@ def backend_probe(namespace: LanceNamespace) -> Probe:
 
 
 class Readiness:
-    """Runs the readiness probe, which must answer within `timeout` seconds."""
+    """Runs the readiness checks, in order, which must all answer within `timeout` seconds:
+    the backend's probe (check `backend`), then, for a local `dir` root, a file written there
+    (check `root_writable`)."""
 
-    def __init__(self, probe: Probe, timeout: float) -> None:
-        self._probe = probe
+    def __init__(self, probe: Probe, timeout: float,
+                 checks: Sequence[tuple[str, Probe]] = ()) -> None:
+        self._checks = [("backend", probe), *checks]
         self.timeout = timeout
+        self._running = "backend"  # the check under way, named when time runs out
         # One probe at a time: a hung backend cannot pile up probe threads.
         self._limiter = anyio.CapacityLimiter(1)
 
@@ -68,26 +74,38 @@ class Readiness:
         probe, root = backend_probe(namespace), local_root(settings)
         if root is None:
             return cls(probe, settings.readiness_timeout)
+        return cls(probe, settings.readiness_timeout,
+                   [("root_writable", lambda: check_writable(root))])
 
-        def probe_and_write() -> None:
-            probe()
-            check_writable(root)
+    def _run_checks(self) -> None:
+        for name, check in self._checks:
+            self._running = name
+            check()
 
-        return cls(probe_and_write, settings.readiness_timeout)
-
-    async def problem(self) -> str | None:
-        """None when the backend answered in time, else why it is not ready."""
+    async def problem(self) -> dict[str, str] | None:
+        """None when every check answered in time, else the check that did not and why."""
         try:
             with anyio.fail_after(self.timeout):
                 await anyio.to_thread.run_sync(
-                    self._probe, limiter=self._limiter, abandon_on_cancel=True
+                    self._run_checks, limiter=self._limiter, abandon_on_cancel=True
                 )
         except TimeoutError:
-            return f"backend did not answer within {self.timeout:g}s"
+            return {"check": self._running,
+                    "reason": f"did not answer within {self.timeout:g}s"}
         except Exception as error:
-            logger.warning("readiness probe failed: %s: %s", type(error).__name__, error)
-            return f"backend call failed ({type(error).__name__})"
+            logger.warning("readiness check %s failed: %s: %s", self._running,
+                           type(error).__name__, error)
+            return {"check": self._running, "reason": _why(error)}
         return None
+
+
+def _why(error: Exception) -> str:
+    """What a failed check says, as an error answer would (no server path, backtrace or
+    credential), led by the error's kind."""
+    message = redact(public_message(str(error)))
+    kind = (f"code {int(error.code)}" if isinstance(error, LanceNamespaceError)
+            else type(error).__name__)
+    return f"{kind}: {message}"[:_MOST_REASON] if message else kind
 
 
 def health_routes(readiness: Readiness, metrics: Metrics) -> list[Route]:
@@ -98,7 +116,7 @@ def health_routes(readiness: Readiness, metrics: Metrics) -> list[Route]:
         problem = await readiness.problem()
         if problem is None:
             return JSONResponse({"status": "ready"}, headers=_NO_STORE)
-        return JSONResponse({"status": "unavailable", "reason": problem}, 503, _NO_STORE)
+        return JSONResponse({"status": "unavailable", **problem}, 503, _NO_STORE)
 
     async def metrics_endpoint(_: Request) -> Response:
         return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE, headers=_NO_STORE)

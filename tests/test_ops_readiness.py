@@ -47,8 +47,11 @@ def test_dir_is_ready_on_a_writable_root_even_before_creating_it(tmp_path: Path)
 
 def test_dir_is_not_ready_on_a_root_it_cannot_write() -> None:
     # sysfs refuses new files even to root, so this holds for every user.
-    reason = assert_not_ready("dir", {"root": "/sys/kernel"})
-    assert reason == "backend call failed (PermissionError)"
+    answer = readiness("dir", {"root": "/sys/kernel"})
+    assert answer.status_code == 503
+    assert answer.json()["check"] == "root_writable"
+    assert answer.json()["reason"].startswith("PermissionError: ")
+    assert "/sys/kernel" not in answer.text  # the server's paths stay out of answers
 
 
 def test_dir_is_not_ready_when_its_root_turns_into_a_file(tmp_path: Path) -> None:
