@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import socket
@@ -204,6 +205,28 @@ def checkout(tmp_path: Path) -> Path:
                             'case "$*" in *pip*) ! grep -q fail-pip pyproject.toml ;; esac\n')
         stand_in.chmod(0o755)
     return tmp_path
+
+
+def test_run_test_never_installs_into_the_venv_a_running_serve_uses(checkout: Path) -> None:
+    """A running `./run serve` holds .venv (a shared lock): `./run test`, with packages to
+    install, installs into and tests with .venv-test instead."""
+    served, _ = run_script(checkout, "serve")  # installs [all] into .venv
+    assert served.returncode == 0
+    spare = checkout / ".venv-test" / "bin"
+    spare.mkdir(parents=True)
+    shutil.copy(checkout / ".venv" / "bin" / "python", spare / "python")
+    with (checkout / ".venv" / ".in-use").open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_SH)  # as the running server's inherited descriptor does
+        tests, calls = run_script(checkout, "test", "-q")
+    assert tests.returncode == 0, tests.stderr
+    assert "a running ./run serve uses .venv" in tests.stderr
+    assert pip_installs(calls) == []  # nothing installed into .venv
+    spare_calls = (spare / "calls").read_text().splitlines()
+    assert pip_installs(spare_calls) == [
+        "python -m pip install --disable-pip-version-check -e .[test]"]
+    assert spare_calls[-1] == "python -m pytest -q"
+    tests, calls = run_script(checkout, "test", "-q")  # the server stopped: .venv again
+    assert pip_installs(calls) == ["python -m pip install --disable-pip-version-check -e .[test]"]
 
 
 def run_script(checkout: Path, *arguments: str) -> tuple[subprocess.CompletedProcess, list[str]]:
