@@ -39,12 +39,11 @@ class BatchedStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
         """Called under the handler's lock (`Handler.handle`)."""
         try:
             self._queued.append(self.format(record))
+            if (record.name != self._batched or record.levelno >= logging.WARNING
+                    or len(self._queued) >= self._most):
+                self.flush()
         except Exception:  # as `StreamHandler.emit` does: logging never fails the caller
             self.handleError(record)
-            return
-        if (record.name != self._batched or record.levelno >= logging.WARNING
-                or len(self._queued) >= self._most):
-            self.flush()
 
     def flush(self) -> None:
         """Write what is queued. Under the handler's lock (re-entered from `emit`): lines

@@ -98,3 +98,10 @@ def test_a_line_of_another_logger_is_written_at_once_after_the_queued_ones(
                               "Finished server process", None, None)
     slow.handlers[0].handle(other)
     assert stream.getvalue() == "queued\nFinished server process\n"
+
+
+def test_a_closed_stream_never_fails_the_caller(slow: logging.Logger, stream: Watched,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logging, "raiseExceptions", False)  # logging's own report, silenced
+    stream.close()
+    slow.warning("to a closed stream")  # written at once: fails, reported, not raised
