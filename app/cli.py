@@ -36,6 +36,7 @@ from app.health import check_writable, local_root
 from app.maintenance import maintains, maintenance_policy
 from app.observability import log_config
 from app.server import create_app
+from app.tls import check_tls, tls_on, uvicorn_tls_options
 from app.workers import prepare_worker_environment
 from backends import ConfigurationError, load_namespace, resolve_impl
 from backends.core.secrets import is_credential
@@ -150,8 +151,8 @@ def _announce(namespace: LanceNamespace, settings: Settings, port: int) -> None:
     """One start-up line naming the backend, its root or endpoint, and the address."""
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     logging.getLogger("lance_adapter").info(
-        "serving impl '%s' (%s) at http://%s:%d%s", settings.impl, namespace.namespace_id(),
-        host, port, settings.root_path,
+        "serving impl '%s' (%s) at %s://%s:%d%s", settings.impl, namespace.namespace_id(),
+        "https" if tls_on(settings) else "http", host, port, settings.root_path,
     )
 
 
@@ -182,6 +183,7 @@ def serve(settings: Settings) -> None:
     check_vending(settings.properties)
     _check_object_store_root(namespace, settings)
     load_credentials(settings)
+    check_tls(settings)
     listener = _listen(settings.host, settings.port)
     _announce(namespace, settings, listener.getsockname()[1])
     options = {
@@ -194,6 +196,7 @@ def serve(settings: Settings) -> None:
         "timeout_keep_alive": settings.timeout_keep_alive,
         # Bounds each request head's time and size (uvicorn bounds neither with httptools).
         **uvicorn_options(settings),
+        **uvicorn_tls_options(settings),
         "timeout_graceful_shutdown": settings.timeout_graceful_shutdown or None,
     }
     with listener:

@@ -90,6 +90,12 @@ class Settings:
     # Seconds a read-only backend call (Describe*, List*, *Exists, Count, Query) may take
     # before the request is answered with 503 / code 17; 0 waits as long as the backend does.
     backend_timeout: float = 60.0
+    # HTTPS served by the server itself (app.tls; usually TLS ends at the gateway instead):
+    # the certificate chain and its private key (PEM), and CA certificates that every
+    # client's certificate must be signed by (empty: clients present none).
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_client_ca_file: str = ""
     # Path prefix the service is reached under behind a gateway, e.g. "/lance".
     root_path: str = ""
     # Comma-separated addresses or networks whose X-Forwarded-* headers are honoured.

@@ -367,6 +367,39 @@ def test_the_chart_refuses_token_auth_without_tokens() -> None:
         render({"auth": {"mode": "token"}})
 
 
+def test_the_chart_puts_an_ingress_with_tls_in_front_of_the_service() -> None:
+    manifests = render({"ingress": {"enabled": True, "className": "nginx", "host": "lance.corp",
+                                    "tlsSecretName": "lance-tls",
+                                    "annotations": {"cert-manager.io/cluster-issuer": "corp"}}})
+    ingress = manifests["Ingress"][0]
+    service = manifests["Service"][0]
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+    assert ingress["spec"]["tls"] == [{"hosts": ["lance.corp"], "secretName": "lance-tls"}]
+    (rule,) = ingress["spec"]["rules"]
+    (path,) = rule["http"]["paths"]
+    assert (rule["host"], path["path"], path["pathType"]) == ("lance.corp", "/", "Prefix")
+    assert path["backend"]["service"] == {"name": service["metadata"]["name"],
+                                          "port": {"name": "http"}}
+    assert ingress["metadata"]["annotations"] == {"cert-manager.io/cluster-issuer": "corp"}
+    plain = render({"ingress": {"enabled": True}})["Ingress"][0]
+    assert "tls" not in plain["spec"] and "ingressClassName" not in plain["spec"]
+
+
+def test_the_chart_network_policy_lets_only_the_listed_peers_in() -> None:
+    peers = [{"namespaceSelector": {"matchLabels": {"name": "ingress-nginx"}}},
+             {"podSelector": {"matchLabels": {"app": "spark"}}}]
+    manifests = render({"networkPolicy": {"enabled": True, "from": peers}})
+    policy = manifests["NetworkPolicy"][0]
+    pod_labels = manifests["Deployment"][0]["spec"]["template"]["metadata"]["labels"]
+    selected = policy["spec"]["podSelector"]["matchLabels"]
+    assert selected.items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    assert policy["spec"]["ingress"] == [
+        {"ports": [{"port": "http", "protocol": "TCP"}], "from": peers}]
+    with pytest.raises(helm.HelmError, match=r"networkPolicy\.enabled needs networkPolicy\.from"):
+        render({"networkPolicy": {"enabled": True}})
+
+
 # ---------------------------------------------------------------- dependencies
 
 
