@@ -34,6 +34,7 @@ from app.config import (
 from app.connections import uvicorn_options
 from app.health import check_writable, local_root
 from app.maintenance import maintains, maintenance_policy
+from app.malloc_arenas import limit_malloc_arenas
 from app.observability import log_config
 from app.server import create_app
 from app.tls import check_tls, tls_on, uvicorn_tls_options
@@ -176,6 +177,7 @@ def settings_from_arguments(arguments: argparse.Namespace) -> Settings:
 def serve(settings: Settings) -> None:
     # Logging first: what loading the backend logs (e.g. a deprecated property) is JSON too.
     logging.config.dictConfig(log_config(settings.log_level))
+    limit_malloc_arenas(settings.malloc_arenas)  # the supervisor, or the one worker
     _check_local_root(settings)
     namespace = load_namespace(settings.impl, settings.properties, request_bounds(settings),
                                external_locations(settings))

@@ -70,6 +70,9 @@ class Settings:
     # fragment and deletion files). Entries are keyed by the files read, so never stale.
     lance_index_cache_bytes: int = 1024 * 1024 * 1024
     lance_metadata_cache_bytes: int = 256 * 1024 * 1024
+    # glibc malloc arenas of each server process (app.malloc_arenas): few keep a worker's
+    # memory from growing under a steady load; 0 keeps glibc's default (8 per CPU).
+    malloc_arenas: int = 2
     # How deeply a JSON body or an Arrow schema may nest.
     max_nesting_depth: int = 32
     # Seconds a request's whole body may take to arrive; a slower one is answered 408.
@@ -298,6 +301,8 @@ def check_service_settings(settings: Settings) -> None:
     for name in ("maintenance_version_retention", "maintenance_abandoned_after"):
         if getattr(settings, name) < 0:
             raise SettingsError(f"setting '{name}' must not be negative")
+    if settings.malloc_arenas < 0:
+        raise SettingsError("setting 'malloc_arenas' must not be negative (0: glibc's default)")
     if settings.timeout_graceful_shutdown < 0:
         raise SettingsError("setting 'timeout_graceful_shutdown' must not be negative")
     if settings.auth_mode not in AUTH_MODES:
