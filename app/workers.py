@@ -75,6 +75,8 @@ class Handover:
 def prepare_worker_environment(settings: Settings) -> None:
     """In the supervisor, after the backend was loaded and before uvicorn starts the workers."""
     runtime_dir = _prepare_runtime_dir()
+    if settings.malloc_arenas > 0:  # read by glibc as each worker starts, before any thread
+        os.environ["MALLOC_ARENA_MAX"] = str(settings.malloc_arenas)
     settings_file, key = _write_settings(settings, runtime_dir)
     Handover(settings_file, key, runtime_dir, _prepare_multiprocess_metrics(),
              os.getpid()).export()
