@@ -4,10 +4,11 @@ glibc gives each thread that allocates under contention an arena of its own, up 
 CPU, and hands little of a freed arena back to the system. A worker's backend threads and
 Lance's own threads allocate and free Arrow and Lance buffers of every size, so with the
 default its resident memory kept growing under a steady load (bench/README.md, Soak: about
-8 MiB a minute with Lance's caches bounded small); with two arenas it levelled off. Set in
-every server process before it starts its threads (mallopt's M_ARENA_MAX), and given to the
-workers a supervisor starts as `MALLOC_ARENA_MAX` (`app.workers`), which glibc reads before
-anything allocates; 0 keeps glibc's default. Elsewhere than glibc it does nothing.
+8 MiB a minute with Lance's caches bounded small); with two arenas it levelled off. Set with
+mallopt's M_ARENA_MAX as `lance-adapter serve` starts (the one worker, or the supervisor),
+and given to the workers a supervisor starts as `MALLOC_ARENA_MAX` (`app.workers`), which
+glibc reads before anything allocates (a mallopt there, after the imports, held less well:
+bench/README.md, Soak, run D); 0 keeps glibc's default. Elsewhere than glibc it does nothing.
 """
 
 from __future__ import annotations

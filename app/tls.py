@@ -30,14 +30,14 @@ def check_tls(settings: Settings) -> None:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         context.load_cert_chain(settings.tls_cert_file, settings.tls_key_file)
-    except (OSError, ssl.SSLError) as error:
+    except OSError as error:  # ssl.SSLError is one
         raise SettingsError(
             f"tls_cert_file / tls_key_file do not load as a PEM certificate chain and its key: "
             f"{_reason(error)}") from None
     if settings.tls_client_ca_file:
         try:
             context.load_verify_locations(cafile=settings.tls_client_ca_file)
-        except (OSError, ssl.SSLError) as error:
+        except OSError as error:  # ssl.SSLError is one
             raise SettingsError(
                 f"tls_client_ca_file does not load as PEM CA certificates: {_reason(error)}"
             ) from None

@@ -25,7 +25,6 @@ from pathlib import Path
 from prometheus_client.multiprocess import mark_process_dead
 
 from app.config import Settings, external_locations, lance_session, request_bounds
-from app.malloc_arenas import limit_malloc_arenas
 from app.server import AdapterApp, create_app
 from backends import load_namespace
 
@@ -139,7 +138,6 @@ def create_app_from_environment() -> AdapterApp:
     handover = Handover.received()
     _end_with_supervisor(handover.supervisor_pid)
     settings = _read_settings(handover)
-    limit_malloc_arenas(settings.malloc_arenas)  # before the backend starts its threads
     atexit.register(mark_process_dead, os.getpid(), handover.metrics_dir)
     namespace = load_namespace(settings.impl, settings.properties, request_bounds(settings),
                                external_locations(settings), lance_session(settings))
