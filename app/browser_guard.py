@@ -70,6 +70,8 @@ def _host_name(host_header: str) -> str | None:
     return parts.hostname or None
 
 
+# Pure and asked with the same few values on every request: memoized, bounded.
+@functools.lru_cache(maxsize=256)
 def _is_loopback(name: str) -> bool:
     if name == "localhost":
         return True

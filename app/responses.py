@@ -49,6 +49,9 @@ def render(operation: Operation, response: Any, dialect: Dialect = SPEC) -> Resp
     client of `dialect`."""
     answer, status = operation.answer, operation.status
     if isinstance(response, ArrowFileAnswer):
+        if response.whole is not None:  # one body: no task group, no thread hand-off a chunk
+            return Response(response.whole, status, dialect.answer_headers(),
+                            media_type=ARROW_FILE)
         return StreamingResponse(_cut_off_on_error(response), status,
                                  dialect.answer_headers(), media_type=ARROW_FILE)
     if answer is AnswerKind.STRING:

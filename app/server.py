@@ -304,6 +304,9 @@ def create_app(
         redoc_url=None,
         exception_handlers={404: _no_such_route, 405: _no_such_route},
         lifespan=_lifespan,
+        # The server's own metrics and logs (`app.observability`); FastAPI's OpenTelemetry
+        # hooks would look for configured providers on every request.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     operations = load_operations()
     aliases = {op.operation_id: op.target_id for op in operations if op.target_id}

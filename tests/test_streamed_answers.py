@@ -65,6 +65,24 @@ def test_a_large_scan_arrives_in_chunks_and_equals_lance_in_process(
     assert served.equals(lance.dataset(str(big_root / "big.lance")).to_table())
 
 
+def test_an_answer_that_fits_one_chunk_is_sent_whole_and_equals_lance_in_process(
+    server: str, big_root: Path,
+) -> None:
+    """A search's k rows are read and encoded in the backend's call and sent as one body
+    with its length (no chunked streaming for them)."""
+    query = np.random.default_rng(3).random(64, dtype=np.float32)
+    with httpx.Client(base_url=server, timeout=60) as http:
+        answer = http.post("/v1/table/big/query", json={
+            "k": 10, "vector": {"single_vector": query.tolist()}, "columns": {"column_names": ["id"]}})
+    assert answer.status_code == 200
+    assert answer.headers["content-length"] == str(len(answer.content))
+    assert "transfer-encoding" not in answer.headers
+    served = pa.ipc.open_file(pa.BufferReader(answer.content)).read_all()
+    expected = lance.dataset(str(big_root / "big.lance")).to_table(
+        columns=["id"], nearest={"column": "vec", "q": query, "k": 10})
+    assert served.column("id").to_pylist() == expected.column("id").to_pylist()
+
+
 def test_lancedb_reads_a_streamed_scan_as_embedded_lancedb_does(
     server: str, big_root: Path,
 ) -> None:

@@ -51,43 +51,51 @@ class _Collected:
 
 
 class ArrowFileAnswer:
-    """Rows of `schema` from `batches`, encoded as an Arrow IPC file when they are read. The
-    first batch is read at once (`started`), so that what fails in planning or in the first
-    read is the call's error, answered with its code, not a cut-off answer."""
+    """Rows of `schema` from `batches`, encoded as an Arrow IPC file when they are read.
+    `started` reads and encodes the first chunk at once, in the backend's call: what fails in
+    planning or in the first read is the call's error, answered with its code, not a cut-off
+    answer; and an answer that ends within that chunk (a search's k rows) is `whole`, which
+    the server sends as one body without streaming it."""
 
     def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
         self.schema = schema
-        self._batches = batches
+        self._encoded = self._encode(batches)
+        self._head: bytes | None = None
+        self._ended = False
 
     @classmethod
     def started(cls, reader: pa.RecordBatchReader) -> ArrowFileAnswer:
-        batches = iter(reader)
-        first = next(batches, None)
-        return cls(reader.schema, _prepended(first, batches))
+        answer = cls(reader.schema, iter(reader))
+        answer._head = next(answer._encoded)
+        return answer
 
     @classmethod
     def of_table(cls, table: pa.Table) -> ArrowFileAnswer:
         return cls(table.schema, iter(table.to_batches()))
 
-    def chunks(self, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
-        """The answer's bytes, about `chunk_bytes` at a time; each batch is read when the
-        previous chunk has been taken."""
+    @property
+    def whole(self) -> bytes | None:
+        """The whole answer, when `started` read all of it within its first chunk."""
+        return self._head if self._ended else None
+
+    def _encode(self, batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:
         sink = _Collected()
         writer = pa.ipc.new_file(pa.PythonFile(sink, mode="w"), self.schema)
-        for batch in self._batches:
+        for batch in batches:
             writer.write_batch(batch)
-            if sink.size >= chunk_bytes:
+            if sink.size >= CHUNK_BYTES:
                 yield sink.take()
         writer.close()
+        self._ended = True
         yield sink.take()
+
+    def chunks(self) -> Iterator[bytes]:
+        """The answer's bytes, about `CHUNK_BYTES` at a time; each batch is read when the
+        previous chunk has been taken."""
+        if self._head is not None:
+            yield self._head
+        yield from self._encoded
 
     def to_bytes(self) -> bytes:
         """The whole answer at once (an in-process caller's `QueryTableResponse.data`)."""
         return b"".join(self.chunks())
-
-
-def _prepended(first: pa.RecordBatch | None,
-               rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    if first is not None:
-        yield first
-        yield from rest
