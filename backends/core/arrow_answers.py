@@ -29,11 +29,12 @@ class _Collected:
         self.closed = False
 
     def write(self, data: Any) -> int:
-        chunk = bytes(data)
-        self.parts.append(chunk)
-        self.size += len(chunk)
-        self.position += len(chunk)
-        return len(chunk)
+        # `bytes` the writer made, or a `pyarrow.Buffer` of a batch's own (immutable)
+        # memory: kept as they are until `take` joins them, the one copy.
+        self.parts.append(data)
+        self.size += len(data)
+        self.position += len(data)
+        return len(data)
 
     def tell(self) -> int:
         return self.position
