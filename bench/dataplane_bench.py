@@ -8,8 +8,9 @@ through RestAdapter and on a dataset opened in-process:
 - ingest: InsertIntoTable of 1,000-row and 10,000-row batches (rows/s), and one large body
   of 20,000-row batches (`--large-mb`, MB/s and the server's peak RSS growth against the
   body's size);
-- scans: a filter returning 10,000 rows and a scan returning 200,000 (p50), with the server's
-  peak RSS growth over all of them;
+- scans: a filter returning 10,000 rows and a scan returning 200,000 (p50; answers read with
+  large receives, as a native client reads them), the same scan read to its last byte and
+  dropped (the server's own part), with the server's peak RSS growth over all of them;
 - count, with and without a predicate (p50); merge-insert of 10,000 rows (rows/s); delete of
   100 rows by predicate (p50).
 
