@@ -25,6 +25,7 @@ import markdown
 import pytest
 
 from app.config import Settings
+from tests.support.doc_blocks import blocks_run_by
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTSIDE_THE_SITE = [ROOT / "README.md", ROOT / "bench" / "README.md", ROOT / "bench" / "PROFILE.md"]
@@ -186,15 +187,13 @@ def test_the_configuration_example_is_the_one_test_readme_starts() -> None:
 
 
 def test_the_client_examples_run_against_a_server(tmp_path: Path) -> None:
-    """Every Python example of docs/clients.md, but those of sections that say they are not
-    run, in order against one fresh server."""
+    """The examples of docs/clients.md that name this test, in order against one fresh
+    server."""
     from tests.support.adapter import running_server
 
-    text = (ROOT / "docs" / "clients.md").read_text()
-    sections = re.split(r"\n(?=## )", text)
-    examples = [code for section in sections if "Not run by the test suite" not in section
-                for code in re.findall(r"```python\n(.*?)```", section, re.DOTALL)]
-    assert len(examples) >= 3
+    examples = [block.code for block in blocks_run_by(
+        "tests/test_docs_site.py", "test_the_client_examples_run_against_a_server")]
+    assert len(examples) >= 4
     with running_server("dir", {"root": str(tmp_path)}) as url:
         for code in examples:
             code = code.replace("http://127.0.0.1:2333", url)

@@ -12,6 +12,7 @@ for the whole module, and a 3.5 cluster (the suite's cluster is Spark 4 and cann
 from __future__ import annotations
 
 import itertools
+import re
 import shutil
 import tempfile
 import time
@@ -31,6 +32,7 @@ from lance_namespace import (
 )
 
 from tests.support.adapter import running_server
+from tests.support.doc_blocks import blocks_run_by
 from tests.support.glue import glue_properties, start_moto
 from tests.support.lance_spark import SparkDriver, lance_spark_driver, pyspark35_cluster
 
@@ -276,3 +278,15 @@ def test_lance_spark_reads_a_table_registered_in_an_external_location(
     client.register_table(RegisterTableRequest(id=[namespace, "payroll"], location=location))
     assert spark.sql(f"SELECT id, pay FROM glue.{namespace}.payroll WHERE id >= 4 ORDER BY id") == [
         {"id": 4, "pay": 40.0}, {"id": 5, "pay": 50.0}]
+
+
+def test_the_documented_job_runs_on_the_servers_root(sessions: dict[str, SparkDriver]) -> None:
+    """docs/lance-spark.md's job.py, its statements as written, on the catalog `lance` the
+    page configures: here the session's catalog of the dir server."""
+    (job,) = blocks_run_by("tests/test_lance_spark.py",
+                           "test_the_documented_job_runs_on_the_servers_root")
+    statements = re.findall(r'spark\.sql\("([^"]+)"\)', job.code)
+    assert len(statements) == 4 and all(" lance." in statement for statement in statements)
+    answers = [sessions["local"].sql(statement.replace(" lance.", " dir."))
+               for statement in statements]
+    assert answers[-1] == [{"count(1)": 2}]

@@ -73,7 +73,8 @@ def test_an_answer_that_fits_one_chunk_is_sent_whole_and_equals_lance_in_process
     query = np.random.default_rng(3).random(64, dtype=np.float32)
     with httpx.Client(base_url=server, timeout=60) as http:
         answer = http.post("/v1/table/big/query", json={
-            "k": 10, "vector": {"single_vector": query.tolist()}, "columns": {"column_names": ["id"]}})
+            "k": 10, "vector": {"single_vector": query.tolist()},
+            "columns": {"column_names": ["id"]}})
     assert answer.status_code == 200
     assert answer.headers["content-length"] == str(len(answer.content))
     assert "transfer-encoding" not in answer.headers

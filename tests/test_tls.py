@@ -24,6 +24,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.support.cli import CLI, ROOT
 from tests.support.common import free_port
+from tests.support.doc_blocks import blocks_run_by
 
 
 @dataclass(frozen=True)
@@ -83,14 +84,28 @@ def _environment(tmp_path: Path, **settings: str) -> dict[str, str]:
     return env
 
 
+def _documented_config(directory: Path, pki: Pki) -> Path:
+    """docs/security.md's TLS settings as written, naming this test's files."""
+    (block,) = blocks_run_by("tests/test_tls.py",
+                             "test_the_documented_settings_serve_https_to_certified_clients")
+    config = directory / "adapter.yaml"
+    config.write_text(block.code.replace("/etc/lance/tls/server.pem", str(pki.server_cert))
+                      .replace("/etc/lance/tls/server.key", str(pki.server_key))
+                      .replace("/etc/lance/tls/clients-ca.pem", str(pki.ca)))
+    return config
+
+
 @pytest.fixture
 def https(tmp_path: Path, pki: Pki, request: pytest.FixtureRequest) -> Iterator[str]:
     """A server on HTTPS (asking for client certificates when the test is marked so)."""
     settings = {"tls_cert_file": str(pki.server_cert), "tls_key_file": str(pki.server_key)}
     if request.node.get_closest_marker("client_certificates"):
         settings["tls_client_ca_file"] = str(pki.ca)
+    arguments = []
+    if request.node.get_closest_marker("documented_settings"):
+        settings, arguments = {}, ["--config", str(_documented_config(tmp_path, pki))]
     port = free_port()
-    process = subprocess.Popen([CLI, "serve", "--port", str(port)],
+    process = subprocess.Popen([CLI, "serve", "--port", str(port), *arguments],
                                env=_environment(tmp_path, **settings),
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"https://127.0.0.1:{port}"
@@ -141,6 +156,15 @@ def test_client_certificates_are_required_when_a_client_ca_is_set(https: str, pk
     context.load_cert_chain(pki.client_cert, pki.client_key)
     answer = httpx.get(f"{https}/v1/namespace/$/list", verify=context)
     assert answer.status_code == 200, answer.text
+
+
+@pytest.mark.documented_settings
+def test_the_documented_settings_serve_https_to_certified_clients(https: str, pki: Pki) -> None:
+    with pytest.raises((httpx.ReadError, httpx.ConnectError, httpx.RemoteProtocolError)):
+        httpx.get(f"{https}/healthz", verify=str(pki.ca)).raise_for_status()
+    context = ssl.create_default_context(cafile=str(pki.ca))
+    context.load_cert_chain(pki.client_cert, pki.client_key)
+    assert httpx.get(f"{https}/v1/namespace/$/list", verify=context).status_code == 200
 
 
 @pytest.mark.parametrize(("settings", "says"), [

@@ -35,6 +35,7 @@ from backends.vending import (
     credential_vendor,
     session_policy,
 )
+from tests.support.doc_blocks import blocks_run_by
 from tests.support.glue import glue_properties
 from tests.support.hive import HiveMetastoreProcess
 from tests.support.lance_data import arrow_stream, sample_table
@@ -110,6 +111,9 @@ def vendor_for(storage: Storage, duration_ms: int = 900_000, **extra: str) -> Cr
 def test_the_minted_policy_allows_only_the_tables_prefix() -> None:
     table = TablePrefix.of("s3://bucket/db/t1")
     assert table == TablePrefix("bucket", "db/t1/")
+    (documented,) = blocks_run_by("tests/test_vending.py",
+                                  "test_the_minted_policy_allows_only_the_tables_prefix")
+    assert session_policy(table, READ_WRITE) == json.loads(documented.code)  # docs/security.md
     assert session_policy(table, READ_WRITE) == {
         "Version": "2012-10-17",
         "Statement": [
