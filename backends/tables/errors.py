@@ -17,6 +17,7 @@ from lance_namespace import (
     InvalidInputError,
     InvalidTableStateError,
     LanceNamespaceError,
+    PermissionDeniedError,
     ServiceUnavailableError,
     TableAlreadyExistsError,
     TableBranchAlreadyExistsError,
@@ -88,6 +89,9 @@ _STORAGE_UNAVAILABLE = (
     "the table's storage did not answer (it is unavailable or refused the request for now); "
     "retry"
 )
+_STORAGE_REFUSED = (
+    "the table's storage refused the server's credentials (access denied): the server's "
+    "storage policy does not allow this request")
 _EXPLAINED: tuple[tuple[tuple[str, ...], type[LanceNamespaceError], str], ...] = (
     # A commit whose answer the storage lost, not found applied on reading back (or not read
     # back): never code 14 or 17, which clients retry, in case it took effect after all.
@@ -104,6 +108,10 @@ _EXPLAINED: tuple[tuple[tuple[str, ...], type[LanceNamespaceError], str], ...] =
     (("500 internal server error",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
     (("connection reset",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
     (("connection refused",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
+    # The storage refused the server's own credentials (S3's 403 AccessDenied, object_store's
+    # "lacked the necessary privileges"): code 15, for the operator to fix the server's policy.
+    (("lacked the necessary privileges",), PermissionDeniedError, _STORAGE_REFUSED),
+    (("403 forbidden",), PermissionDeniedError, _STORAGE_REFUSED),
     # A full disk (ENOSPC): the write stopped before its commit, so it did not take effect;
     # code 17, which clients retry, once the operator has freed space.
     (("no space left on device",), ServiceUnavailableError,
