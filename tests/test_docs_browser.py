@@ -125,3 +125,25 @@ def test_the_docs_site_opens_at_its_home_and_a_backend_page(
     severe = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"
               and "file://" not in entry["message"]]
     assert not severe
+
+
+def test_no_code_block_of_the_site_scrolls_sideways_at_1280_pixels(
+        browser: WebDriver, tmp_path: Path) -> None:
+    """Every page of the built site in a 1280-pixel-wide window: each code block's lines
+    fit its width (they wrap), so no command is cut off behind a scroll bar."""
+    site = tmp_path / "site"
+    built = build_site(ROOT / "mkdocs.yml", site)
+    assert built.returncode == 0, built.stderr
+    assert browser.get_window_size()["width"] == 1280
+    overflowing = []
+    pages = sorted(site.rglob("index.html"))
+    assert len(pages) > 10
+    for page in pages:
+        browser.get(page.as_uri())
+        _wait(browser, "article")
+        widths = browser.execute_script(
+            "return [...document.querySelectorAll('article pre > code')]"
+            ".map(code => [code.scrollWidth, code.clientWidth, code.textContent.slice(0, 60)])")
+        overflowing += [f"{page.relative_to(site)}: {text!r}" for scroll, client, text in widths
+                        if scroll > client + 1]
+    assert overflowing == []
