@@ -15,10 +15,10 @@ Why it is correct:
   lookup that finds one of them moved, so an acknowledged write is seen at once by every
   worker, while answers about other tables stay. A read stores its answer only if none of
   its counters moved while it ran, so an answer read before a write is never stored after it.
-- Changes made elsewhere: on a local `dir` root every hit is validated against the storage
-  (the modification times of the root, of the manifest's `_versions` directory and, for
-  DescribeTable, of the table's `_versions` directory: `backends.directory.stamps`). Anything
-  else has no validator here and is not stored, unless the operator opts in to
+- Changes made elsewhere: where the backend gives a stamper (`cache_stamper`, `backends.hooks`)
+  every hit is validated against the storage (a local `dir` root: the modification times of
+  the root, of the manifest's `_versions` directory and, for DescribeTable, of the table's
+  `_versions` directory). Anything else has no validator here and is not stored, unless the operator opts in to
   `metadata_cache_ttl` seconds of blindness.
 """
 

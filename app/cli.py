@@ -20,7 +20,7 @@ from typing import Any
 
 import uvicorn
 import yaml
-from lance_namespace import LanceNamespace, ListTablesRequest
+from lance_namespace import LanceNamespace
 
 from app.auth import check_forwarding, load_credentials
 from app.config import (
@@ -32,7 +32,6 @@ from app.config import (
     request_bounds,
 )
 from app.connections import uvicorn_options
-from app.health import check_writable, local_root
 from app.maintenance import maintains, maintenance_policy
 from app.malloc_arenas import limit_malloc_arenas
 from app.observability import log_config
@@ -44,7 +43,6 @@ from backends.core.secrets import is_credential
 from backends.maintenance import maintain_all
 from backends.owner_backfill import DONE
 from backends.owner_backfill import record_owners as backfill
-from backends.tables.errors import readable
 from backends.vending import check_vending
 
 MASK = "****"  # what `config` prints for a secret
@@ -115,39 +113,6 @@ def _listen(host: str, port: int) -> socket.socket:
     return listener
 
 
-def _check_local_root(settings: Settings) -> None:
-    """A directory root that is (or lies under) a file, or that cannot be made or written,
-    is refused before the backend opens it."""
-    root = local_root(settings)
-    if root is None:
-        return
-    for path in (root, *root.absolute().parents):
-        if path.exists():
-            if not path.is_dir():
-                raise SettingsError(f"root {str(root)!r}: {path} is not a directory")
-            break
-    try:
-        check_writable(root)
-    except OSError as error:
-        raise SettingsError(
-            f"root {str(root)!r} cannot be created or written: {error.strerror or error}"
-        ) from None
-
-
-def _check_object_store_root(namespace: LanceNamespace, settings: Settings) -> None:
-    """A directory root on object storage is listed once: a wrong endpoint, bucket or key is
-    refused at start, whether or not the manifest already touched the storage."""
-    if settings.impl != "dir" or local_root(settings) is not None:
-        return
-    try:
-        namespace.list_tables(ListTablesRequest(id=[], limit=1))
-    except Exception as error:  # any failure: the storage cannot be listed
-        reason = readable(str(error)) or type(error).__name__
-        raise SettingsError(
-            f"cannot reach the root {settings.properties.get('root')!r}: {reason}"
-        ) from None
-
-
 def _announce(namespace: LanceNamespace, settings: Settings, port: int) -> None:
     """One start-up line naming the backend, its root or endpoint, and the address."""
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
@@ -178,12 +143,16 @@ def serve(settings: Settings) -> None:
     # Logging first: what loading the backend logs (e.g. a deprecated property) is JSON too.
     logging.config.dictConfig(log_config(settings.log_level))
     limit_malloc_arenas(settings.malloc_arenas)  # the supervisor, or the one worker
-    _check_local_root(settings)
+    # The backend's checks before it is built and before serving (`backends.hooks`; a plain
+    # plug-in class has none until `load_namespace` adapts it).
+    start_check = getattr(resolve_impl(settings.impl), "check_properties_at_start", None)
+    if start_check is not None:
+        start_check(settings.properties)
     namespace = load_namespace(settings.impl, settings.properties, request_bounds(settings),
                                external_locations(settings))
     check_forwarding(namespace, settings)  # before any worker starts
     check_vending(settings.properties)
-    _check_object_store_root(namespace, settings)
+    namespace.check_reachable_at_start()
     load_credentials(settings)
     check_tls(settings)
     listener = _listen(settings.host, settings.port)

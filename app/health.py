@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import logging
-import tempfile
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import anyio
 from lance_namespace import LanceNamespace, LanceNamespaceError, ListNamespacesRequest
@@ -16,7 +14,6 @@ from starlette.routing import Route
 from app.config import Settings
 from app.errors import public_message
 from app.observability import METRICS_CONTENT_TYPE, Metrics, named_route, redact
-from backends.directory.settings import DirectorySettings
 
 logger = logging.getLogger("lance_adapter")
 _NO_STORE = {"cache-control": "no-store"}
@@ -26,26 +23,6 @@ _MOST_REASON = 300  # characters of a failed check's reason in the /readyz answe
 
 
 Probe = Callable[[], None]
-
-
-def local_root(settings: Settings) -> Path | None:
-    """The directory backend's root when it is on the local filesystem, as the backend reads
-    its settings."""
-    if settings.impl != "dir":
-        return None
-    return DirectorySettings.from_properties(settings.properties).local_root()
-
-
-def check_writable(root: Path) -> None:
-    """Creates and removes a file in `root`, or in its nearest existing ancestor if the
-    backend has not created it yet: a root the server cannot write to is not ready."""
-    existing = root.absolute()
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise NotADirectoryError(f"{existing} is not a directory")
-    with tempfile.NamedTemporaryFile(dir=existing, prefix=".lance-adapter-ready-"):
-        pass
 
 
 def backend_probe(namespace: LanceNamespace) -> Probe:
@@ -58,8 +35,8 @@ def backend_probe(namespace: LanceNamespace) -> Probe:
 
 class Readiness:
     """Runs the readiness checks, in order, which must all answer within `timeout` seconds:
-    the backend's probe (check `backend`), then, for a local `dir` root, a file written there
-    (check `root_writable`)."""
+    the backend's probe (check `backend`), then the backend's own (e.g. `root_writable`, a
+    file written in a local `dir` root)."""
 
     def __init__(self, probe: Probe, timeout: float,
                  checks: Sequence[tuple[str, Probe]] = ()) -> None:
@@ -71,11 +48,9 @@ class Readiness:
 
     @classmethod
     def for_backend(cls, namespace: LanceNamespace, settings: Settings) -> Readiness:
-        probe, root = backend_probe(namespace), local_root(settings)
-        if root is None:
-            return cls(probe, settings.readiness_timeout)
-        return cls(probe, settings.readiness_timeout,
-                   [("root_writable", lambda: check_writable(root))])
+        """The backend's probe, then the checks it asks for (`backends.hooks`)."""
+        checks = getattr(namespace, "readiness_checks", list)()
+        return cls(backend_probe(namespace), settings.readiness_timeout, checks)
 
     def _run_checks(self) -> None:
         for name, check in self._checks:

@@ -39,7 +39,7 @@ from app.errors import (
     register_server_paths,
     render_error,
 )
-from app.health import Readiness, health_routes, local_root
+from app.health import Readiness, health_routes
 from app.lancedb import dialect_of
 from app.lancedb.unserved import unserved_reason
 from app.maintenance import MaintenanceWorker, maintains
@@ -57,7 +57,6 @@ from backends import IMPLS
 from backends.core.access import AccessPolicy, Grants, check_access
 from backends.core.operations import Level, Subject, traits_of
 from backends.core.secrets import credential_values, without_credentials
-from backends.directory.stamps import directory_stamper
 from backends.vending import CredentialVendor, credential_vendor, with_vended
 
 RequestReader = Callable[
@@ -216,7 +215,8 @@ def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
 
 
 def metadata_cache(
-    settings: Settings, metrics: Metrics, runtime_dir: Path | None = None
+    settings: Settings, metrics: Metrics, namespace: LanceNamespace,
+    runtime_dir: Path | None = None,
 ) -> MetadataCache | None:
     """The backend's cache; its write counters are shared with the other workers through
     `runtime_dir` when there is one (several workers), else they live in this process.
@@ -226,10 +226,9 @@ def metadata_cache(
     if not settings.metadata_cache or settings.impl not in IMPLS:
         return None
     generations = Generations(runtime_dir / GENERATION_FILE if runtime_dir else None)
-    root = local_root(settings)
     return MetadataCache(
         generations, settings.metadata_cache_ttl, settings.metadata_cache_validated_ttl,
-        settings.metadata_cache_entries, None if root is None else directory_stamper(root),
+        settings.metadata_cache_entries, getattr(namespace, "cache_stamper", lambda: None)(),
         metrics,
     )
 
@@ -313,7 +312,7 @@ def create_app(
     metrics = Metrics(settings.metrics_identities, metrics_dir)
     dispatcher = Dispatcher(
         namespace, settings.max_concurrency, settings.backend_timeout, aliases,
-        metadata_cache(settings, metrics, runtime_dir), metrics.observe_backend,
+        metadata_cache(settings, metrics, namespace, runtime_dir), metrics.observe_backend,
     )
     register_secrets(credential_values(settings.properties))
     register_server_paths(storage_paths(namespace))

@@ -1,11 +1,11 @@
 """`MetadataNamespace`: the base class of backends whose catalog keeps only metadata.
 
 A subclass implements its catalog calls: the namespace operations, `list_tables`,
-`declare_table`, `register_table`, `deregister_table`, `table_exists` and
-`describe_table_entry` (the catalog's part of DescribeTable: id -> location, storage options,
-properties). Every table operation is inherited: pylance does it on the dataset at the
-table's location, opened once per request. Operations nobody can do here answer code 0
-naming the operation and the backend (`@unsupported`); `list_operations` tells them apart.
+`declare_table`, `register_table`, `deregister_table`, `table_exists` and `describe_table_entry`
+(id -> location, storage options, properties); it tells the server what it needs through
+`backends.hooks`. Every table operation is inherited: pylance does it at the table's location,
+opened once per request. Operations nobody can do here answer code 0 naming the operation and
+the backend (`@unsupported`); `list_operations` tells them apart.
 """
 
 from __future__ import annotations
@@ -106,6 +106,7 @@ from backends.core.locations import resolve_stored
 from backends.core.modes import CreateMode, WriteMode, parse_mode
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.core.operations import IDEMPOTENCY_KEY, traits_of
+from backends.hooks import ServerHooks
 from backends.layouts import TableLayout
 from backends.limits import NO_JOBS, AdapterLimits
 from backends.sessions import SessionTables
@@ -125,10 +126,9 @@ _Response = TypeVar("_Response")
 logger = logging.getLogger("lance_adapter")
 
 
-class MetadataNamespace(CloneTables, SessionTables, AdapterLimits, LanceNamespace):
-    """A catalog backend; every table operation is done with pylance at the table location.
-    `backends.load_namespace` puts it behind its one guard (`backends.guard.GuardedNamespace`);
-    inside, operations call each other as plain methods."""
+class MetadataNamespace(CloneTables, SessionTables, AdapterLimits, ServerHooks, LanceNamespace):
+    """A catalog backend, put behind its one guard by `backends.load_namespace`
+    (`backends.guard.GuardedNamespace`); inside, operations call each other as plain methods."""
 
     # -- hooks for subclasses ----------------------------------------------------------------
 

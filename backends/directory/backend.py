@@ -56,6 +56,7 @@ from backends.core.names import ID_DELIMITER, joined_id
 from backends.core.paging import paginate
 from backends.core.settings import BackendSettings
 from backends.directory.delegated import NativeOperations
+from backends.directory.hooks import DirectoryHooks
 from backends.directory.layout import (
     DirectoryLayout,
     as_lance_opens,
@@ -95,7 +96,7 @@ _NATIVE_CREATE_MODES = {
 }
 
 
-class DirectoryBackend(NativeOperations, MetadataNamespace):
+class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
     """pylance's `DirectoryNamespace`, held and delegated to (`NativeOperations`, and the
     native calls of the fixes below); every other operation is this class's own or
     `MetadataNamespace`'s."""
@@ -108,7 +109,8 @@ class DirectoryBackend(NativeOperations, MetadataNamespace):
         self._pylance = DirectoryNamespace(**self._native_properties)
         self._root = storage_root(settings.root)
         self._storage_options = dict(settings.storage)
-        self._renames = RootRenames(settings.local_root(), settings.rename_recovery_after)
+        self._local_root, self._configured_root = settings.local_root(), settings.root
+        self._renames = RootRenames(self._local_root, settings.rename_recovery_after)
 
     def use_lance_session(self, session: Session | None) -> None:
         """The native operations (queries among them) open tables with `session` too."""

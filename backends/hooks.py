@@ -1,0 +1,35 @@
+"""What a backend tells the server about itself, so that the server (app/) needs to know no
+backend: checks before it is built and before serving, what readiness checks besides the
+catalog's probe, and how the metadata cache validates a hit. `MetadataNamespace` has these defaults;
+a backend overrides what applies to it (the directory backend: `backends.directory.hooks`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+# Stamps of what a change to an answer touches (`app.cache`): (operation id, answer) -> stamp.
+Stamper = Callable[[str, Any], tuple[Any, ...]]
+
+
+class ServerHooks:
+    """The hooks and their defaults: nothing to check, nothing local, no stamps."""
+
+    @classmethod
+    def check_properties_at_start(cls, properties: Mapping[str, str]) -> None:
+        """Refuse, with a `ConfigurationError` of one line, properties the backend would fail
+        on once built (called before building it)."""
+
+    def check_reachable_at_start(self) -> None:
+        """Refuse to start when the backend's storage or catalog cannot be reached at all
+        (called once, before serving); a `ConfigurationError` of one line."""
+
+    def readiness_checks(self) -> list[tuple[str, Callable[[], None]]]:
+        """Checks `/readyz` runs after the catalog's probe, each named, each raising when
+        the backend cannot serve (e.g. a local root it cannot write)."""
+        return []
+
+    def cache_stamper(self) -> Stamper | None:
+        """How the metadata cache validates a hit against the backend's state; None: hits are
+        validated by the cache's time bound alone."""
+        return None
