@@ -18,8 +18,8 @@ Why it is correct:
 - Changes made elsewhere: where the backend gives a stamper (`cache_stamper`, `backends.hooks`)
   every hit is validated against the storage (a local `dir` root: the modification times of
   the root, of the manifest's `_versions` directory and, for DescribeTable, of the table's
-  `_versions` directory). Anything else has no validator here and is not stored, unless the operator opts in to
-  `metadata_cache_ttl` seconds of blindness.
+  `_versions` directory). Anything else has no validator here and is not stored, unless the
+  operator opts in to `metadata_cache_ttl` seconds of blindness.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ httptools a head of any size is buffered. Here the wait for a head (from the con
 opening, or from the first byte of the next request on a kept-alive connection) ends after
 `header_read_timeout` with a 408 (no answer if nothing was sent), and a head past
 `max_header_bytes` is answered 431; either way the connection is closed. The limits are the
-served app's settings (`app.state.settings`).
+served application's settings (its `state.settings`).
 
 A connection is closed by first closing only the server's side (`LingeringTransport`), so that a
 client refused while it still sends reads its answer rather than a reset.

@@ -138,7 +138,6 @@ def route_path(scope: Scope) -> str:
     return path
 
 
-Handler = Callable[[RouteMatch], Callable[[Scope, Receive, Send], object]]
 
 
 class LanceRoutes(BaseRoute):

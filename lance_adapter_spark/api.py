@@ -41,7 +41,8 @@ ARROW_JAVA_OPTIONS = (
 
 def session_conf() -> dict[str, str]:
     """Spark settings for sessions that read Lance: pass them to the session builder (the
-    JVM options only take effect when the JVM starts), as `runtime.local_spark` does."""
+    JVM options only take effect when the JVM starts), as
+    `examples.spark_runtime.local_spark` does."""
     return {
         "spark.driver.extraJavaOptions": ARROW_JAVA_OPTIONS,
         "spark.executor.extraJavaOptions": ARROW_JAVA_OPTIONS,

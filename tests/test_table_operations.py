@@ -1,6 +1,6 @@
 """Every table operation once, with valid input, on a backend whose table operations are all
 generic (the metadata-only plug-in) and on the `dir` backend; each effect is checked by reading
-the table back with pylance at its location (the steps are in `tests/table_steps.py`)."""
+the table back with pylance at its location (the steps are in `tests/support/table_steps.py`)."""
 
 from __future__ import annotations
 

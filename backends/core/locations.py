@@ -93,9 +93,6 @@ class StorageLocation:
         same_store = (self.scheme, self.bucket) == (other.scheme, other.bucket)
         return same_store and other.key[: len(self.key)] == self.key
 
-    def overlaps(self, other: StorageLocation) -> bool:
-        return self.contains(other) or other.contains(self)
-
     def relative_to(self, root: StorageLocation) -> tuple[str, ...] | None:
         """The segments below `root` when strictly inside it, else None."""
         if not root.contains(self) or len(self.key) == len(root.key):
@@ -124,20 +121,6 @@ def parse_location(text: str, root: StorageLocation | None = None) -> StorageLoc
     if name not in SUPPORTED_SCHEMES:
         raise InvalidInputError(_unsupported_scheme())
     return _parse_object_uri(_SAME_STORE.get(name, name), rest)
-
-
-def parse_root(text: str) -> StorageLocation:
-    """The server's storage root; a relative local root lies below the current directory."""
-    if not is_relative(text):
-        return parse_location(text)
-    try:
-        here = parse_location(os.getcwd())
-    except InvalidInputError:
-        raise InvalidInputError(
-            "a relative storage root needs a current directory Lance reads unambiguously; "
-            "give an absolute root"
-        ) from None
-    return parse_location(text, here)
 
 
 def resolve_stored(text: str, root: StorageLocation | None = None) -> StorageLocation:

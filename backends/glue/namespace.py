@@ -1,7 +1,7 @@
 """The Glue namespace: Lance's namespace and table operations on the Glue Data Catalog.
 
-Only metadata lives here; the generic data operations of `backends.data` write the Lance data at
-the location that `declare_table` / `describe_table` return.
+Only metadata lives here; the table operations `MetadataNamespace` inherits (`backends.base`)
+write the Lance data at the location that `declare_table` / `describe_table` return.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The contract lifecycle over HTTP on every backend: every table operation of the official
-clients (the steps of `tests/table_steps.py`), the namespace operations with their modes, and
-the spec's own routes (ListOperations, GetTable, GetNamespace, AlterNamespace, AlterTable)."""
+clients (the steps of `tests/support/table_steps.py`), the namespace operations with their
+modes, and the spec's own routes (ListOperations, GetTable, GetNamespace, AlterNamespace,
+AlterTable)."""
 
 from __future__ import annotations
 
