@@ -36,6 +36,6 @@ USER ${UID}:${UID}
 EXPOSE 2333
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
-    CMD ["python", "-P", "-m", "app.healthcheck"]
+    CMD ["python", "-P", "-m", "app.container_probe"]
 ENTRYPOINT ["lance-adapter"]
 CMD ["serve"]

@@ -108,10 +108,10 @@ from backends.core.names import ID_DELIMITER, joined_id
 from backends.core.operations import IDEMPOTENCY_KEY, traits_of
 from backends.hooks import ServerHooks
 from backends.layouts import TableLayout
-from backends.limits import NO_JOBS, AdapterLimits
 from backends.sessions import SessionTables
 from backends.tables import history, indexes, lifecycle, reads, schema, writes
-from backends.tables.access import (
+from backends.tables.bodies import arrow_rows, read_arrow_stream
+from backends.tables.datasets import (
     TableLocation,
     checkout,
     has_data,
@@ -119,14 +119,15 @@ from backends.tables.access import (
     open_dataset,
     remove_data,
 )
-from backends.tables.bodies import arrow_rows, read_arrow_stream
 from backends.tables.lifecycle import caller
+from backends.unsupported import NO_JOBS, UnsupportedOperations
 
 _Response = TypeVar("_Response")
 logger = logging.getLogger("lance_adapter")
 
 
-class MetadataNamespace(CloneTables, SessionTables, AdapterLimits, ServerHooks, LanceNamespace):
+class MetadataNamespace(CloneTables, SessionTables, UnsupportedOperations, ServerHooks,
+                        LanceNamespace):
     """A catalog backend, put behind its one guard by `backends.load_namespace`
     (`backends.guard.GuardedNamespace`); inside, operations call each other as plain methods."""
 
@@ -153,18 +154,9 @@ class MetadataNamespace(CloneTables, SessionTables, AdapterLimits, ServerHooks, 
         be registered outside the root, in an operator's external location."""
         return True
 
-    def checks_callers(self) -> bool:
-        """Whether the catalog judges each caller by the identity the server forwards
-        (`auth_mode: forward`); a backend that does not would let any token do anything."""
-        return False
-
     def backend_name(self) -> str:
         """How code-0 messages name this backend (a class name: no addresses or paths)."""
         return type(self).__name__
-
-    def sweep_abandoned(self, abandoned_after: float) -> list[str]:
-        """Remove what interrupted operations left, unchanged for `abandoned_after` s."""
-        return []
 
     def storage_root(self) -> str | None:
         """Where this backend keeps table data; client-named locations must lie inside it

@@ -6,7 +6,7 @@ only raises "not supported") nor one of this adapter's defaults marked with `@un
 AlterNamespace and AlterTable have no `LanceNamespace` method; the last two count when the
 backend has a method for them that is not marked.
 
-The code-0 defaults themselves are `backends.limits.AdapterLimits`.
+The code-0 defaults themselves are `backends.unsupported.UnsupportedOperations`.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from lance_namespace import DescribeTableRequest, InvalidInputError
 
 from backends.core.extensions import CloneTableRequest, CloneTableResponse
 from backends.core.locations import resolve_stored
-from backends.tables.access import TableLocation, checkout, latest_dataset
+from backends.tables.datasets import TableLocation, checkout, latest_dataset
 from backends.tables.errors import lance_errors
 from backends.tables.lifecycle import caller, declare_new, undeclare
 

@@ -1,6 +1,7 @@
 """What a backend tells the server about itself, so that the server (app/) needs to know no
 backend: checks before it is built and before serving, what readiness checks besides the
-catalog's probe, and how the metadata cache validates a hit. `MetadataNamespace` has these defaults;
+catalog's probe, how the metadata cache validates a hit, whether the catalog judges forwarded
+callers, and what maintenance sweeps. `MetadataNamespace` has these defaults;
 a backend overrides what applies to it (the directory backend: `backends.directory.hooks`)."""
 
 from __future__ import annotations
@@ -33,3 +34,13 @@ class ServerHooks:
         """How the metadata cache validates a hit against the backend's state; None: hits are
         validated by the cache's time bound alone."""
         return None
+
+    def checks_callers(self) -> bool:
+        """Whether the catalog judges each caller by the identity the server forwards
+        (`auth_mode: forward`); a backend that does not would let any token do anything."""
+        return False
+
+    def sweep_abandoned(self, abandoned_after: float) -> list[str]:
+        """Remove what interrupted operations left, unchanged for `abandoned_after` s (table
+        maintenance asks)."""
+        return []

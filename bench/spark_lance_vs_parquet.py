@@ -17,7 +17,7 @@ Without --uri an adapter on a dir backend is started. With --master spark://... 
 sessions run on that cluster; its executors must see --workdir (and the adapter's root)
 at the same path (a one-machine cluster does; otherwise use --uri and shared storage).
 --cluster starts such a cluster on 127.0.0.1 for the run (a master and two one-core
-workers from the pyspark wheel, as the suite's tests/test_pipeline_cluster.py does).
+workers from the pyspark wheel, as the suite's tests/test_spark_cluster.py does).
 """
 
 from __future__ import annotations

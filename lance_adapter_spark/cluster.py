@@ -27,7 +27,7 @@ from lance_adapter_spark.options import LanceSourceError
 PACKAGE_DIR = Path(__file__).resolve().parent
 # The Spark master, as the driver saw it when the source was registered: handed to the
 # Python processes that plan reads and writes (they have no SparkContext to ask).
-MASTER_ENV = "LANCE_PIPELINE_SPARK_MASTER"
+MASTER_ENV = "LANCE_ADAPTER_SPARK_MASTER"
 # Schemes of the object stores Lance opens (backends.core.locations.SUPPORTED_SCHEMES).
 OBJECT_STORE_SCHEMES = ("s3", "gs", "az", "abfss")
 # What a task imports besides pyspark and this package; pip names for the message.

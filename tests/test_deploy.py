@@ -88,7 +88,7 @@ def test_the_image_is_multi_stage_slim_non_root_healthchecked_and_env_configured
     final = dict(runtime)
     assert final["USER"] == "${UID}:${UID}"
     assert re.search(r"^ARG UID=10001$", text, re.MULTILINE)
-    assert final["HEALTHCHECK"].endswith('CMD ["python", "-P", "-m", "app.healthcheck"]')
+    assert final["HEALTHCHECK"].endswith('CMD ["python", "-P", "-m", "app.container_probe"]')
     assert final["ENTRYPOINT"] == '["lance-adapter"]' and final["CMD"] == '["serve"]'
     assert final["VOLUME"] == '["/data"]'
     environment = final["ENV"]
@@ -163,7 +163,7 @@ def test_the_installed_server_and_its_healthcheck_work(installed: Path, tmp_path
     env = {k: v for k, v in os.environ.items() if not k.startswith("LANCE_ADAPTER_")}
     env.update(LANCE_ADAPTER_HOST="127.0.0.1", LANCE_ADAPTER_PORT=str(port),
                LANCE_ADAPTER_PROP_ROOT=str(tmp_path / "data"))
-    healthcheck = [installed / "bin" / "python", "-P", "-m", "app.healthcheck"]  # as the image
+    healthcheck = [installed / "bin" / "python", "-P", "-m", "app.container_probe"]  # as the image
     assert run(*healthcheck, env=env, cwd=tmp_path).returncode == 1  # nothing listens yet
     server = subprocess.Popen([installed / "bin" / "lance-adapter", "serve"], env=env,
                               cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -224,7 +224,7 @@ def test_compose_wires_each_adapter_to_its_backend(compose: dict[str, Any]) -> N
         for key, value in properties.items():
             assert environment[f"LANCE_ADAPTER_PROP_{key.upper()}"] == value, (name, key)
         healthcheck = service["healthcheck"]["test"]
-        assert healthcheck == ["CMD", "python", "-P", "-m", "app.healthcheck"]
+        assert healthcheck == ["CMD", "python", "-P", "-m", "app.container_probe"]
         assert service["build"]["context"] == str(ROOT)
         if impl != "dir":
             assert environment["LANCE_ADAPTER_PROP_ROOT"].startswith("s3://lance/")

@@ -124,7 +124,7 @@ def test_the_image_serves_a_table_through_its_whole_life(
         wait_for(f"{url}/readyz")
         assert httpx.get(f"{url}/healthz").json() == {"status": "ok"}
         exercise_a_table(url, "sales")
-        healthcheck = engine.docker("exec", name, "python", "-P", "-m", "app.healthcheck")
+        healthcheck = engine.docker("exec", name, "python", "-P", "-m", "app.container_probe")
         assert healthcheck.returncode == 0, healthcheck.stderr
         user = engine.docker("exec", name, "id", "-u").stdout.strip()
         assert user == "10001"

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from lance_namespace import LanceNamespace
 
-from tests.support.table_steps import TableLayout, run_every_step
+from tests.support.table_steps import StepLayout, run_every_step
 from tests.support.tables import BACKENDS, backend
 
-LAYOUT = TableLayout(namespace=["cat", "sub"], rename_target=["cat"])
+LAYOUT = StepLayout(namespace=["cat", "sub"], rename_target=["cat"])
 
 
 @pytest.fixture(params=sorted(BACKENDS))

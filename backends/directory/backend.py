@@ -78,8 +78,8 @@ from backends.directory.orphans import manifest_tables, sweep_orphans
 from backends.directory.renames import RootRenames
 from backends.directory.settings import DirectorySettings
 from backends.layouts import TableLayout
-from backends.tables.access import TableLocation, has_data, open_dataset
 from backends.tables.bodies import stream_has_rows
+from backends.tables.datasets import TableLocation, has_data, open_dataset
 from backends.tables.errors import translate_internal, translate_native
 from backends.tables.history import staging_manifest_key
 from backends.tables.lifecycle import caller, renamed_id

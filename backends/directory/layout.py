@@ -40,7 +40,7 @@ from backends.core.names import ID_DELIMITER, joined_id
 from backends.layouts import TABLE_SUFFIX, TableLayout
 from backends.ownership import read_record
 from backends.tables import lifecycle
-from backends.tables.access import TableLocation, has_data
+from backends.tables.datasets import TableLocation, has_data
 from backends.tables.lifecycle import renamed_id
 from backends.tables.refs import MAX_FILE_NAME_BYTES
 

@@ -17,6 +17,6 @@ operations).
 """
 
 from backends.glue.namespace import GlueNamespace
-from backends.glue.session import GlueSettings
+from backends.glue.settings import GlueSettings
 
 __all__ = ["GlueNamespace", "GlueSettings"]

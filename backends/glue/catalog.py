@@ -20,7 +20,7 @@ from backends.core.lance_tables import settled_parameters
 from backends.core.names import joined_id
 from backends.glue.errors import glue_errors
 from backends.glue.names import DatabaseRef, ResolvedNamespace, child_catalog_id
-from backends.glue.session import GlueSettings
+from backends.glue.settings import GlueSettings
 
 
 def namespace_not_found(namespace: list[str], why: str = "") -> NamespaceNotFoundError:

@@ -67,12 +67,8 @@ from backends.glue.names import (
     validate_parameters,
 )
 from backends.glue.properties import altered_input, namespace_input, namespace_properties
-from backends.glue.session import (
-    GlueSettings,
-    aws_client,
-    build_session,
-    session_region,
-)
+from backends.glue.session import aws_client, build_session, session_region
+from backends.glue.settings import GlueSettings
 from backends.glue.tables import (
     default_location,
     is_lance_table,

@@ -32,7 +32,7 @@ from backends.core.arrow_schema import arrow_schema_to_json
 from backends.core.modes import CreateMode
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.core.paging import paginate
-from backends.tables.access import (
+from backends.tables.datasets import (
     TableLocation,
     checkout,
     has_data,

@@ -23,8 +23,8 @@ from lance_namespace import (
 )
 
 from backends.core.modes import WriteMode
-from backends.tables.access import TableLocation
 from backends.tables.bodies import StreamedRows
+from backends.tables.datasets import TableLocation
 from backends.tables.errors import lance_errors
 
 # Lance's words for a commit whose answer was lost: its manifest may or may not be stored.

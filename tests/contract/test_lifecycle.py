@@ -35,7 +35,7 @@ from lance_namespace_urllib3_client.models import AlterTransactionAction, AlterT
 
 from tests.support.contract_backends import NAMESPACE_PROPERTIES, ContractBackend
 from tests.support.lance_data import arrow_stream, sample_table
-from tests.support.table_steps import TableLayout, run_every_step
+from tests.support.table_steps import StepLayout, run_every_step
 
 # Operations every backend serves, and the spec's names of two of them.
 CORE_OPERATIONS = {
@@ -195,7 +195,7 @@ def test_alter_table_sets_then_unsets(backend: ContractBackend) -> None:
     assert "tier" not in properties()
 
 
-def requests_beyond_the_steps(layout: TableLayout) -> dict[str, Any]:
+def requests_beyond_the_steps(layout: StepLayout) -> dict[str, Any]:
     """A valid-looking request of each official operation the steps do not call."""
     view = [*layout.namespace, "view"]
     return {

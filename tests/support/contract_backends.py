@@ -32,7 +32,7 @@ from tests.support.iceberg_rest_server import shared_iceberg_rest_server
 from tests.support.iceberg_stand_in import running_iceberg_stand_in
 from tests.support.official_client import OfficialClient
 from tests.support.rest_catalog_stand_in import StandInControl
-from tests.support.table_steps import TableLayout
+from tests.support.table_steps import StepLayout
 from tests.support.tables import STAND_IN
 from tests.support.unity_stand_in import API, running_unity_stand_in
 
@@ -57,12 +57,12 @@ class Conventions:
     # them: tests/contract/test_registration.py holds that as an expected failure).
     keeps_registered_properties: bool = True
 
-    def layout(self, token: str) -> TableLayout:
+    def layout(self, token: str) -> StepLayout:
         base = self.fixed(token)
         if self.nested:
             target = [*base, f"cat_{token}"]
-            return TableLayout(namespace=[*target, "sub"], rename_target=target)
-        return TableLayout(
+            return StepLayout(namespace=[*target, "sub"], rename_target=target)
+        return StepLayout(
             namespace=[*base, f"db_{token}"], rename_target=[*base, f"moved_{token}"]
         )
 
@@ -138,7 +138,7 @@ class ContractBackend:
     def client(self) -> OfficialClient:
         return OfficialClient(self.url)
 
-    def new_layout(self) -> TableLayout:
+    def new_layout(self) -> StepLayout:
         """A fresh table layout whose namespaces exist, with NAMESPACE_PROPERTIES."""
         token = uuid.uuid4().hex[:10]
         self.prepare(token)

@@ -1,6 +1,6 @@
 """The steps of a table's whole life, each calling table operations on any `LanceNamespace`
 (a backend in Python or pylance's RestNamespace over HTTP) and checking each effect by reading
-the table back with pylance at its location. `TableLayout` says where the table lives."""
+the table back with pylance at its location. `StepLayout` says where the table lives."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ from tests.support.tables import location, read_back
 
 
 @dataclass(frozen=True)
-class TableLayout:
+class StepLayout:
     """Where the steps' tables live: `namespace` holds the table (and a second one, `other`),
     `rename_target` is the namespace RenameTable moves it to; both exist beforehand."""
 
@@ -98,13 +98,13 @@ class TableLayout:
         return [entry for entry in listed if entry.startswith(prefixes)]
 
 
-def run_every_step(namespace: LanceNamespace, layout: TableLayout) -> None:
+def run_every_step(namespace: LanceNamespace, layout: StepLayout) -> None:
     """Every table operation once, in the order a table lives."""
     for step in (rows_and_writes, query, indexes, schema, history, stats_and_plans, catalog):
         step(namespace, layout)
 
 
-def rows_and_writes(namespace: LanceNamespace, layout: TableLayout) -> None:
+def rows_and_writes(namespace: LanceNamespace, layout: StepLayout) -> None:
     table = layout.table
     created = namespace.create_table(CreateTableRequest(id=table), arrow_stream(sample_table(300)))
     assert created.version == 1
@@ -151,7 +151,7 @@ def rows_and_writes(namespace: LanceNamespace, layout: TableLayout) -> None:
     assert counted.count == after_delete.count_rows(filter="id < 10") == 10
 
 
-def query(namespace: LanceNamespace, layout: TableLayout) -> None:
+def query(namespace: LanceNamespace, layout: StepLayout) -> None:
     table = layout.table
     everything = read_back(namespace, table).to_table()
     target = everything["vector"][77].as_py()
@@ -161,7 +161,7 @@ def query(namespace: LanceNamespace, layout: TableLayout) -> None:
     assert read_arrow_file(hits.data)["id"].to_pylist() == nearest_ids(everything, target, 4)
 
 
-def indexes(namespace: LanceNamespace, layout: TableLayout) -> None:
+def indexes(namespace: LanceNamespace, layout: StepLayout) -> None:
     table = layout.table
     namespace.create_table_index(
         CreateTableIndexRequest(
@@ -205,7 +205,7 @@ def indexes(namespace: LanceNamespace, layout: TableLayout) -> None:
     assert remaining == {"vec_idx", "id_idx"}
 
 
-def schema(namespace: LanceNamespace, layout: TableLayout) -> None:
+def schema(namespace: LanceNamespace, layout: StepLayout) -> None:
     table = layout.table
     added = namespace.alter_table_add_columns(
         AlterTableAddColumnsRequest(
@@ -245,7 +245,7 @@ def schema(namespace: LanceNamespace, layout: TableLayout) -> None:
     assert dataset.schema.field("name").metadata[b"unit"] == b"text"
 
 
-def history(namespace: LanceNamespace, layout: TableLayout) -> None:
+def history(namespace: LanceNamespace, layout: StepLayout) -> None:
     table = layout.table
     dataset = read_back(namespace, table)
     listed = namespace.list_table_versions(ListTableVersionsRequest(id=table)).versions
@@ -290,7 +290,7 @@ def history(namespace: LanceNamespace, layout: TableLayout) -> None:
     assert restored.to_table().equals(lance.dataset(restored.uri, version=2).to_table())
 
 
-def stats_and_plans(namespace: LanceNamespace, layout: TableLayout) -> None:
+def stats_and_plans(namespace: LanceNamespace, layout: StepLayout) -> None:
     table = layout.table
     dataset = read_back(namespace, table)
     stats = namespace.get_table_stats(GetTableStatsRequest(id=table))
@@ -312,7 +312,7 @@ def stats_and_plans(namespace: LanceNamespace, layout: TableLayout) -> None:
     assert "output_rows" in analysis, analysis
 
 
-def catalog(namespace: LanceNamespace, layout: TableLayout) -> None:
+def catalog(namespace: LanceNamespace, layout: StepLayout) -> None:
     table, renamed = layout.table, layout.renamed
     rows = read_back(namespace, table).count_rows()
     data_location = location(namespace, table)

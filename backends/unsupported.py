@@ -1,5 +1,5 @@
-"""`AdapterLimits`: the operations no catalog backend can do here, each answering code 0 with
-its reason (`backends.capabilities.unsupported`); a backend that can do one overrides it."""
+"""`UnsupportedOperations`: the operations no catalog backend can do here, each answering code 0
+with its reason (`backends.capabilities.unsupported`); a backend that can do one overrides it."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ NO_MANIFEST_STORE = "the table's manifests are managed by Lance at its location,
 NO_JOBS = "it needs a job service (UDF backfills, materialized views) this adapter does not run"
 
 
-class AdapterLimits:
+class UnsupportedOperations:
     """The operations no catalog backend can do here, answering code 0 with the reason;
     a backend that can do one overrides it."""
 

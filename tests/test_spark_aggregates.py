@@ -22,7 +22,7 @@ from lance_adapter_spark.aggregates import (
 )
 from lance_adapter_spark.source import LanceDataSource
 from tests.support.pipeline import adapter, lance_options, spark_session
-from tests.test_pipeline_pruning import scanned_names
+from tests.test_spark_pruning import scanned_names
 
 ROWS = 4000
 # bucket 3 has no price; bucket 4's f is all NaN; f is NaN at id 15 (bucket 5) only besides.

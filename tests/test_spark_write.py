@@ -184,7 +184,7 @@ def test_first_writers_of_a_new_table_lose_no_rows(
     spark: SparkSession, adapter_url: str, table_name: str
 ) -> None:
     """Real concurrent Spark jobs creating one new table; the adapter-level race test
-    (test_pipeline_race.py) repeats the same race many more times, without Spark."""
+    (test_spark_race.py) repeats the same race many more times, without Spark."""
 
     def append(table: str, start: int) -> None:
         # The plain format in a new thread needs the session activated there.

@@ -1,4 +1,4 @@
-"""`python -m app.healthcheck`: exit 0 when the local adapter's /healthz answers 200.
+"""`python -m app.container_probe`: exit 0 when the local adapter's /healthz answers 200.
 
 The container HEALTHCHECK: it reads the same LANCE_ADAPTER_* settings as the server (port,
 host, root_path) and imports nothing heavy, so it is cheap to run every few seconds.

@@ -8,7 +8,7 @@ path deterministically.
 Each repetition runs the driver and task side of a Spark write (plan: DescribeTable,
 DeclareTable, create version 1; a task's fragments; the job's commit) in several
 threads at once against the real adapter, without Spark, so the race is repeated often
-at little cost; test_pipeline_write.py races real Spark jobs a few times.
+at little cost; test_spark_write.py races real Spark jobs a few times.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from lance_adapter_spark.read import (
     pin_table,
 )
 from tests.support.pipeline import lance_options
-from tests.test_pipeline_read import plan_of
+from tests.test_spark_read import plan_of
 
 ROWS = 3000
 
