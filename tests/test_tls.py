@@ -87,7 +87,7 @@ def _environment(tmp_path: Path, **settings: str) -> dict[str, str]:
 def _documented_config(directory: Path, pki: Pki) -> Path:
     """docs/security.md's TLS settings as written, naming this test's files."""
     (block,) = blocks_run_by("tests/test_tls.py",
-                             "test_the_documented_settings_serve_https_to_certified_clients")
+                             "test_client_certificates_are_required_when_a_client_ca_is_set")
     config = directory / "adapter.yaml"
     config.write_text(block.code.replace("/etc/lance/tls/server.pem", str(pki.server_cert))
                       .replace("/etc/lance/tls/server.key", str(pki.server_key))
@@ -148,23 +148,18 @@ def test_the_official_client_reaches_the_server_over_https(https: str, pki: Pki)
         assert NamespaceApi(client).list_namespaces("$").namespaces == []
 
 
-@pytest.mark.client_certificates
-def test_client_certificates_are_required_when_a_client_ca_is_set(https: str, pki: Pki) -> None:
+@pytest.mark.parametrize("configured", [
+    pytest.param("by settings", marks=pytest.mark.client_certificates),
+    pytest.param("as docs/security.md writes", marks=pytest.mark.documented_settings),
+])
+def test_client_certificates_are_required_when_a_client_ca_is_set(
+        https: str, pki: Pki, configured: str) -> None:
     with pytest.raises((httpx.ReadError, httpx.ConnectError, httpx.RemoteProtocolError)):
         httpx.get(f"{https}/v1/namespace/$/list", verify=str(pki.ca)).raise_for_status()
     context = ssl.create_default_context(cafile=str(pki.ca))
     context.load_cert_chain(pki.client_cert, pki.client_key)
     answer = httpx.get(f"{https}/v1/namespace/$/list", verify=context)
     assert answer.status_code == 200, answer.text
-
-
-@pytest.mark.documented_settings
-def test_the_documented_settings_serve_https_to_certified_clients(https: str, pki: Pki) -> None:
-    with pytest.raises((httpx.ReadError, httpx.ConnectError, httpx.RemoteProtocolError)):
-        httpx.get(f"{https}/healthz", verify=str(pki.ca)).raise_for_status()
-    context = ssl.create_default_context(cafile=str(pki.ca))
-    context.load_cert_chain(pki.client_cert, pki.client_key)
-    assert httpx.get(f"{https}/v1/namespace/$/list", verify=context).status_code == 200
 
 
 @pytest.mark.parametrize(("settings", "says"), [
