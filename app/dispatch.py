@@ -69,12 +69,12 @@ class Dispatcher:
         method, arguments = self._bind(operation, fields, data, dialect)
         if key is not None:
             pending_read = self.cache.begin(key, operation.backend_id, fields)
-            answer = await self._read(operation, method, arguments)
+            answer = await self._read(operation.operation_id, method, arguments)
             self.cache.store(pending_read, answer)
             return answer
         if not is_read_only(operation):
             return await self._write(operation, fields, method, arguments)
-        answer = await self._read(operation, method, arguments)
+        answer = await self._read(operation.operation_id, method, arguments)
         return self._with_aliases(answer) if operation.backend_id == "ListOperations" else answer
 
     async def resolve_source(
@@ -95,7 +95,7 @@ class Dispatcher:
                 f"{type(self.namespace).__name__} backend")
         request = operation.request_model.model_validate({**fields, "identity": identity})
         fields["source_id"] = await self._read(
-            operation, functools.partial(table_at, str(location)), (request,))
+            operation.operation_id, functools.partial(table_at, str(location)), (request,))
 
     def _bind(
         self, operation: Operation, fields: dict[str, Any], data: Any, dialect: Dialect
@@ -115,8 +115,13 @@ class Dispatcher:
             )
         return method, (request, data) if operation.takes_data else (request,)
 
+    async def run(self, label: str, call: Callable[[], Any]) -> Any:
+        """A blocking call of the backend's that is not an operation (credential vending):
+        on the same bounded pool, within the backend timeout, observed as `label`."""
+        return await self._read(label, call, ())
+
     def _submit(
-        self, operation: Operation, method: Any, arguments: tuple[Any, ...]
+        self, label: str, method: Any, arguments: tuple[Any, ...]
     ) -> asyncio.Future[Any]:
         context = contextvars.copy_context()
         streams = any(isinstance(argument, ArrowBodyStream) for argument in arguments[1:])
@@ -128,19 +133,19 @@ class Dispatcher:
             started, observe = time.perf_counter(), self._observe
             # Timed to the call's end, also when its caller stopped waiting (a timeout).
             pending.add_done_callback(lambda done: observe(
-                operation.operation_id, not done.cancelled() and done.exception() is None,
+                label, not done.cancelled() and done.exception() is None,
                 time.perf_counter() - started))
         return pending
 
-    async def _read(self, operation: Operation, method: Any, arguments: tuple[Any, ...]) -> Any:
-        pending = self._submit(operation, method, arguments)
+    async def _read(self, label: str, method: Any, arguments: tuple[Any, ...]) -> Any:
+        pending = self._submit(label, method, arguments)
         if self._backend_timeout <= 0:
             return await pending
         try:
             return await asyncio.wait_for(pending, self._backend_timeout)
         except TimeoutError:
             raise ServiceUnavailableError(
-                f"the backend did not answer {operation.operation_id} within "
+                f"the backend did not answer {label} within "
                 f"{self._backend_timeout:g} s"
             ) from None
 
@@ -148,7 +153,7 @@ class Dispatcher:
         self, operation: Operation, fields: dict[str, Any], method: Any,
         arguments: tuple[Any, ...],
     ) -> Any:
-        pending = self._submit(operation, method, arguments)
+        pending = self._submit(operation.operation_id, method, arguments)
         if self.cache is None:
             return await pending
         # Invalidate when the backend call ends, even if this request was cancelled first;

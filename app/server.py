@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,9 +155,8 @@ class OperationEndpoint:
         caller_token = (fields.get("identity") or {}).get("auth_token")
         table_id = fields.get("id") or []
         may_write = grants is None or grants.allows(Level.WRITE, table_id, Subject.TABLE)
-        vended = await asyncio.to_thread(
-            vendor.vend, location, scope.get(PRINCIPAL_KEY), table_id, caller_token, may_write
-        )
+        vended = await self.service.dispatcher.run("VendCredentials", functools.partial(
+            vendor.vend, location, scope.get(PRINCIPAL_KEY), table_id, caller_token, may_write))
         return with_vended(response, vended)
 
 

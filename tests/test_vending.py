@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import socket
 import threading
 import time
 from pathlib import Path
@@ -503,3 +504,21 @@ def boto3_glue(properties: dict[str, str]) -> Any:
         "glue", endpoint_url=properties["endpoint"], region_name=properties["region"],
         aws_access_key_id=properties["access_key_id"],
         aws_secret_access_key=properties["secret_access_key"])
+
+
+def test_a_hung_sts_answers_17_within_the_backend_timeout(storage: Storage) -> None:
+    """Vending runs on the backend calls' bounded pool with their timeout: an STS that
+    accepts and never answers (a stand-in for an outage) costs the caller the backend
+    timeout, then 503 / code 17, and the server keeps answering."""
+    with socket.create_server(("127.0.0.1", 0)) as hung:
+        properties = {**vending_on(storage.gate.url),
+                      "vending.sts-endpoint": f"http://127.0.0.1:{hung.getsockname()[1]}"}
+        with adapter(properties, backend_timeout=1.0) as url:
+            started = time.monotonic()
+            answer = httpx.post(f"{url}/v1/table/hung/declare", timeout=30,
+                                json={"vend_credentials": True})
+            took = time.monotonic() - started
+            assert httpx.get(f"{url}/v1/namespace/$/list").status_code == 200
+    assert answer.status_code == 503 and answer.json()["code"] == 17, answer.text
+    assert "VendCredentials" in answer.json()["error"]
+    assert 1.0 <= took < 5.0
