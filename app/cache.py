@@ -38,6 +38,7 @@ from typing import Any, Protocol
 import orjson
 
 from backends.core.operations import Subject, traits_of
+from backends.hooks import Stamp, Stamper
 
 CACHED_OPERATIONS = frozenset(
     {"DescribeTable", "TableExists", "ListTables", "ListNamespaces", "DescribeNamespace"}
@@ -54,10 +55,6 @@ EVERYTHING = ""
 CLOCK_MARGIN_NS = 50_000_000
 _COUNTER = struct.Struct("=Q")
 MISS = object()
-
-# Modification times (ns) of what an answer depends on; None where a path does not exist.
-Stamp = tuple[int | None, ...]
-Stamper = Callable[[str, Any], Stamp]
 
 
 class CacheEvents(Protocol):
@@ -216,8 +213,10 @@ class MetadataCache:
         max_entries: int,
         stamper: Stamper | None = None,
         events: CacheEvents | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.generations = generations
+        self._clock = clock  # seconds, monotonic: tests pass their own
         self.events = events or _Unobserved()
         self.ttl = ttl
         self.validated_ttl = validated_ttl
@@ -255,7 +254,7 @@ class MetadataCache:
         """Why `entry` may no longer be served, or None when it may."""
         if self.generations.snapshot(entry.slots) != entry.counters:
             return "write"
-        age = time.monotonic() - entry.stored_at
+        age = self._clock() - entry.stored_at
         if entry.stamp is None:
             return None if age <= self.ttl else "expired"
         if age > self.validated_ttl:
@@ -283,7 +282,7 @@ class MetadataCache:
             del self._entries[next(iter(self._entries))]
             self.events.cache_eviction("capacity", 1)
         self._entries[pending.key] = _Entry(
-            answer, time.monotonic(), stamp, pending.slots, pending.counters
+            answer, self._clock(), stamp, pending.slots, pending.counters
         )
 
     def invalidate(self, operation_id: str, fields: Mapping[str, Any]) -> None:

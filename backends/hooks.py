@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-# Stamps of what a change to an answer touches (`app.cache`): (operation id, answer) -> stamp.
-Stamper = Callable[[str, Any], tuple[Any, ...]]
+# Modification times (ns) of what an answer depends on; None where a path does not exist.
+Stamp = tuple[int | None, ...]
+# What a change to an answer touches (`app.cache` validates hits so): (operation id, answer).
+Stamper = Callable[[str, Any], Stamp]
 
 
 class ServerHooks:

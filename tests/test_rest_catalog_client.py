@@ -89,14 +89,16 @@ def make_client(stand_in: tuple[str, StandInControl]) -> Iterator[Factory]:
     created: list[RestCatalogClient] = []
 
     def factory(
-        auth_token: str | None = None, credential: str | None = None, **properties: str
+        auth_token: str | None = None, credential: str | None = None,
+        clock: Callable[[], float] = time.monotonic, **properties: str
     ) -> RestCatalogClient:
         # A generous read timeout: a loaded machine must not time out ordinary calls.
         settings = RestCatalogSettings.from_properties({
             "endpoint": url, "client.read-timeout-ms": "15000",
             **({"auth_token": auth_token} if auth_token else {}), **properties,
         })
-        oauth = OAuth2ClientCredentials(f"{url}{TOKEN_PATH}", credential) if credential else None
+        oauth = (OAuth2ClientCredentials(f"{url}{TOKEN_PATH}", credential, clock=clock)
+                 if credential else None)
         client = RestCatalogClient(url, settings, oauth=oauth)
         created.append(client)
         return client
@@ -244,11 +246,15 @@ def test_oauth2_client_credentials_token_is_fetched_reused_and_refreshed(
     control.oauth_enabled = True
     control.oauth_clients["client"] = "secret"
     control.token_lifetime_seconds = 3
-    client = make_client(credential="client:secret")
+    now = [100.0]
+    client = make_client(credential="client:secret", clock=lambda: now[0])
     for _ in range(3):
         client.get_json("/items/a")
     assert control.token_requests == 1
-    time.sleep(2.5)  # past 80% of the 3 s lifetime: refreshed before it expires
+    now[0] += 2.3  # before 80% of the 3 s lifetime: the same token
+    client.get_json("/items/a")
+    assert control.token_requests == 1
+    now[0] += 0.2  # past 80%: refreshed before it expires
     client.get_json("/items/a")
     assert control.token_requests == 2
     tokens = {entry.authorization for entry in control.requests_to("/items/a", "GET")}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import httpx
 from lance_namespace import ServiceUnavailableError, UnauthenticatedError
@@ -16,7 +17,8 @@ from backends.rest_catalog.errors import error_for, parse_error_reply
 class OAuth2ClientCredentials:
     """Fetches an access token with the client-credentials grant and refreshes it before expiry."""
 
-    def __init__(self, token_url: str, credential: str, scope: str | None = None) -> None:
+    def __init__(self, token_url: str, credential: str, scope: str | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         client_id, separator, client_secret = credential.partition(":")
         if not separator or not client_id or not client_secret:
             raise ConfigurationError("credential must have the form client_id:client_secret")
@@ -30,11 +32,12 @@ class OAuth2ClientCredentials:
             self._form["scope"] = scope
         self._token: str | None = None
         self._refresh_at = 0.0
+        self._clock = clock  # seconds, monotonic: tests pass their own
         self._lock = threading.Lock()
 
     def token(self, http: httpx.Client) -> str:
         with self._lock:
-            if self._token is None or time.monotonic() >= self._refresh_at:
+            if self._token is None or self._clock() >= self._refresh_at:
                 self._fetch(http)
             assert self._token is not None
             return self._token
@@ -61,7 +64,7 @@ class OAuth2ClientCredentials:
             raise UnauthenticatedError("token endpoint returned no access_token")
         self._token = str(access_token)
         expires_in = body.get("expires_in")
-        now = time.monotonic()
+        now = self._clock()
         if isinstance(expires_in, int | float) and expires_in > 0:
             # Refresh a minute early, or at 80% of a short lifetime.
             self._refresh_at = now + max(expires_in - 60.0, expires_in * 0.8)
