@@ -7,7 +7,8 @@ nor the write side: a task only opens the table version the driver pinned.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import lance
 import pyarrow as pa
@@ -53,11 +54,18 @@ class PinnedTable:
     version: int
     storage_options: dict[str, str] | None
     schema: pa.Schema
+    # The version opened, once per process: on the driver the open that pinned it; in a task,
+    # the first `open`. Never pickled (each task opens its own).
+    _dataset: lance.LanceDataset | None = field(default=None, compare=False, repr=False)
 
     def open(self) -> lance.LanceDataset:
-        return lance.dataset(
-            self.location, version=self.version, storage_options=self.storage_options
-        )
+        if self._dataset is None:
+            object.__setattr__(self, "_dataset", lance.dataset(
+                self.location, version=self.version, storage_options=self.storage_options))
+        return self._dataset
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_dataset": None}
 
 
 def pin_table(options: LanceOptions) -> PinnedTable:
@@ -129,7 +137,7 @@ def _open_pinned(
         raise LanceSourceError(
             f"version {version} of table '{options.table_name}' cannot be opened: {error}"
         ) from error
-    return PinnedTable(location, dataset.version, storage, dataset.schema)
+    return PinnedTable(location, dataset.version, storage, dataset.schema, dataset)
 
 
 def read_schema(pinned: PinnedTable, columns: list[str] | None) -> StructType:

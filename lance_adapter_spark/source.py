@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
 from pyspark.sql.types import StructType
 
@@ -24,8 +26,9 @@ class LanceDataSource(DataSource):
 
     pinned: PinnedTable | None = None
 
-    @property
+    @functools.cached_property
     def parsed(self) -> LanceOptions:
+        """The options, parsed once (kept when the source is pickled for the tasks)."""
         return parse_options(self.options)
 
     def _pin(self) -> PinnedTable:
