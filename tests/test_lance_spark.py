@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +30,7 @@ from lance_namespace import (
 )
 
 from tests.support.adapter import running_server
+from tests.support.common import scratch_directory
 from tests.support.doc_blocks import blocks_run_by
 from tests.support.glue import glue_properties, start_moto
 from tests.support.lance_spark import SparkDriver, lance_spark_driver, pyspark35_cluster
@@ -43,9 +42,8 @@ _names = itertools.count()
 
 @pytest.fixture(scope="module")
 def workdir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="lance-spark-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with scratch_directory("lance-spark-") as path:
+        yield path
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import datetime
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -36,7 +34,7 @@ from lance_adapter_spark.cluster import (
 )
 from tests.support import pipeline as pipeline_support
 from tests.support.adapter import running_server
-from tests.support.common import skip_unless_ci
+from tests.support.common import environment, scratch_directory, skip_unless_ci
 from tests.support.glue import REGION, TEST_ACCESS_KEY, TEST_SECRET_KEY, start_moto
 from tests.support.spark_cluster import Cluster, can_unshare_mounts, start_cluster
 
@@ -54,9 +52,8 @@ def _mount_namespace() -> None:
 
 @pytest.fixture(scope="module")
 def workdir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="spark-cluster-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with scratch_directory("spark-cluster-") as path:
+        yield path
 
 
 @pytest.fixture(scope="module")
@@ -80,25 +77,14 @@ def moto_s3() -> Iterator[str]:
     """moto's S3 with bucket `lake`, reached by the driver and the executors through the
     environment, as a cluster reaches object storage (instance credentials, endpoint)."""
     server, url = start_moto()
-    environment = {
-        "AWS_ENDPOINT_URL": url,
-        "AWS_ALLOW_HTTP": "true",
-        "AWS_REGION": REGION,
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_ACCESS_KEY_ID": TEST_ACCESS_KEY,
-        "AWS_SECRET_ACCESS_KEY": TEST_SECRET_KEY,
-    }
-    saved = {name: os.environ.get(name) for name in environment}
-    os.environ.update(environment)  # the driver's processes; workers inherit it too
+    # The driver's processes; workers inherit it too.
     try:
-        boto3.client("s3").create_bucket(Bucket="lake")
-        yield url
+        with environment(AWS_ENDPOINT_URL=url, AWS_ALLOW_HTTP="true", AWS_REGION=REGION,
+                         AWS_DEFAULT_REGION=REGION, AWS_ACCESS_KEY_ID=TEST_ACCESS_KEY,
+                         AWS_SECRET_ACCESS_KEY=TEST_SECRET_KEY):
+            boto3.client("s3").create_bucket(Bucket="lake")
+            yield url
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
         server.stop()
 
 

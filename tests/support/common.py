@@ -4,11 +4,15 @@ a test skips."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -74,3 +78,28 @@ def skip_unless_ci(reason: str) -> NoReturn:
     if under_ci():
         pytest.fail(f"not skipped under CI: {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+@contextlib.contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """`values` in the process's environment for the block, the earlier ones after it."""
+    earlier = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in earlier.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextlib.contextmanager
+def scratch_directory(prefix: str) -> Iterator[Path]:
+    """A new directory under the system's temporary one, removed after the block."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import lance
@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import lance_adapter_spark
 from tests.support.adapter import running_server
+from tests.support.common import environment
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _resources = contextlib.ExitStack()
@@ -33,27 +34,12 @@ _singletons: dict[str, object] = {}
 _table_numbers = itertools.count()
 
 
-@contextlib.contextmanager
-def _environment(**values: str) -> Iterator[None]:
-    """`values` in the process's environment for the block, the earlier ones after it."""
-    earlier = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in earlier.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def spark_session() -> SparkSession:
     if "spark" not in _singletons:
         # Spark's Python workers must run this interpreter and import this checkout: the JVM
         # and the context take both from the environment when they start; then it is restored.
         python_path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
-        with _environment(PYSPARK_PYTHON=sys.executable, PYTHONPATH=python_path):
+        with environment(PYSPARK_PYTHON=sys.executable, PYTHONPATH=python_path):
             session = (
                 SparkSession.builder.master("local[2,2]")  # 2 cores; a failed task: one retry
                 .appName("pipeline-tests")
