@@ -43,7 +43,7 @@ print(f"install check: {len(operations)} operations from {spec}")
 CHECK
 "$VENV/bin/lance-adapter" serve --help >/dev/null
 "$VENV/bin/python" - <<'BACKENDS'
-import app.docs, app.healthcheck, app.server
+import app.docs, app.container_probe, app.server
 from backends import IMPLS, resolve_impl
 
 for impl in IMPLS:
