@@ -131,13 +131,8 @@ class Http:
         return pa.ipc.open_file(pa.BufferReader(content)).read_all()
 
     def last_byte(self, body: dict) -> None:
-        payload = json.dumps({"vector": {}, **body}).encode()
-        base = self.client.base_url
-        with socket.create_connection((base.host, base.port), timeout=600) as connection:
-            connection.sendall(
-                f"POST /v1/table/scans/query HTTP/1.1\r\nhost: {base.host}\r\n"
-                f"content-type: application/json\r\ncontent-length: {len(payload)}\r\n"
-                "connection: close\r\n\r\n".encode() + payload)
+        with posted(self.client.base_url, "/v1/table/scans/query",
+                    {"vector": {}, **body}) as connection:
             buffer = bytearray(4 << 20)
             while connection.recv_into(buffer):
                 pass
@@ -186,15 +181,22 @@ class InProcess:
         lance.dataset(self.ingest).delete(predicate)
 
 
-def lean_post(base: httpx.URL, path: str, body: dict) -> tuple[int, bytes]:
-    """POST `body` as JSON on a new connection; the answer's status and body, read with
-    large receives (a chunked body decoded with one copy)."""
+@contextmanager
+def posted(base: httpx.URL, path: str, body: dict) -> Iterator[socket.socket]:
+    """A new connection that has sent `body` as JSON to `path`, closed after the block."""
     payload = json.dumps(body).encode()
     head = (f"POST {path} HTTP/1.1\r\nhost: {base.host}:{base.port}\r\n"
             f"content-type: application/json\r\ncontent-length: {len(payload)}\r\n"
             "connection: close\r\n\r\n").encode()
     with socket.create_connection((base.host, base.port), timeout=600) as connection:
         connection.sendall(head + payload)
+        yield connection
+
+
+def lean_post(base: httpx.URL, path: str, body: dict) -> tuple[int, bytes]:
+    """POST `body` as JSON on a new connection; the answer's status and body, read with
+    large receives (a chunked body decoded with one copy)."""
+    with posted(base, path, body) as connection:
         parts = []
         while part := connection.recv(4 << 20):
             parts.append(part)
