@@ -89,7 +89,8 @@ def wait_for_access_lines(adapter: Adapter, request_ids: set[str]) -> list[dict]
                  if line["logger"] == "lance_adapter.access"
                  and line.get("request_id") in request_ids]
         if {line["request_id"] for line in lines} == request_ids or time.monotonic() > deadline:
-            return lines
+            # each line is written when its answer has gone, so two requests may log out of order
+            return sorted(lines, key=lambda line: line["request_id"])
         time.sleep(0.05)
 
 
