@@ -14,11 +14,12 @@ from lance_namespace import UnauthenticatedError
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.config import Settings, SettingsError
 from app.errors import render_error
 from app.health import HEALTH_PATHS
 from app.observability import register_secrets
 from app.protocol import API_KEY_HEADER, AUTHORIZATION_HEADER
+from app.settings import Settings
+from backends.core.settings import ConfigurationError
 
 # The identity the endpoints hand to the backend when auth is on (None: strip it).
 IDENTITY_KEY = "lance_adapter.identity"
@@ -41,7 +42,7 @@ def check_forwarding(namespace: object, settings: Settings) -> None:
         return
     backend = settings.impl
     if not settings.auth_forward_unchecked:
-        raise SettingsError(
+        raise ConfigurationError(
             f"auth_mode forward without auth_tokens or auth_tokens_file lets any bearer token "
             f"do everything on the {backend} backend, which checks no caller: set tokens, use "
             "auth_mode token, or set auth_forward_unchecked to accept that"
@@ -80,11 +81,12 @@ def load_identities(settings: Settings) -> dict[bytes, str | None]:
     for place, entry in _token_entries(settings):
         token, identity = _named_token(place, entry)
         if token in places:
-            raise SettingsError(f"{place} repeats the token of {places[token].seen_from(place)}"
-                                "; each token may appear once")
+            raise ConfigurationError(
+                f"{place} repeats the token of {places[token].seen_from(place)}; each token "
+                "may appear once")
         places[token], named[token] = place, identity
     if settings.auth_mode == "token" and not named:
-        raise SettingsError("auth_mode 'token' needs auth_tokens or auth_tokens_file")
+        raise ConfigurationError("auth_mode 'token' needs auth_tokens or auth_tokens_file")
     register_secrets(named)
     return {token.encode(): identity for token, identity in named.items()}
 
@@ -109,9 +111,9 @@ def _tokens_file_text(path: str) -> str:
     try:
         return Path(path).read_text(encoding="utf-8-sig")  # an editor's BOM is not a token
     except OSError as error:
-        raise SettingsError(f"cannot read auth_tokens_file {path}: {error.strerror}") from None
+        raise ConfigurationError(f"cannot read auth_tokens_file {path}: {error.strerror}") from None
     except UnicodeDecodeError:
-        raise SettingsError(f"auth_tokens_file {path} is not UTF-8 text") from None
+        raise ConfigurationError(f"auth_tokens_file {path} is not UTF-8 text") from None
 
 
 # Visible ASCII: what a credential header carries byte for byte.
@@ -124,14 +126,14 @@ def _named_token(place: _Place, entry: str) -> tuple[str, str | None]:
     """(token, identity) of one entry; the messages never quote a word, it may be a token."""
     words = entry.split()
     if len(words) > 2:
-        raise SettingsError(f"{place} has {len(words)} words; an auth token entry is "
+        raise ConfigurationError(f"{place} has {len(words)} words; an auth token entry is "
                             "`<token>` or `<identity> <token>`")
     token, identity = (words[1], words[0]) if len(words) == 2 else (words[0], None)
     if not _TOKEN.fullmatch(token):
-        raise SettingsError(f"{place} holds a token with characters other than visible ASCII, "
+        raise ConfigurationError(f"{place} holds a token with characters other than visible ASCII, "
                             "which a credential header cannot carry")
     if identity is not None and not _IDENTITY.fullmatch(identity):
-        raise SettingsError(f"{place} names an identity that is not 1-128 letters, digits "
+        raise ConfigurationError(f"{place} names an identity that is not 1-128 letters, digits "
                             "or `._:@-` starting with a letter or digit")
     return token, identity
 

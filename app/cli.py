@@ -13,6 +13,7 @@ import logging
 import logging.config
 import socket
 import sys
+import typing
 from dataclasses import asdict
 from importlib.metadata import version
 from pathlib import Path
@@ -23,19 +24,13 @@ import yaml
 from lance_namespace import LanceNamespace
 
 from app.auth import check_forwarding, load_credentials
-from app.config import (
-    AUTH_MODES,
-    Settings,
-    SettingsError,
-    external_locations,
-    load_settings,
-    request_bounds,
-)
+from app.config import external_locations, load_settings, request_bounds
 from app.connections import uvicorn_options
 from app.maintenance import maintains, maintenance_policy
 from app.malloc_arenas import limit_malloc_arenas
 from app.observability import log_config
 from app.server import create_app
+from app.settings import Settings
 from app.tls import check_tls, tls_on, uvicorn_tls_options
 from app.workers import prepare_worker_environment
 from backends import ConfigurationError, load_namespace, resolve_impl
@@ -79,23 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings_options(serve: argparse.ArgumentParser) -> None:
-    serve.add_argument("--impl", help="backend alias (dir, hive2, hive3, glue, unity, "
-                       "iceberg) or module.Class path; default dir")
-    serve.add_argument("--prop", action="append", type=_property, default=[],
-                       metavar="KEY=VALUE", help="backend property (repeatable)")
+    """A flag for each setting that declares one (`app.settings`), and --prop and --config."""
     serve.add_argument("--config", type=Path, help="YAML or JSON settings file")
-    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port to bind (default 2333)")
-    serve.add_argument("--workers", type=int, help="worker processes (default: one per CPU "
-                       "the process may use)")
-    serve.add_argument("--log-level", help="log level: critical, error, warning, info, "
-                       "debug or trace (default info)")
-    serve.add_argument("--root-path", help="path prefix behind a gateway, e.g. /lance")
-    serve.add_argument("--trusted-proxies", help="comma-separated addresses or networks "
-                       "whose X-Forwarded-* headers are honoured (default none)")
-    serve.add_argument("--auth-mode", choices=AUTH_MODES, help="caller authentication "
-                       "(default off)")
-    serve.add_argument("--auth-tokens-file", help="file of accepted tokens, one a line")
+    hints = typing.get_type_hints(Settings)
+    for _, declared in Settings.declared():
+        if not declared.cli:
+            continue
+        if declared.key == "properties":
+            serve.add_argument("--prop", action="append", type=_property, default=[],
+                               metavar="KEY=VALUE", help=declared.cli)
+            continue
+        serve.add_argument("--" + declared.key.replace("_", "-"), help=declared.cli,
+                           type=hints[declared.key])
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -109,7 +99,7 @@ def _listen(host: str, port: int) -> socket.socket:
     except OSError as error:
         listener.close()
         reason = "is already in use" if error.errno == errno.EADDRINUSE else error.strerror
-        raise SettingsError(f"cannot listen on {host}:{port}: {reason}") from None
+        raise ConfigurationError(f"cannot listen on {host}:{port}: {reason}") from None
     return listener
 
 
@@ -123,19 +113,9 @@ def _announce(namespace: LanceNamespace, settings: Settings, port: int) -> None:
 
 
 def settings_from_arguments(arguments: argparse.Namespace) -> Settings:
-    overrides = {
-        "impl": arguments.impl,
-        "host": arguments.host,
-        "port": arguments.port,
-        "workers": arguments.workers,
-        "log_level": arguments.log_level,
-        "root_path": arguments.root_path,
-        "trusted_proxies": arguments.trusted_proxies,
-        "auth_mode": arguments.auth_mode,
-        "auth_tokens_file": arguments.auth_tokens_file,
-    }
-    if arguments.prop:
-        overrides["properties"] = dict(arguments.prop)
+    overrides = {declared.key: getattr(arguments, declared.key, None)
+                 for _, declared in Settings.declared() if declared.cli}
+    overrides["properties"] = dict(arguments.prop) or None
     return load_settings(arguments.config, overrides=overrides)
 
 
@@ -243,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             return record_owners(settings)
         else:
             serve(settings)
-    except (SettingsError, ConfigurationError) as error:
+    except ConfigurationError as error:
         print(f"lance-adapter: {error}", file=sys.stderr)
         return 2
     return 0

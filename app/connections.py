@@ -24,8 +24,8 @@ import h11
 from lance_namespace import LanceNamespaceError
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from app.config import Settings
 from app.errors import HeadTimeoutError, HeadTooLargeError, raw_error_answer
+from app.settings import Settings
 
 try:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol

@@ -9,7 +9,8 @@ from __future__ import annotations
 import sys
 import urllib.request
 
-from app.config import SettingsError, load_settings
+from app.config import load_settings
+from backends.core.settings import ConfigurationError
 
 _WILDCARDS = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1", "[::]": "::1"}
 
@@ -24,7 +25,7 @@ def health_url(host: str, port: int, root_path: str) -> str:
 def main(timeout: float = 3.0) -> int:
     try:
         settings = load_settings()
-    except SettingsError as error:
+    except ConfigurationError as error:
         print(f"unhealthy: {error}", file=sys.stderr)
         return 1
     url = health_url(settings.host, settings.port, settings.root_path)

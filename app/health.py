@@ -11,9 +11,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from app.config import Settings
 from app.errors import public_message
 from app.observability import METRICS_CONTENT_TYPE, Metrics, named_route, redact
+from app.settings import Settings
 
 logger = logging.getLogger("lance_adapter")
 _NO_STORE = {"cache-control": "no-store"}

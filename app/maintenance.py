@@ -16,8 +16,8 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from app.config import Settings
 from app.observability import Metrics
+from app.settings import Settings
 from backends.maintenance import MaintenancePolicy, TableMaintenance, maintain_all
 
 logger = logging.getLogger("lance_adapter.maintenance")

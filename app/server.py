@@ -29,7 +29,6 @@ from app.auth import (
 from app.bodies import BodyLimits, release_body
 from app.browser_guard import BrowserGuard
 from app.cache import GENERATION_FILE, Generations, MetadataCache
-from app.config import Settings, access_policy
 from app.dialect import Dialect
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
@@ -53,6 +52,7 @@ from app.observability import (
 from app.requests import read_operation_request, read_route_request, refuse_idempotency_key
 from app.responses import render, render_model
 from app.routing import LanceRoutes, RouteTable, route_path
+from app.settings import Settings, access_policy
 from app.spec import Operation, load_operations
 from backends import IMPLS
 from backends.core.access import AccessPolicy, Grants, check_access

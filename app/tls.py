@@ -10,7 +10,8 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
-from app.config import Settings, SettingsError
+from app.settings import Settings
+from backends.core.settings import ConfigurationError
 
 
 def tls_on(settings: Settings) -> bool:
@@ -18,12 +19,12 @@ def tls_on(settings: Settings) -> bool:
 
 
 def check_tls(settings: Settings) -> None:
-    """The TLS settings belong together and their files load; else SettingsError."""
+    """The TLS settings belong together and their files load; else ConfigurationError."""
     if bool(settings.tls_cert_file) != bool(settings.tls_key_file):
-        raise SettingsError("tls_cert_file and tls_key_file are set together (the certificate "
+        raise ConfigurationError("tls_cert_file and tls_key_file are set together (the certificate "
                             "chain and its private key, PEM)")
     if settings.tls_client_ca_file and not settings.tls_cert_file:
-        raise SettingsError("tls_client_ca_file asks clients for certificates, which needs "
+        raise ConfigurationError("tls_client_ca_file asks clients for certificates, which needs "
                             "HTTPS: set tls_cert_file and tls_key_file too")
     if not tls_on(settings):
         return
@@ -31,14 +32,14 @@ def check_tls(settings: Settings) -> None:
     try:
         context.load_cert_chain(settings.tls_cert_file, settings.tls_key_file)
     except OSError as error:  # ssl.SSLError is one
-        raise SettingsError(
+        raise ConfigurationError(
             f"tls_cert_file / tls_key_file do not load as a PEM certificate chain and its key: "
             f"{_reason(error)}") from None
     if settings.tls_client_ca_file:
         try:
             context.load_verify_locations(cafile=settings.tls_client_ca_file)
         except OSError as error:  # ssl.SSLError is one
-            raise SettingsError(
+            raise ConfigurationError(
                 f"tls_client_ca_file does not load as PEM CA certificates: {_reason(error)}"
             ) from None
 

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from prometheus_client.multiprocess import mark_process_dead
 
-from app.config import Settings, external_locations, lance_session, request_bounds
+from app.config import external_locations, lance_session, request_bounds
 from app.server import AdapterApp, create_app
+from app.settings import Settings
 from backends import load_namespace
 
 SETTINGS_FILE_ENV = "LANCE_ADAPTER_SETTINGS_FILE"

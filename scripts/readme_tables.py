@@ -111,7 +111,9 @@ def error_codes() -> str:
 
 
 def settings_tables() -> dict[str, Callable[[], str]]:
-    """Each backend's property table, under a marker named after its settings class."""
+    """The server's settings table and each backend's property table, under a marker named
+    after its settings class."""
+    from app.settings import settings_table as server_settings_table
     from backends import IMPLS, resolve_impl
     from backends.core.settings import settings_table
     from backends.vending import VendingSettings
@@ -122,6 +124,7 @@ def settings_tables() -> dict[str, Callable[[], str]]:
         if settings_class is not None:
             tables[settings_class.__name__] = lambda c=settings_class: settings_table(c)
     tables["VendingSettings"] = lambda: settings_table(VendingSettings)  # every backend's
+    tables["Settings"] = server_settings_table
     return tables
 
 

@@ -14,6 +14,7 @@ pytest_plugins = (
     "tests.support.hive_metastore_real",
     "tests.support.iceberg_stand_in",
     "tests.support.iceberg_rest_server",
+    "tests.support.keycloak",
     "tests.support.unity_stand_in",
     "tests.support.interop",
     "tests.support.pipeline",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from app.config import Settings
+from app.settings import Settings
 from tests.support.cli import Adapter, resident_bytes, start_adapter
 from tests.support.lance_data import arrow_stream, error_code, sample_table, zeros_stream
 

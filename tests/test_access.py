@@ -11,8 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.config import Settings, SettingsError, access_policy, load_settings
+from app.config import load_settings
+from app.settings import Settings, access_policy
 from app.spec import BodyKind, Operation, load_operations
+from backends.core.settings import ConfigurationError
 from tests.support.adapter import running_server, serving_identities
 from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
 
@@ -263,7 +265,7 @@ def test_a_bare_token_gets_the_default_access(tmp_path: Path) -> None:
 
 
 def test_access_settings_are_checked_at_start(tmp_path: Path) -> None:
-    with pytest.raises(SettingsError, match="'access' names identities, which need auth_mode"):
+    with pytest.raises(ConfigurationError, match="'access' names identities, which need auth_mode"):
         load_settings(environ={"LANCE_ADAPTER_ACCESS": json.dumps({"etl": "write"})})
     environment = {"LANCE_ADAPTER_AUTH_MODE": "token", "LANCE_ADAPTER_AUTH_TOKENS": "t",
                    "LANCE_ADAPTER_ACCESS": json.dumps({"etl": "write@sales$eu"})}
@@ -273,7 +275,7 @@ def test_access_settings_are_checked_at_start(tmp_path: Path) -> None:
     assert str(policy.grants_of("someone")) == "admin"  # the default, unless set
     for bad, message in [("owner", "must be read, write or admin"),
                          ("write@", "names no namespace"), ("read@a$$b", "")]:
-        with pytest.raises(SettingsError, match=message):
+        with pytest.raises(ConfigurationError, match=message):
             load_settings(environ={**environment,
                                    "LANCE_ADAPTER_ACCESS": json.dumps({"etl": bad})})
     assert access_policy(Settings(auth_mode="forward")) is None

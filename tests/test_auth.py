@@ -11,11 +11,13 @@ import httpx
 import pytest
 
 from app.auth import load_credentials, load_identities
-from app.config import Settings, SettingsError, load_settings
+from app.config import load_settings
 from app.health import HEALTH_PATHS, Readiness, health_routes
 from app.observability import Metrics
 from app.protocol import JSON
 from app.server import create_app
+from app.settings import Settings
+from backends.core.settings import ConfigurationError
 from tests.support.adapter import metric, running_server
 from tests.support.cli import CLI, cli_environment
 from tests.support.common import free_port
@@ -149,7 +151,7 @@ def test_trailing_spaces_crlf_line_ends_and_a_bom_are_not_part_of_a_token(
     assert load_identities(tokens_file(tmp_path, content)) == {
         GOOD.encode(): "etl", OTHER.encode(): None}
     # Line numbers count CRLF line ends as an editor does.
-    with pytest.raises(SettingsError, match=r" line 3 has 3 words;"):
+    with pytest.raises(ConfigurationError, match=r" line 3 has 3 words;"):
         load_identities(tokens_file(tmp_path, f"{GOOD}\r\n\r\na b c\r\n".encode()))
 
 
@@ -165,7 +167,7 @@ def test_a_malformed_line_is_refused_with_its_line_number(
 ) -> None:
     settings = tokens_file(tmp_path, f"# tokens\n{GOOD}\n\n{line}\n".encode())
     with pytest.raises(
-        SettingsError, match=re.escape(f"{settings.auth_tokens_file} line 4 {problem}")
+        ConfigurationError, match=re.escape(f"{settings.auth_tokens_file} line 4 {problem}")
     ) as refused:
         load_identities(settings)
     message = str(refused.value)
@@ -177,13 +179,13 @@ def test_a_token_may_appear_once_and_an_identity_may_have_several(tmp_path: Path
     path = tmp_path / "tokens"
     path.write_text(f"etl {GOOD}\n# rotation: the old and the new token of etl\netl {OTHER}\n"
                     f"bi token-bi\n  {GOOD}\n")
-    with pytest.raises(SettingsError, match=rf"^auth_tokens_file {path} line 5 repeats the "
+    with pytest.raises(ConfigurationError, match=rf"^auth_tokens_file {path} line 5 repeats the "
                                             r"token of line 1; each token may appear once$"):
         load_identities(Settings(auth_mode="token", auth_tokens_file=str(path)))
     path.write_text(f"etl {GOOD}\netl {OTHER}\nbi token-bi\n")
     assert load_identities(Settings(auth_mode="token", auth_tokens_file=str(path))) == {
         GOOD.encode(): "etl", OTHER.encode(): "etl", b"token-bi": "bi"}
-    with pytest.raises(SettingsError, match=rf"auth_tokens_file {path} line 3 repeats the "
+    with pytest.raises(ConfigurationError, match=rf"auth_tokens_file {path} line 3 repeats the "
                                             r"token of auth_tokens entry 2;"):
         load_identities(Settings(auth_mode="token", auth_tokens="x-token, bi token-bi",
                                  auth_tokens_file=str(path)))
@@ -225,11 +227,12 @@ def test_tokens_come_from_the_environment_and_token_mode_needs_some(tmp_path: Pa
     settings = load_settings(environ={"LANCE_ADAPTER_AUTH_MODE": "token",
                                       "LANCE_ADAPTER_AUTH_TOKENS": f"{GOOD},{OTHER}"})
     assert load_credentials(settings) == (GOOD.encode(), OTHER.encode())
-    with pytest.raises(SettingsError, match="needs auth_tokens"):
+    with pytest.raises(ConfigurationError, match="needs auth_tokens"):
         load_credentials(Settings(auth_mode="token"))
-    with pytest.raises(SettingsError, match="cannot read auth_tokens_file"):
+    with pytest.raises(ConfigurationError, match="cannot read auth_tokens_file"):
         load_credentials(Settings(auth_mode="token", auth_tokens_file=str(tmp_path / "none")))
-    with pytest.raises(SettingsError, match="auth_mode must be one of"):
+    with pytest.raises(ConfigurationError,
+                       match="setting 'auth_mode' must be one of 'off', 'token', 'forward'"):
         load_settings(environ={"LANCE_ADAPTER_AUTH_MODE": "maybe"})
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.config import SettingsError, load_settings
+from app.config import load_settings
+from backends.core.settings import ConfigurationError
 from tests.support.adapter import metric, running_server
 from tests.support.lance_data import arrow_stream, sample_table
 from tests.support.plugin_stand_ins import RecordingNamespace
@@ -192,5 +193,5 @@ def test_allowed_origins_are_read_from_the_environment_and_checked_at_start() ->
     assert settings.allowed_origins == "https://a.example/"
     for entry in ("a.example", "https://a.example/app", "null", "ftp://a.example",
                   "https://user@a.example"):
-        with pytest.raises(SettingsError, match=r"allowed_origins entry .* is not an origin"):
+        with pytest.raises(ConfigurationError, match=r"allowed_origins entry .* is not an origin"):
             load_settings(environ={"LANCE_ADAPTER_ALLOWED_ORIGINS": f"https://ok.example,{entry}"})

@@ -15,7 +15,9 @@ import httpx
 import pytest
 import yaml
 
-from app.config import Settings, SettingsError, load_settings
+from app.config import load_settings
+from app.settings import Settings
+from backends.core.settings import ConfigurationError
 from tests.support.cli import CLI, ROOT, cli_environment, start_up_line, wait_until_serving
 from tests.support.common import free_port
 
@@ -119,7 +121,7 @@ def test_settings_come_from_file_then_environment_then_flags(tmp_path: Path) -> 
 def test_bad_config_files_are_refused(tmp_path: Path, content: str, message: str) -> None:
     config = tmp_path / "bad.yaml"
     config.write_text(content)
-    with pytest.raises(SettingsError, match=message):
+    with pytest.raises(ConfigurationError, match=message):
         load_settings(config, environ={})
 
 
@@ -167,8 +169,8 @@ def test_an_unknown_log_level_is_one_line_and_exit_2(tmp_path: Path) -> None:
     result = run_cli("serve", "--prop", f"root={tmp_path}", "--log-level", "verbose")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "lance-adapter: log_level must be one of critical, error, warning, info, debug, trace, "
-        "got 'verbose'"
+        "lance-adapter: setting 'log_level' must be one of 'critical', 'error', 'warning', "
+        "'info', 'debug', 'trace', got 'verbose'"
     ]
 
 

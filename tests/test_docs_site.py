@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlsplit
 import markdown
 import pytest
 
-from app.config import Settings
+from app.settings import Settings
 from tests.support.doc_blocks import blocks_run_by
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,8 +23,10 @@ from lance_namespace import (
     RegisterTableRequest,
 )
 
-from app.config import Settings, SettingsError, external_locations
+from app.config import external_locations
+from app.settings import Settings
 from backends.core.external import parse_external_locations
+from backends.core.settings import ConfigurationError
 from backends.guard import GuardedNamespace
 from backends.ownership import read_record
 from tests.support.adapter import running_server
@@ -95,7 +97,7 @@ def test_dir_refuses_external_locations(tmp_path) -> None:
 def test_a_bad_external_location_stops_the_start() -> None:
     for mapping, why in (({"relative/dir": "hr"}, "external location 'relative/dir'"),
                          ({"s3://legacy/hr": "a$"}, "must not be empty")):
-        with pytest.raises(SettingsError, match=why):
+        with pytest.raises(ConfigurationError, match=why):
             external_locations(Settings(external_locations=mapping))
 
 

@@ -20,9 +20,11 @@ import pyarrow as pa
 import pytest
 from lancedb.index import IvfFlat
 
-from app.config import Settings, SettingsError, load_settings
+from app.config import load_settings
 from app.server import create_app
+from app.settings import Settings
 from backends import load_namespace
+from backends.core.settings import ConfigurationError
 from tests.support.adapter import metric, running_server
 from tests.support.cli import CLI, cli_environment, start_adapter
 from tests.support.lance_data import arrow_stream, sample_table
@@ -144,7 +146,7 @@ def test_maintenance_is_switched_off_and_bounded_by_its_settings(tmp_path: Path)
     assert hasattr(on.state, "maintenance") and not hasattr(off.state, "maintenance")
     for wrong in ({"maintenance_interval": "0"}, {"maintenance_min_small_fragments": "0"},
                   {"maintenance_version_retention": "-1"}):
-        with pytest.raises(SettingsError, match=next(iter(wrong))):
+        with pytest.raises(ConfigurationError, match=next(iter(wrong))):
             load_settings(environ={}, overrides=wrong)
 
 

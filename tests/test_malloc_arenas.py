@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.config import SettingsError, load_settings
+from app.config import load_settings
 from app.malloc_arenas import limit_malloc_arenas
+from backends.core.settings import ConfigurationError
 
 
 def test_glibc_takes_the_arena_limit() -> None:
@@ -17,5 +18,5 @@ def test_glibc_takes_the_arena_limit() -> None:
 def test_the_setting_defaults_to_two_and_refuses_a_negative_count() -> None:
     assert load_settings(environ={}).malloc_arenas == 2
     assert load_settings(environ={"LANCE_ADAPTER_MALLOC_ARENAS": "0"}).malloc_arenas == 0
-    with pytest.raises(SettingsError, match="'malloc_arenas' must not be negative"):
+    with pytest.raises(ConfigurationError, match="'malloc_arenas' must be at least 0"):
         load_settings(environ={"LANCE_ADAPTER_MALLOC_ARENAS": "-1"})

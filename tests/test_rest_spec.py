@@ -10,9 +10,9 @@ import lance_namespace_urllib3_client.api as client_api
 import pytest
 import yaml
 
-from app.config import Settings
 from app.routing import LanceRoutes, RouteTable
 from app.server import create_app
+from app.settings import Settings
 from app.spec import SPEC_PATH, AnswerKind, BodyKind, load_operations
 from backends import load_namespace
 from backends.core import extensions

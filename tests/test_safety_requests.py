@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 import uvicorn
 
-from app.config import Settings, SettingsError, load_settings
+from app.config import load_settings
 from app.connections import (
     LINGER_SECONDS,
     H11HeadProtocol,
@@ -27,7 +27,9 @@ from app.connections import (
     uvicorn_options,
 )
 from app.server import create_app
+from app.settings import Settings
 from backends import load_namespace
+from backends.core.settings import ConfigurationError
 from tests.support.adapter import running_server
 from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
 
@@ -309,7 +311,7 @@ def test_complete_heads_are_served_as_before(head_server: tuple[str, int]) -> No
     ("header_read_timeout", -1),
 ])
 def test_limits_that_would_refuse_everything_stop_the_start(name: str, value: int) -> None:
-    with pytest.raises(SettingsError, match=name):
+    with pytest.raises(ConfigurationError, match=name):
         load_settings(environ={}, overrides={name: value})
     assert getattr(load_settings(environ={}, overrides={name: value + 1}), name) == value + 1
 

@@ -1,5 +1,5 @@
-"""The settings convention of backends/core/settings.py, on a settings class made for the test,
-and the secrets every backend declares."""
+"""The settings convention of backends/core/settings.py, on a settings class made for the test
+and on the server's own settings (app/settings.py), and the secrets every backend declares."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from app.config import SettingsError, load_settings
+from app.cli import build_parser, settings_from_arguments
+from app.config import load_settings
+from app.settings import Settings
+from app.settings import settings_table as server_table
 from backends import IMPLS, resolve_impl
 from backends.core.secrets import is_credential
 from backends.core.settings import (
@@ -117,7 +120,7 @@ def test_the_server_and_the_backends_read_a_switch_alike(spelling: str) -> None:
 
 def test_the_server_and_the_backends_refuse_a_switch_in_the_same_words() -> None:
     sentence = "must be true or false, got 'maybe'$"
-    with pytest.raises(SettingsError, match=f"^setting 'metrics_identities' {sentence}"):
+    with pytest.raises(ConfigurationError, match=f"^setting 'metrics_identities' {sentence}"):
         load_settings(environ={"LANCE_ADAPTER_METRICS_IDENTITIES": "maybe"})
     with pytest.raises(ConfigurationError, match=f"^property 'verbose' {sentence}"):
         SampleSettings.from_properties({"endpoint": "e", "verbose": "maybe"})
@@ -189,3 +192,45 @@ def test_a_setting_is_secret_exactly_when_its_key_names_a_credential() -> None:
     by_setting_only = {key for _, key, secret in declared if secret and not is_credential(key)}
     assert by_key_only == set(_SECRET_BY_KEY_ONLY)
     assert by_setting_only == set(_SECRET_BY_SETTING_ONLY)
+
+
+def test_the_server_refuses_an_unknown_setting_naming_the_nearest_known_one(tmp_path) -> None:
+    config = tmp_path / "adapter.yaml"
+    config.write_text("max_body_byte: 10\n")
+    with pytest.raises(ConfigurationError, match=r"^unknown setting 'max_body_byte': did you "
+                       r"mean 'max_body_bytes'\?$"):
+        load_settings(config, environ={})
+
+
+def test_the_server_reads_each_layer_with_the_same_declaration(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "adapter.yaml"
+    config.write_text("auth_mode: off\naccess_log: no\nport: 3000\nworkers: 2\n"
+                      "properties: {root: /data, a: 1}\nlancedb_root_database: ''\n")
+    environment = {"LANCE_ADAPTER_PORT": "4000", "LANCE_ADAPTER_PROPERTIES": '{"b": "2"}',
+                   "LANCE_ADAPTER_PROP_A": "3", "LANCE_ADAPTER_TEST_CACHE": "not a setting"}
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    settings = settings_from_arguments(build_parser().parse_args(
+        ["serve", "--config", str(config), "--workers", "3", "--prop", "c=4"]))
+    assert (settings.auth_mode, settings.access_log, settings.port, settings.workers) == (
+        "off", False, 4000, 3)
+    assert settings.properties == {"root": "/data", "a": "3", "b": "2", "c": "4"}
+    assert settings.lancedb_root_database == ""  # blank is a value here, not "unset"
+    with pytest.raises(ConfigurationError, match=r"^LANCE_ADAPTER_ACCESS must be a JSON object$"):
+        load_settings(environ={"LANCE_ADAPTER_ACCESS": "[1]"})
+
+
+def test_every_server_setting_has_one_row_and_a_declared_flag_sets_it() -> None:
+    table = server_table()
+    assert len(table.splitlines()) == 2 + len(Settings.declared())
+    assert "| `port` | `LANCE_ADAPTER_PORT` | `--port` | `2333` |" in table
+    assert "| `access` | `LANCE_ADAPTER_ACCESS` (JSON object) |  | empty |" in table
+    flagged = [declared.key for _, declared in Settings.declared() if declared.cli]
+    assert "auth_tokens_file" in flagged
+    for key in set(flagged) - {"properties"}:
+        value = {"port": "1", "workers": "1", "log_level": "debug", "auth_mode": "token",
+                 "root_path": "/x"}.get(key, "v")
+        arguments = build_parser().parse_args(["serve", "--" + key.replace("_", "-"), value])
+        assert str(getattr(arguments, key)) == value

@@ -24,7 +24,7 @@ import pytest
 
 import backends.vending.vendor as vendor_module
 from app.auth import load_identities
-from app.config import Settings, SettingsError
+from app.settings import Settings
 from backends.core.secrets import is_credential
 from backends.core.settings import ConfigurationError
 from backends.vending import (
@@ -152,7 +152,7 @@ def test_vending_is_off_by_default_and_checked_when_on() -> None:
 def test_token_entries_name_identities() -> None:
     settings = Settings(auth_mode="token", auth_tokens="etl tok-etl, tok-plain")
     assert load_identities(settings) == {b"tok-etl": "etl", b"tok-plain": None}
-    with pytest.raises(SettingsError, match="identity"):
+    with pytest.raises(ConfigurationError, match="identity"):
         load_identities(Settings(auth_mode="token", auth_tokens="a b c"))
 
 

@@ -1,11 +1,10 @@
-"""One convention for backend settings, and `ConfigurationError`, the error of a missing or
-malformed one.
+"""One convention for settings, the server's (`app.settings.Settings`) and each backend's, and
+`ConfigurationError`, the error of a missing or malformed one.
 
-Each backend declares a frozen dataclass subclassing `BackendSettings`; every field is made by
-`setting(...)` with its property key, default, unit and documentation. `from_properties` parses
-and validates all of them in one place, and the property tables of docs/configuration.md are
-generated from the same declarations (`scripts/readme_tables.py`), so code and documentation
-cannot drift apart.
+Settings are a frozen dataclass subclassing `DeclaredSettings`; every field is made by
+`setting(...)` with its key, default, unit and documentation. `from_properties` parses and
+validates all of them in one place, and the tables of docs/configuration.md are generated from
+the same declarations (`scripts/readme_tables.py`), so code and documentation cannot drift apart.
 
 The settings every remote backend shares have one spelling and unit: `client.connect-timeout-ms`,
 `client.read-timeout-ms`, `client.max-retries` and `client.pool-size`, made by the field
@@ -31,7 +30,8 @@ logger = logging.getLogger(__name__)
 
 
 class ConfigurationError(ValueError):
-    """A backend was configured with a missing or malformed property."""
+    """A setting or backend property that is missing, malformed or cannot be used; the
+    message is one line for the operator."""
 
 _SETTING = "lance.setting"
 _TRUE = ("true", "1", "yes", "on")
@@ -84,6 +84,11 @@ class Setting:
     minimum: float | None = None
     choices: tuple[str, ...] = ()
     secret: bool = False
+    # The server's settings only: the command-line flag's help (empty: no flag), the flag as
+    # the documentation writes it (default `--the-key`), and the default as it reads there.
+    cli: str = ""
+    flag: str = ""
+    shown_default: str = ""
 
     @property
     def is_prefix(self) -> bool:
@@ -102,32 +107,46 @@ def setting(
     minimum: float | None = None,
     choices: tuple[str, ...] = (),
     secret: bool = False,
+    factory: Callable[[], Any] | None = None,
+    cli: str = "",
+    flag: str = "",
+    shown_default: str = "",
 ) -> Any:
-    """A settings field read from property `key`."""
-    declared = Setting(key, doc, unit, aliases, required, minimum, choices, secret)
+    """A settings field read from key `key` (empty: the field's name); `factory` makes a
+    default computed when the settings are made."""
+    declared = Setting(key, doc, unit, aliases, required, minimum, choices, secret, cli, flag,
+                       shown_default)
     metadata = {_SETTING: declared}
     if isinstance(default, (dict, list)):
         factory = lambda: type(default)(default)  # noqa: E731
+    if factory is not None:
         return field(default_factory=factory, metadata=metadata, repr=not secret)
     return field(default=default, metadata=metadata, repr=not secret)
 
 
 @dataclass(frozen=True, kw_only=True)
-class BackendSettings:
-    """Base of every backend's settings; subclasses are frozen, keyword-only dataclasses."""
+class DeclaredSettings:
+    """Base of the server's and every backend's settings: frozen, keyword-only dataclasses."""
 
+    # What one key is called in messages: a backend's are properties, the server's settings.
+    noun: ClassVar[str] = "property"
+    # Whether a blank value leaves a setting at its default (a backend's properties, often
+    # written as empty environment variables), or is the value (the server's settings).
+    blank_is_unset: ClassVar[bool] = True
     # Keys read by the code the backend wraps (e.g. pylance's DirectoryNamespace), passed on
-    # untouched: not unknown, so not refused.
+    # untouched, and prefixes left to the server: not unknown, so not refused.
     passthrough_keys: ClassVar[frozenset[str]] = frozenset()
+    shared_prefixes: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def declared(cls) -> list[tuple[dataclasses.Field[Any], Setting]]:
-        """Every field with its `Setting`, in declaration order."""
+        """Every field with its `Setting` (its key filled in), in declaration order."""
         fields = dataclasses.fields(cls)
-        return [(f, f.metadata[_SETTING]) for f in fields if _SETTING in f.metadata]
+        return [(f, _keyed(f.metadata[_SETTING], f.name)) for f in fields
+                if _SETTING in f.metadata]
 
     @classmethod
-    def from_properties(cls, properties: Mapping[str, str]) -> Self:
+    def from_properties(cls, properties: Mapping[str, Any]) -> Self:
         """Parse and validate `properties`; ConfigurationError names the first bad one."""
         hints = typing.get_type_hints(cls)
         values: dict[str, Any] = {}
@@ -135,12 +154,13 @@ class BackendSettings:
             if declared.is_prefix:
                 values[declared_field.name] = _prefixed(properties, declared.key)
                 continue
-            found = _lookup(properties, declared)
+            found = _lookup(properties, declared, cls)
             if found is None:
                 if declared.required:
-                    raise ConfigurationError(f"missing required property '{declared.key}'")
+                    raise ConfigurationError(f"missing required {cls.noun} '{declared.key}'")
                 continue
-            values[declared_field.name] = _read(hints[declared_field.name], declared, *found)
+            values[declared_field.name] = _read(hints[declared_field.name], declared, cls.noun,
+                                                *found)
         cls._refuse_unknown(properties)
         settings = cls(**values)
         settings.check()
@@ -151,14 +171,14 @@ class BackendSettings:
 
     @classmethod
     def known_keys(cls) -> set[str]:
-        keys = set(cls.passthrough_keys) | SHARED_PREFIXES
+        keys = set(cls.passthrough_keys) | cls.shared_prefixes
         for _, declared in cls.declared():
             keys.add(declared.key)
             keys.update(alias.key for alias in declared.aliases)
         return keys
 
     @classmethod
-    def _refuse_unknown(cls, properties: Mapping[str, str]) -> None:
+    def _refuse_unknown(cls, properties: Mapping[str, Any]) -> None:
         known = cls.known_keys()
         prefixes = tuple(key for key in known if key.endswith("."))
         unknown = sorted(
@@ -170,41 +190,56 @@ class BackendSettings:
         hint = f"did you mean '{nearest[0]}'?" if nearest else (
             f"the known ones are {', '.join(sorted(known))}"
         )
-        raise ConfigurationError(f"unknown property '{unknown[0]}': {hint}")
+        raise ConfigurationError(f"unknown {cls.noun} '{unknown[0]}': {hint}")
 
 
-def _prefixed(properties: Mapping[str, str], prefix: str) -> dict[str, str]:
+@dataclass(frozen=True, kw_only=True)
+class BackendSettings(DeclaredSettings):
+    """Base of every backend's settings, read from its string properties."""
+
+    shared_prefixes: ClassVar[frozenset[str]] = SHARED_PREFIXES
+
+
+def _keyed(declared: Setting, name: str) -> Setting:
+    return declared if declared.key else dataclasses.replace(declared, key=name)
+
+
+def _prefixed(properties: Mapping[str, Any], prefix: str) -> dict[str, str]:
     return {
         key[len(prefix):]: str(value) for key, value in properties.items() if key.startswith(prefix)
     }
 
 
-def _lookup(properties: Mapping[str, str], declared: Setting) -> tuple[str, Alias | None] | None:
-    """The raw value of a setting and the alias it came through, if any; empty is unset."""
-    value = properties.get(declared.key)
-    if value is not None and str(value).strip() != "":
-        return str(value).strip(), None
-    for alias in declared.aliases:
-        value = properties.get(alias.key)
-        if value is not None and str(value).strip() != "":
+def _lookup(
+    properties: Mapping[str, Any], declared: Setting, settings_class: type[DeclaredSettings]
+) -> tuple[Any, Alias | None] | None:
+    """The raw value of a setting and the alias it came through, if any."""
+    keys = [(declared.key, None)] + [(alias.key, alias) for alias in declared.aliases]
+    for key, alias in keys:
+        value = properties.get(key)
+        if value is None or (settings_class.blank_is_unset and _blank(value)):
+            continue
+        if alias is not None:
             logger.warning(
-                "property '%s' is deprecated: use '%s'%s",
-                alias.key,
-                declared.key,
+                "%s '%s' is deprecated: use '%s'%s", settings_class.noun, alias.key, declared.key,
                 f" (in {declared.unit}, not {alias.unit})" if alias.unit else "",
             )
-            return str(value).strip(), alias
+        return (value.strip() if isinstance(value, str) else value), alias
     return None
 
 
-def _read(hint: Any, declared: Setting, raw: str, alias: Alias | None) -> Any:
+def _blank(value: Any) -> bool:
+    return isinstance(value, str) and value.strip() == ""
+
+
+def _read(hint: Any, declared: Setting, noun: str, raw: Any, alias: Alias | None) -> Any:
     key = alias.key if alias else declared.key
     parse = (alias.parse if alias and alias.parse else None) or _parser(hint)
     try:
         value = parse(raw)
-    except ValueError:
+    except (TypeError, ValueError):
         raise ConfigurationError(
-            f"property '{key}' must be {_describe(hint)}, got {raw!r}"
+            f"{noun} '{key}' must be {_describe(hint)}, got {raw!r}"
         ) from None
     if alias:
         value = alias.to_current(value)
@@ -214,7 +249,7 @@ def _read(hint: Any, declared: Setting, raw: str, alias: Alias | None) -> Any:
     if problem is None:
         return value
     if alias is None:
-        raise ConfigurationError(f"property '{key}' {problem}, got {value!r}")
+        raise ConfigurationError(f"{noun} '{key}' {problem}, got {value!r}")
     # Name the key the operator wrote and what its value became, not only today's key.
     unit = f" {alias.unit}" if alias.unit else ""
     raise ConfigurationError(
@@ -222,15 +257,42 @@ def _read(hint: Any, declared: Setting, raw: str, alias: Alias | None) -> Any:
     )
 
 
-def _parser(hint: Any) -> Callable[[str], Any]:
+def _parser(hint: Any) -> Callable[[Any], Any]:
     base = _without_none(hint)
     if base is bool:
         return parse_bool
     if base in (int, float):
-        return base
+        return lambda raw: _number(base, raw)
     if typing.get_origin(base) is tuple:
         return lambda raw: tuple(part.strip() for part in raw.split(",") if part.strip())
-    return str
+    if is_mapping(base):
+        return _mapping
+    return _text
+
+
+def is_mapping(hint: Any) -> bool:
+    """Whether a setting's type is a mapping (read from a YAML mapping or a JSON object)."""
+    return typing.get_origin(_without_none(hint)) in (dict, Mapping)
+
+
+def _number(kind: type, raw: Any) -> Any:
+    if isinstance(raw, bool) or (kind is int and isinstance(raw, float)):
+        raise ValueError(raw)  # YAML's `true` is no count, 2.5 no integer
+    return kind(raw)
+
+
+def _mapping(raw: Any) -> dict[str, str]:
+    if not isinstance(raw, Mapping):
+        raise ValueError(raw)
+    return {str(key): str(value) for key, value in raw.items()}
+
+
+def _text(raw: Any) -> str:
+    if isinstance(raw, bool):  # YAML reads an unquoted `off` as false
+        return "on" if raw else "off"
+    if isinstance(raw, (Mapping, list)):
+        raise ValueError(raw)
+    return str(raw)
 
 
 def _without_none(hint: Any) -> Any:
@@ -242,6 +304,8 @@ def _without_none(hint: Any) -> Any:
 
 def _describe(hint: Any) -> str:
     base = _without_none(hint)
+    if is_mapping(base):
+        return "a mapping of strings"
     return {bool: _SWITCH, int: "an integer", float: "a number"}.get(base, "text")
 
 
@@ -316,7 +380,7 @@ def settings_table(settings_class: type[BackendSettings]) -> str:
     lines = ["| property | default | unit | meaning |", "|---|---|---|---|"]
     for declared_field, declared in settings_class.declared():
         key = f"`{declared.key}*`" if declared.is_prefix else f"`{declared.key}`"
-        default = _default_text(declared_field, declared)
+        default = default_text(declared_field, declared)
         meaning = declared.doc
         if declared.choices:
             meaning += " One of " + ", ".join(f"`{choice}`" for choice in declared.choices) + "."
@@ -327,14 +391,19 @@ def settings_table(settings_class: type[BackendSettings]) -> str:
     return "\n".join(lines)
 
 
-def _default_text(declared_field: dataclasses.Field[Any], declared: Setting) -> str:
+def default_text(declared_field: dataclasses.Field[Any], declared: Setting) -> str:
+    """A setting's default as the documentation's tables write it."""
+    if declared.shown_default:
+        return declared.shown_default
     if declared.required:
         return "required"
-    if declared.is_prefix or declared_field.default is None:
-        return ""
     default = declared_field.default
+    if declared.is_prefix or default is None:
+        return ""
+    if default is dataclasses.MISSING or default == "":  # an empty mapping, or no text
+        return "empty"
     if isinstance(default, bool):
-        return str(default).lower()
+        return f"`{str(default).lower()}`"
     if isinstance(default, tuple):
         return ", ".join(default)
-    return f"`{default}`"
+    return f"`{default:g}`" if isinstance(default, float) else f"`{default}`"

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from app.config import Settings, external_locations, request_bounds
+from app.config import external_locations, request_bounds
 from app.observability import JsonFormatter
 from app.server import create_app
+from app.settings import Settings
 from backends import load_namespace
 
 
