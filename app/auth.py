@@ -1,5 +1,6 @@
 """Caller authentication (off by default): static bearer tokens / API keys (read from
-`auth_tokens` and the tokens file, whose format is checked here), or forwarding."""
+`auth_tokens` and the tokens file, whose format is checked here), forwarding, or OpenID
+Connect tokens checked against the identity provider (`app.oidc`)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lance_namespace import UnauthenticatedError
+from lance_namespace import LanceNamespaceError, UnauthenticatedError
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.errors import render_error
 from app.health import HEALTH_PATHS
 from app.observability import register_secrets
+from app.oidc import TokenVerifier
 from app.protocol import API_KEY_HEADER, AUTHORIZATION_HEADER
 from app.settings import Settings
 from backends.core.settings import ConfigurationError
 
 # The identity the endpoints hand to the backend when auth is on (None: strip it).
 IDENTITY_KEY = "lance_adapter.identity"
-# The name `auth_tokens_file` gives the caller's token (None: unnamed), for credential vending.
+# The caller's identity (None: unnamed): the name `auth_tokens_file` gives its token, or an OIDC
+# token's identity claim; for grants, credential vending and the logs.
 PRINCIPAL_KEY = "lance_adapter.principal"
+# An OIDC caller's groups or roles (`access_groups`).
+GROUPS_KEY = "lance_adapter.groups"
 _AUTHORIZATION = AUTHORIZATION_HEADER.encode()
 _API_KEY = API_KEY_HEADER.encode()
 _CHALLENGE = {"www-authenticate": 'Bearer realm="lance-namespace-adapter"'}
@@ -87,6 +92,9 @@ def load_identities(settings: Settings) -> dict[bytes, str | None]:
         places[token], named[token] = place, identity
     if settings.auth_mode == "token" and not named:
         raise ConfigurationError("auth_mode 'token' needs auth_tokens or auth_tokens_file")
+    if settings.auth_mode == "oidc" and named:
+        raise ConfigurationError("auth_mode 'oidc' accepts the identity provider's tokens "
+                                 "only: unset auth_tokens and auth_tokens_file")
     register_secrets(named)
     return {token.encode(): identity for token, identity in named.items()}
 
@@ -170,16 +178,18 @@ def name_operation(scope: Scope, routes: Sequence[BaseRoute]) -> None:
 
 
 class AuthMiddleware:
-    """401 (code 16) for a missing or wrong credential on every route but the health ones."""
+    """401 (code 16) for a missing or wrong credential on every route but the health ones;
+    with a `verifier` (auth_mode oidc) every credential is a token it checks."""
 
     def __init__(
         self, app: ASGIApp, mode: str, tokens: Mapping[bytes, str | None],
-        routes: Sequence[BaseRoute] = (),
+        routes: Sequence[BaseRoute] = (), verifier: TokenVerifier | None = None,
     ) -> None:
         self.app = app
         self.forward = mode == "forward"
         self.tokens = tokens
         self.routes = routes
+        self.verifier = verifier
 
     def _accepts(self, credential: bytes) -> bool:
         if not self.tokens:
@@ -194,18 +204,35 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
             return
         credential = presented_credential(scope["headers"])
-        if credential is None or not self._accepts(credential[1]):
-            await self._reject(scope, receive, send, credential is None)
+        if credential is None:
+            await self._reject(scope, receive, send, _refused("missing credential"))
             return
         kind, value = credential
-        scope[IDENTITY_KEY] = {kind: value.decode("latin-1")} if self.forward else None
-        scope[PRINCIPAL_KEY] = self.tokens.get(value)
+        if self.verifier is not None:
+            try:
+                caller = await self.verifier.verify(value)
+            except LanceNamespaceError as error:
+                await self._reject(scope, receive, send, error)
+                return
+            scope[IDENTITY_KEY], scope[PRINCIPAL_KEY] = None, caller.identity
+            scope[GROUPS_KEY] = caller.groups
+        elif self._accepts(value):
+            scope[IDENTITY_KEY] = {kind: value.decode("latin-1")} if self.forward else None
+            scope[PRINCIPAL_KEY] = self.tokens.get(value)
+        else:
+            await self._reject(scope, receive, send, _refused("invalid credential"))
+            return
         await self.app(scope, receive, send)
 
-    async def _reject(self, scope: Scope, receive: Receive, send: Send, missing: bool) -> None:
+    async def _reject(
+        self, scope: Scope, receive: Receive, send: Send, error: LanceNamespaceError
+    ) -> None:
         name_operation(scope, self.routes)
-        reason = "missing credential" if missing else "invalid credential"
-        error = UnauthenticatedError(f"{reason}: send Authorization: Bearer <token> or x-api-key")
         response = render_error(error, scope, scope["path"])
-        response.headers.update(_CHALLENGE)
+        if isinstance(error, UnauthenticatedError):
+            response.headers.update(_CHALLENGE)
         await response(scope, receive, send)
+
+
+def _refused(reason: str) -> UnauthenticatedError:
+    return UnauthenticatedError(f"{reason}: send Authorization: Bearer <token> or x-api-key")

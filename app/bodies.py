@@ -20,7 +20,8 @@ from starlette.requests import Request
 
 from app.arrow_limits import ArrowLimits, check_arrow_body
 from app.errors import BodiesInFlightError, BodyTimeoutError, BodyTooLargeError
-from app.settings import Settings, usable_cpus
+from app.serving_settings import usable_cpus
+from app.settings import Settings
 
 # What decoded JSON costs at most: per byte of the body (measured: 20 for a list of floats, 24
 # for a list of two-letter strings), and per object or array (an object with a key: 184).

@@ -35,9 +35,10 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.auth import name_operation
+from app.config import allowed_origin_list, normal_origin
 from app.errors import render_error
 from app.protocol import media_type
-from app.settings import Settings, allowed_origin_list, normal_origin
+from app.settings import Settings
 
 _ORIGIN = b"origin"
 _HOST = b"host"

@@ -1,6 +1,7 @@
 """Where the server's settings (`app.settings.Settings`) come from: their defaults, then a
 config file, then environment variables, then the command line; and the values built from them
-once (the request bounds, the Lance session, the external locations)."""
+once (the request bounds, the Lance session, the external locations, the access policy, the
+web origins allowed)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import lance
 import yaml
+from lance_namespace import LanceNamespaceError
 
 from app.settings import Settings
+from backends.core.access import AccessPolicy
 from backends.core.bounds import RequestBounds
 from backends.core.external import ExternalLocation, parse_external_locations
 from backends.core.settings import ConfigurationError, is_mapping
@@ -92,7 +96,10 @@ def load_settings(
                     merged.get(name), Mapping):
                 value = {**merged[name], **value}
             merged[name] = value
-    return Settings.from_properties(merged)
+    settings = Settings.from_properties(merged)
+    allowed_origin_list(settings)
+    access_policy(settings)
+    return settings
 
 
 def request_bounds(settings: Settings) -> RequestBounds:
@@ -114,3 +121,57 @@ def external_locations(settings: Settings) -> tuple[ExternalLocation, ...]:
             settings.external_locations, settings.external_locations_purge)
     except ValueError as error:
         raise ConfigurationError(f"setting 'external_locations': {error}") from None
+
+
+def access_policy(settings: Settings) -> AccessPolicy | None:
+    """What each caller may do, judged by the server with `auth_mode: token`; None when the
+    server does not judge (auth off: no identities to tell apart; forward: the catalog does)."""
+    judged = settings.auth_mode in ("token", "oidc")
+    if settings.access and not judged:
+        raise ConfigurationError(
+            "setting 'access' names identities, which need auth_mode 'token' or 'oidc'")
+    if settings.access_groups and settings.auth_mode != "oidc":
+        raise ConfigurationError("setting 'access_groups' names groups of OIDC tokens, which "
+                                 "need auth_mode 'oidc'")
+    default = settings.access_default or ("none" if settings.auth_mode == "oidc" else "admin")
+    try:
+        policy = AccessPolicy.parse(default, settings.access, settings.access_groups)
+    except (ValueError, LanceNamespaceError) as error:
+        raise ConfigurationError(f"setting 'access': {error}") from None
+    return policy if judged else None
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normal_origin(text: str) -> str | None:
+    """`scheme://host:port` (lower case, the port always written) of the web origin `text`,
+    as a browser's `Origin` header or an `allowed_origins` entry names it; None if `text`
+    is not exactly an http(s) origin (e.g. `null`, or anything with a path or user)."""
+    if not text.isprintable() or " " in text:
+        return None
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        return None
+    if (parts.scheme not in _DEFAULT_PORTS or not parts.hostname or "@" in parts.netloc
+            or parts.path or parts.query or parts.fragment or text.endswith(("?", "#"))):
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}:{port or _DEFAULT_PORTS[parts.scheme]}"
+
+
+def allowed_origin_list(settings: Settings) -> frozenset[str]:
+    """The normal forms of the `allowed_origins` entries; a malformed entry is refused."""
+    origins = set()
+    for entry in (part.strip() for part in settings.allowed_origins.split(",")):
+        if not entry:
+            continue
+        origin = normal_origin(entry.removesuffix("/"))
+        if origin is None:
+            raise ConfigurationError(
+                f"allowed_origins entry {entry!r} is not an origin like "
+                "https://app.example.com or http://localhost:8080")
+        origins.add(origin)
+    return frozenset(origins)

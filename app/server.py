@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.auth import (
+    GROUPS_KEY,
     IDENTITY_KEY,
     PRINCIPAL_KEY,
     AuthMiddleware,
@@ -29,6 +30,7 @@ from app.auth import (
 from app.bodies import BodyLimits, release_body
 from app.browser_guard import BrowserGuard
 from app.cache import GENERATION_FILE, Generations, MetadataCache
+from app.config import access_policy
 from app.dialect import Dialect
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
@@ -49,10 +51,11 @@ from app.observability import (
     named_endpoint,
     register_secrets,
 )
+from app.oidc import TokenVerifier
 from app.requests import read_operation_request, read_route_request, refuse_idempotency_key
 from app.responses import render, render_model
 from app.routing import LanceRoutes, RouteTable, route_path
-from app.settings import Settings, access_policy
+from app.settings import Settings
 from app.spec import Operation, load_operations
 from backends import IMPLS
 from backends.core.access import AccessPolicy, Grants, check_access
@@ -137,7 +140,7 @@ class OperationEndpoint:
         if policy is None:
             return None
         principal = scope.get(PRINCIPAL_KEY)
-        grants = policy.grants_of(principal)
+        grants = policy.grants_of(principal, scope.get(GROUPS_KEY, ()))
         check_access(grants, self.operation.backend_method, fields, principal)
         return grants
 
@@ -202,8 +205,10 @@ def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
     """Innermost first: auth (or, with auth off, the browser guard), then ids/metrics/logs
     (incl. root_path), then proxy headers."""
     if settings.auth_mode != "off":
+        verifier = TokenVerifier(settings) if settings.auth_mode == "oidc" else None
         app.add_middleware(AuthMiddleware, mode=settings.auth_mode,
-                           tokens=load_identities(settings), routes=app.router.routes)
+                           tokens=load_identities(settings), routes=app.router.routes,
+                           verifier=verifier)
     else:
         app.add_middleware(BrowserGuard, settings=settings, routes=app.router.routes)
     app.add_middleware(ObservabilityMiddleware, metrics=metrics,

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.config import load_settings
-from app.settings import Settings, access_policy
+from app.config import access_policy, load_settings
+from app.settings import Settings
 from app.spec import BodyKind, Operation, load_operations
 from backends.core.settings import ConfigurationError
 from tests.support.adapter import running_server, serving_identities

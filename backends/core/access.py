@@ -18,7 +18,7 @@ checks a caller's grants in front of its cache and the backend (`app/server.py`)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lance_namespace import InvalidInputError, PermissionDeniedError
@@ -93,21 +93,28 @@ def parse_grants(text: str) -> Grants:
 
 @dataclass(frozen=True)
 class AccessPolicy:
-    """The grants of each identity named in the tokens file; `default` for the others (bare
-    tokens, and identities without an entry)."""
+    """The grants of each identity (named by the tokens file, or a token's identity claim) and
+    of each group (a token's groups claim); `default` for a caller that neither names."""
 
     default: Grants
     identities: Mapping[str, Grants]
+    groups: Mapping[str, Grants] = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, default: str, identities: Mapping[str, str]) -> AccessPolicy:
+    def parse(
+        cls, default: str, identities: Mapping[str, str], groups: Mapping[str, str] | None = None
+    ) -> AccessPolicy:
         return cls(parse_grants(default),
-                   {name: parse_grants(text) for name, text in identities.items()})
+                   {name: parse_grants(text) for name, text in identities.items()},
+                   {name: parse_grants(text) for name, text in (groups or {}).items()})
 
-    def grants_of(self, identity: str | None) -> Grants:
-        if identity is not None and identity in self.identities:
-            return self.identities[identity]
-        return self.default
+    def grants_of(self, identity: str | None, groups: Sequence[str] = ()) -> Grants:
+        """The identity's own grants and those of each of its groups that has an entry."""
+        named = [self.identities[identity]] if identity in self.identities else []
+        named += [self.groups[group] for group in groups if group in self.groups]
+        if not named:
+            return self.default
+        return Grants(tuple(grant for grants in named for grant in grants.grants))
 
 
 @dataclass(frozen=True)

@@ -264,7 +264,7 @@ def _parser(hint: Any) -> Callable[[Any], Any]:
     if base in (int, float):
         return lambda raw: _number(base, raw)
     if typing.get_origin(base) is tuple:
-        return lambda raw: tuple(part.strip() for part in raw.split(",") if part.strip())
+        return _listed
     if is_mapping(base):
         return _mapping
     return _text
@@ -279,6 +279,12 @@ def _number(kind: type, raw: Any) -> Any:
     if isinstance(raw, bool) or (kind is int and isinstance(raw, float)):
         raise ValueError(raw)  # YAML's `true` is no count, 2.5 no integer
     return kind(raw)
+
+
+def _listed(raw: Any) -> tuple[str, ...]:
+    """Comma-separated text, or a YAML list."""
+    parts = raw if isinstance(raw, list | tuple) else str(raw).split(",")
+    return tuple(str(part).strip() for part in parts if str(part).strip())
 
 
 def _mapping(raw: Any) -> dict[str, str]:
