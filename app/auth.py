@@ -7,9 +7,10 @@ from __future__ import annotations
 import hmac
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lance_namespace import LanceNamespaceError, UnauthenticatedError
 from starlette.routing import BaseRoute, Match
@@ -30,6 +31,8 @@ IDENTITY_KEY = "lance_adapter.identity"
 PRINCIPAL_KEY = "lance_adapter.principal"
 # An OIDC caller's groups or roles (`access_groups`).
 GROUPS_KEY = "lance_adapter.groups"
+# The tokens and grants in force when the request arrived (`app.credentials.CallerRules`).
+RULES_KEY = "lance_adapter.rules"
 _AUTHORIZATION = AUTHORIZATION_HEADER.encode()
 _API_KEY = API_KEY_HEADER.encode()
 _CHALLENGE = {"www-authenticate": 'Bearer realm="lance-namespace-adapter"'}
@@ -55,11 +58,6 @@ def check_forwarding(namespace: object, settings: Settings) -> None:
     logger.warning(
         "auth_mode forward with auth_forward_unchecked: the %s backend checks no caller, so "
         "any bearer token may read, write and drop every table", backend)
-
-
-def load_credentials(settings: Settings) -> tuple[bytes, ...]:
-    """The accepted tokens: `auth_tokens` (comma-separated) and `auth_tokens_file` lines."""
-    return tuple(load_identities(settings))
 
 
 @dataclass(frozen=True)
@@ -182,20 +180,20 @@ class AuthMiddleware:
     with a `verifier` (auth_mode oidc) every credential is a token it checks."""
 
     def __init__(
-        self, app: ASGIApp, mode: str, tokens: Mapping[bytes, str | None],
+        self, app: ASGIApp, mode: str, credentials: Callable[[], Any],
         routes: Sequence[BaseRoute] = (), verifier: TokenVerifier | None = None,
     ) -> None:
         self.app = app
         self.forward = mode == "forward"
-        self.tokens = tokens
+        self.credentials = credentials  # the tokens and grants now (app.credentials)
         self.routes = routes
         self.verifier = verifier
 
-    def _accepts(self, credential: bytes) -> bool:
-        if not self.tokens:
+    def _accepts(self, tokens: Mapping[bytes, str | None], credential: bytes) -> bool:
+        if not tokens:
             return self.forward
         matched = False
-        for token in self.tokens:
+        for token in tokens:
             matched |= hmac.compare_digest(credential, token)
         return matched
 
@@ -208,6 +206,7 @@ class AuthMiddleware:
             await self._reject(scope, receive, send, _refused("missing credential"))
             return
         kind, value = credential
+        rules = scope[RULES_KEY] = self.credentials()
         if self.verifier is not None:
             try:
                 caller = await self.verifier.verify(value)
@@ -216,9 +215,9 @@ class AuthMiddleware:
                 return
             scope[IDENTITY_KEY], scope[PRINCIPAL_KEY] = None, caller.identity
             scope[GROUPS_KEY] = caller.groups
-        elif self._accepts(value):
+        elif self._accepts(rules.tokens, value):
             scope[IDENTITY_KEY] = {kind: value.decode("latin-1")} if self.forward else None
-            scope[PRINCIPAL_KEY] = self.tokens.get(value)
+            scope[PRINCIPAL_KEY] = rules.tokens.get(value)
         else:
             await self._reject(scope, receive, send, _refused("invalid credential"))
             return

@@ -23,9 +23,10 @@ import uvicorn
 import yaml
 from lance_namespace import LanceNamespace
 
-from app.auth import check_forwarding, load_credentials
+from app.auth import check_forwarding
 from app.config import external_locations, load_settings, request_bounds
 from app.connections import uvicorn_options
+from app.credentials import load_rules
 from app.maintenance import maintains, maintenance_policy
 from app.malloc_arenas import limit_malloc_arenas
 from app.observability import log_config
@@ -133,7 +134,7 @@ def serve(settings: Settings) -> None:
     check_forwarding(namespace, settings)  # before any worker starts
     check_vending(settings.properties)
     namespace.check_reachable_at_start()
-    load_credentials(settings)
+    load_rules(settings)
     check_tls(settings)
     listener = _listen(settings.host, settings.port)
     _announce(namespace, settings, listener.getsockname()[1])

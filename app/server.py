@@ -23,14 +23,14 @@ from app.auth import (
     GROUPS_KEY,
     IDENTITY_KEY,
     PRINCIPAL_KEY,
+    RULES_KEY,
     AuthMiddleware,
     check_forwarding,
-    load_identities,
 )
 from app.bodies import BodyLimits, release_body
 from app.browser_guard import BrowserGuard
 from app.cache import GENERATION_FILE, Generations, MetadataCache
-from app.config import access_policy
+from app.credentials import Credentials
 from app.dialect import Dialect
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
@@ -58,7 +58,7 @@ from app.routing import LanceRoutes, RouteTable, route_path
 from app.settings import Settings
 from app.spec import Operation, load_operations
 from backends import IMPLS
-from backends.core.access import AccessPolicy, Grants, check_access
+from backends.core.access import Grants, check_access
 from backends.core.operations import Level, Subject, traits_of
 from backends.core.secrets import credential_values, without_credentials
 from backends.vending import CredentialVendor, credential_vendor, with_vended
@@ -76,8 +76,6 @@ class _Service:
     max_body: BodyLimits
     auth_on: bool
     vendor: CredentialVendor | None = None
-    # What each caller may do, when the server judges it (auth_mode token).
-    access: AccessPolicy | None = None
     # The LanceDB database whose tables are the root's (`app.lancedb`).
     lancedb_root_database: str = ""
 
@@ -134,9 +132,11 @@ class OperationEndpoint:
             release_body(request)
 
     def _check_access(self, fields: dict[str, Any], scope: Scope) -> Grants | None:
-        """The caller's grants, once they cover what the operation needs (else code 15); in
-        front of the metadata cache and the backend. None when the server does not judge."""
-        policy = self.service.access
+        """The caller's grants (by the rules in force when the request arrived), once they
+        cover what the operation needs (else code 15); in front of the metadata cache and the
+        backend. None when the server does not judge."""
+        rules = scope.get(RULES_KEY)
+        policy = rules.policy if rules is not None else None
         if policy is None:
             return None
         principal = scope.get(PRINCIPAL_KEY)
@@ -173,8 +173,7 @@ def operation_routes(
     """Every operation at its /v1/ route and at POST /<OperationId>, as one route table."""
     service = _Service(
         dispatcher, metrics or Metrics(), BodyLimits.from_settings(settings),
-        settings.auth_mode != "off", vendor, access_policy(settings),
-        settings.lancedb_root_database,
+        settings.auth_mode != "off", vendor, settings.lancedb_root_database,
     )
     endpoints: dict[tuple[str, bool], Any] = {}
     for operation in operations:
@@ -201,13 +200,15 @@ async def _no_such_route(request: Request, error: Exception) -> Response:
     return render_error(UnsupportedOperationError(message), request.scope, path)
 
 
-def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
+def _add_middleware(
+    app: FastAPI, settings: Settings, metrics: Metrics, credentials: Credentials
+) -> None:
     """Innermost first: auth (or, with auth off, the browser guard), then ids/metrics/logs
     (incl. root_path), then proxy headers."""
     if settings.auth_mode != "off":
         verifier = TokenVerifier(settings) if settings.auth_mode == "oidc" else None
         app.add_middleware(AuthMiddleware, mode=settings.auth_mode,
-                           tokens=load_identities(settings), routes=app.router.routes,
+                           credentials=credentials.current, routes=app.router.routes,
                            verifier=verifier)
     else:
         app.add_middleware(BrowserGuard, settings=settings, routes=app.router.routes)
@@ -330,7 +331,7 @@ def create_app(
     app.router.routes.extend(docs_routes())
     readiness = Readiness.for_backend(namespace, settings)
     app.router.routes.extend(health_routes(readiness, metrics))
-    _add_middleware(app, settings, metrics)
+    _add_middleware(app, settings, metrics, Credentials(settings))
     if settings.maintenance and maintains(namespace):
         app.state.maintenance = MaintenanceWorker(namespace, settings, metrics, runtime_dir)
     app.state.namespace = namespace

@@ -51,6 +51,13 @@ class Settings(ServingSettings):
         '[Authentication](security.md#authentication)',
         cli='file of accepted tokens, one a line',
     )
+    auth_reload_interval: float = setting(
+        "", 2.0,
+        "Seconds between two looks at `auth_tokens_file` and `access_file` for changes (on the "
+        "next request, in each worker): a changed file replaces the tokens and grants whole; one "
+        "with a mistake keeps the previous ones and logs a warning. `0`: read at start only",
+        minimum=0,
+    )
     auth_forward_unchecked: bool = setting(
         "", False,
         'With `auth_mode: forward` and no tokens, start even though the backend judges no caller '
@@ -123,6 +130,11 @@ class Settings(ServingSettings):
         'With `auth_mode: oidc`: the grants of each group or role of `oidc_groups_claim`, e.g. '
         '`{"lance-admins": "admin", "sales-etl": "write@sales"}`; a caller gets its identity\'s '
         'and all its groups\' grants',
+    )
+    access_file: str = setting(
+        "", "",
+        "A YAML file holding `access`, `access_groups` and/or `access_default`, used instead of "
+        "those settings and reloaded when it changes (see `auth_reload_interval`)",
     )
     access_default: str = setting(
         "", "",
@@ -222,8 +234,16 @@ class Settings(ServingSettings):
         if self.maintenance_interval <= 0:
             raise ConfigurationError("setting 'maintenance_interval' must be positive; turn "
                                      "maintenance off with 'maintenance: false'")
+        self._check_access_file()
         if self.auth_mode == "oidc":
             self._check_oidc()
+
+    def _check_access_file(self) -> None:
+        inline = [name for name in ("access", "access_groups", "access_default")
+                  if getattr(self, name)]
+        if self.access_file and inline:
+            raise ConfigurationError(f"setting '{inline[0]}' and access_file both give grants: "
+                                     "keep them in one place")
 
     def _check_oidc(self) -> None:
         issuer = urlsplit(self.oidc_issuer)

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.auth import load_credentials, load_identities
+from app.auth import load_identities
 from app.config import load_settings
 from app.health import HEALTH_PATHS, Readiness, health_routes
 from app.observability import Metrics
@@ -226,11 +226,11 @@ def test_metrics_name_identities_only_when_configured() -> None:
 def test_tokens_come_from_the_environment_and_token_mode_needs_some(tmp_path: Path) -> None:
     settings = load_settings(environ={"LANCE_ADAPTER_AUTH_MODE": "token",
                                       "LANCE_ADAPTER_AUTH_TOKENS": f"{GOOD},{OTHER}"})
-    assert load_credentials(settings) == (GOOD.encode(), OTHER.encode())
+    assert tuple(load_identities(settings)) == (GOOD.encode(), OTHER.encode())
     with pytest.raises(ConfigurationError, match="needs auth_tokens"):
-        load_credentials(Settings(auth_mode="token"))
+        load_identities(Settings(auth_mode="token"))
     with pytest.raises(ConfigurationError, match="cannot read auth_tokens_file"):
-        load_credentials(Settings(auth_mode="token", auth_tokens_file=str(tmp_path / "none")))
+        load_identities(Settings(auth_mode="token", auth_tokens_file=str(tmp_path / "none")))
     with pytest.raises(ConfigurationError,
                        match="setting 'auth_mode' must be one of 'off', 'token', 'forward'"):
         load_settings(environ={"LANCE_ADAPTER_AUTH_MODE": "maybe"})

@@ -27,6 +27,8 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from app.config import load_settings
+from app.credentials import load_rules
 from app.spec import load_operations
 from backends.core.extras import EXTRAS, GLUE, HIVE, VENDING, Extra
 from tests.support.common import free_port
@@ -474,3 +476,33 @@ def test_each_extra_installs_the_modules_its_error_names_and_test_installs_all()
             distributions = {canonicalize_name(name) for name in providers.get(module, [])}
             assert distributions & installed, f"[{extra.name}] does not install {module}"
             assert distributions & everything, f"[all] does not install {module}"
+
+
+def test_the_chart_serves_oidc_with_grants_the_server_reloads(tmp_path: Path) -> None:
+    manifests = render({"auth": {
+        "mode": "oidc", "oidc": {"issuer": "https://sso.example.com/realms/lance",
+                                 "audience": "lance-adapter", "requiredScopes": ["lance"]},
+        "accessGroups": {"lance-admins": "admin", "sales-etl": "read, write@sales"},
+        "access": {"carol": "read"}}})
+    maps = {config["metadata"]["name"]: config["data"] for config in manifests["ConfigMap"]}
+    config = maps["demo-lance-namespace-adapter"]
+    assert config["LANCE_ADAPTER_AUTH_MODE"] == "oidc"
+    assert config["LANCE_ADAPTER_OIDC_ISSUER"] == "https://sso.example.com/realms/lance"
+    assert config["LANCE_ADAPTER_OIDC_REQUIRED_SCOPES"] == "lance"
+    assert config["LANCE_ADAPTER_ACCESS_FILE"] == "/etc/lance-adapter/access/access.yaml"
+    grants = yaml.safe_load(maps["demo-lance-namespace-adapter-access"]["access.yaml"])
+    assert grants == {"access": {"carol": "read"},
+                      "access_groups": {"lance-admins": "admin", "sales-etl": "read, write@sales"}}
+    access_file = tmp_path / "access.yaml"  # the server reads the chart's values as they are
+    access_file.write_text(maps["demo-lance-namespace-adapter-access"]["access.yaml"])
+    settings = load_settings(environ={**config, "LANCE_ADAPTER_ACCESS_FILE": str(access_file)})
+    assert (settings.auth_mode, settings.oidc_required_scopes) == ("oidc", ("lance",))
+    policy = load_rules(settings).policy
+    assert str(policy.grants_of("bob", ["sales-etl"])) == "read, write@sales"
+    assert str(policy.grants_of("dave")) == "none"
+    pod = manifests["Deployment"][0]["spec"]["template"]
+    assert "checksum/config" in pod["metadata"]["annotations"]
+    volumes = {volume["name"]: volume for volume in pod["spec"]["volumes"]}
+    assert volumes["access"]["configMap"]["name"] == "demo-lance-namespace-adapter-access"
+    with pytest.raises(helm.HelmError, match=r"needs auth\.oidc\.issuer and auth\.oidc\.audience"):
+        render({"auth": {"mode": "oidc"}})

@@ -55,3 +55,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "lance-adapter.hasTokens" -}}
 {{- if and (ne .Values.auth.mode "off") (or .Values.auth.tokens .Values.auth.existingSecret) }}true{{ end }}
 {{- end }}
+
+{{/* Whether the release sets grants (auth.access, auth.accessGroups or auth.accessDefault). */}}
+{{- define "lance-adapter.hasGrants" -}}
+{{- if and (ne .Values.auth.mode "off") (or .Values.auth.access .Values.auth.accessGroups .Values.auth.accessDefault) }}true{{ end }}
+{{- end }}
