@@ -19,6 +19,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
+from app.audit import AuditLog
 from app.auth import (
     GROUPS_KEY,
     IDENTITY_KEY,
@@ -46,6 +47,7 @@ from app.lancedb import dialect_of
 from app.lancedb.unserved import unserved_reason
 from app.maintenance import MaintenanceWorker, maintains
 from app.observability import (
+    ERROR_CODE_KEY,
     Metrics,
     ObservabilityMiddleware,
     named_endpoint,
@@ -76,6 +78,8 @@ class _Service:
     max_body: BodyLimits
     auth_on: bool
     vendor: CredentialVendor | None = None
+    # One line per call that changes anything and per vend, when on (`app.audit`).
+    audit: AuditLog | None = None
     # The LanceDB database whose tables are the root's (`app.lancedb`).
     lancedb_root_database: str = ""
 
@@ -97,6 +101,8 @@ class OperationEndpoint:
         method = operation.backend_method
         self.streams_body = bool(honours and honours(method, "streamed_body"))
         self.keyed = bool(honours and honours(method, "keyed"))
+        self.audited = service.audit is not None and not traits_of(
+            operation.backend_id).read_only
         named_endpoint(self, name)
 
     async def asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -108,6 +114,7 @@ class OperationEndpoint:
         """The one error path: whatever fails becomes the spec's error answer. The client's
         dialect (`app.dialect`) is picked here, once, for reading, calling and answering."""
         dialect = dialect_of(request.headers, self.service.lancedb_root_database)
+        fields: dict[str, Any] = {}
         try:
             fields, data = await self.read(
                 self.operation, request, self.service.max_body, dialect, self.streams_body)
@@ -121,15 +128,19 @@ class OperationEndpoint:
             response = without_credentials(
                 await self.service.dispatcher.call(self.operation, fields, data, dialect))
             response = await self._with_vended(fields, request.scope, response, grants)
-            return self.answer(self.operation, response, dialect)
+            answer = self.answer(self.operation, response, dialect)
         except BaseException as error:
             if not (isinstance(error, Exception) or is_native_panic(error)):
                 raise
             refused = as_namespace_error(error)
-            return render_error(refused, request.scope, request.url.path,
-                                dialect.error_status(refused), dialect.answer_headers())
+            answer = render_error(refused, request.scope, request.url.path,
+                                  dialect.error_status(refused), dialect.answer_headers())
         finally:
             release_body(request)
+        if self.audited:
+            self.service.audit.call(request.scope, self.operation.operation_id, fields,
+                                    answer.status_code, request.scope.get(ERROR_CODE_KEY))
+        return answer
 
     def _check_access(self, fields: dict[str, Any], scope: Scope) -> Grants | None:
         """The caller's grants (by the rules in force when the request arrived), once they
@@ -160,6 +171,8 @@ class OperationEndpoint:
         may_write = grants is None or grants.allows(Level.WRITE, table_id, Subject.TABLE)
         vended = await self.service.dispatcher.run("VendCredentials", functools.partial(
             vendor.vend, location, scope.get(PRINCIPAL_KEY), table_id, caller_token, may_write))
+        if vended is not None and self.service.audit is not None:
+            self.service.audit.vend(scope, table_id, vended.access, vended.expires_at_millis)
         return with_vended(response, vended)
 
 
@@ -173,7 +186,9 @@ def operation_routes(
     """Every operation at its /v1/ route and at POST /<OperationId>, as one route table."""
     service = _Service(
         dispatcher, metrics or Metrics(), BodyLimits.from_settings(settings),
-        settings.auth_mode != "off", vendor, settings.lancedb_root_database,
+        settings.auth_mode != "off", vendor,
+        AuditLog(settings.audit_log_file) if settings.audit_log else None,
+        settings.lancedb_root_database,
     )
     endpoints: dict[tuple[str, bool], Any] = {}
     for operation in operations:

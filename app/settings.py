@@ -142,6 +142,16 @@ class Settings(ServingSettings):
         "unmapped identity): `read`, `write@ns`, `none`, ...",
         shown_default="`admin` with `auth_mode: token`, `none` with `oidc`",
     )
+    audit_log: bool = setting(
+        "", True,
+        "One JSON line per call that changes anything (its outcome too) and per credential "
+        "vend: who, from where, what, the outcome (see [Audit trail](security.md#audit-trail))",
+    )
+    audit_log_file: str = setting(
+        "", "",
+        "Where the audit lines are appended instead of the server's log (logger "
+        "`lance_adapter.audit`); the workers of one server share the file",
+    )
     external_locations: Mapping[str, str] = setting(
         "", {},
         "Storage prefixes outside the backend's root where existing data may be registered, each "

@@ -13,10 +13,11 @@ import pytest
 
 from app.config import access_policy, load_settings
 from app.settings import Settings
-from app.spec import BodyKind, Operation, load_operations
+from app.spec import Operation, load_operations
 from backends.core.settings import ConfigurationError
 from tests.support.adapter import running_server, serving_identities
 from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
+from tests.support.operation_calls import send_operation
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
 TOKENS = {"reader": "tok-reader", "writer": "tok-writer", "admin": "tok-admin",
@@ -82,25 +83,7 @@ def target(operation_id: str, namespace: str) -> list[str]:
 
 def send(url: str, operation: Operation, identity: str, table_id: list[str],
          by_id: bool) -> httpx.Response:
-    """One call of `operation` on `table_id` by `identity`, at its /v1/ route or its
-    POST /<OperationId> route; the body is well-formed, not necessarily complete."""
-    headers = {"authorization": f"Bearer {TOKENS[identity]}"}
-    joined = "$".join(table_id)
-    data = arrow_stream(sample_table(2, start=100))
-    if by_id or operation.path is None:
-        if operation.body is BodyKind.ARROW:
-            return httpx.post(f"{url}/{operation.operation_id}", params={"id": joined},
-                              content=data, headers={**headers, **ARROW}, timeout=60)
-        body = {"id": table_id} if operation.has_id else {}  # no field it does not take
-        return httpx.post(f"{url}/{operation.operation_id}", json=body,
-                          headers=headers, timeout=60)
-    path = operation.path.replace("{id}", joined).replace("{index_name}", "idx")
-    if operation.body is BodyKind.ARROW:
-        return httpx.post(f"{url}{path}", content=data, headers={**headers, **ARROW},
-                          timeout=60)
-    if operation.method == "GET":
-        return httpx.get(f"{url}{path}", headers=headers, timeout=60)
-    return httpx.post(f"{url}{path}", json={}, headers=headers, timeout=60)
+    return send_operation(url, operation, table_id, TOKENS[identity], by_id)
 
 
 def expected_refused(identity: str, operation_id: str, namespace: str) -> bool:

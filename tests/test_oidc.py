@@ -204,13 +204,13 @@ def oidc_server(keycloak: Keycloak, tmp_path: Path) -> Iterator[str]:
         oidc_issuer=keycloak.issuer, oidc_audience=AUDIENCE,
         oidc_identity_claim="preferred_username",
         access_groups={"lance-admins": "admin", "sales-etl": "write@sales"},
-        access={"carol": "read"},
+        access={"carol": "read"}, audit_log_file=str(tmp_path / "audit.jsonl"),
     ) as url:
         yield url
 
 
 def test_grants_come_from_the_tokens_groups_through_the_official_client(
-    keycloak: Keycloak, oidc_server: str,
+    keycloak: Keycloak, oidc_server: str, tmp_path: Path,
 ) -> None:
     from lance.namespace import RestNamespace
 
@@ -231,6 +231,13 @@ def test_grants_come_from_the_tokens_groups_through_the_official_client(
         reader.drop_table(ln.DropTableRequest(id=["sales", "orders"]))
     bob = client(keycloak.password_token("bob", PASSWORDS["bob"]))  # sales-etl, too
     assert bob.describe_table(ln.DescribeTableRequest(id=["sales", "orders"])).location
+    audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [(line["identity"], line["operation"], line["id"], line["outcome"])
+            for line in audit] == [
+        ("alice", "CreateNamespace", "sales", "ok"), ("alice", "CreateNamespace", "hr", "ok"),
+        ("service-account-lance-etl", "CreateTable", "sales$orders", "ok"),
+        ("service-account-lance-etl", "CreateTable", "hr$people", "refused"),
+        ("carol", "DropTable", "sales$orders", "refused")]
 
 
 def test_a_caller_without_a_valid_token_gets_401_with_a_challenge(

@@ -269,8 +269,9 @@ def test_vended_keys_never_exceed_the_callers_access(storage: Storage, tmp_path)
     tokens.write_text("etl token-etl\nbi token-bi\n")
     properties = vending_on(storage.gate.url, **{"access.etl": "read-write",
                                                  "access.bi": "read-write"})
+    audit = tmp_path / "audit.jsonl"
     with adapter(properties, auth_mode="token", auth_tokens_file=str(tokens),
-                 access={"bi": "read"}) as url:
+                 access={"bi": "read"}, audit_log_file=str(audit)) as url:
         assert run_client("write", url, "i2", json.dumps(
             {"header.Authorization": "Bearer token-etl"})) == {"rows": 1000}
         bi = describe(url, "i2", headers={"Authorization": "Bearer token-bi"})
@@ -282,6 +283,10 @@ def test_vended_keys_never_exceed_the_callers_access(storage: Storage, tmp_path)
     listed = storage.s3().list_objects_v2(Bucket=BUCKET, Prefix="warehouse/i2.lance/_versions/")
     assert reached(storage.s3(bi["storage_options"]), "get_object", Bucket=BUCKET,
                    Key=listed["Contents"][0]["Key"])
+    vends = [json.loads(line) for line in audit.read_text().splitlines()]
+    vends = {(line["identity"], line["access"]) for line in vends if line["event"] == "vend"}
+    assert {("etl", "read-write"), ("bi", "read")} <= vends  # the audit trail's vend lines
+    assert "token-" not in audit.read_text()
 
 
 def long_read(storage: Storage, table: str) -> dict[str, Any]:
