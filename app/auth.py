@@ -213,8 +213,10 @@ class AuthMiddleware:
             except LanceNamespaceError as error:
                 await self._reject(scope, receive, send, error)
                 return
-            scope[IDENTITY_KEY], scope[PRINCIPAL_KEY] = None, caller.identity
-            scope[GROUPS_KEY] = caller.groups
+            # The checked token goes on to the backend as forward mode sends it: a catalog that
+            # checks callers itself (`forward_caller_token`) sees the same company token.
+            scope[IDENTITY_KEY] = {kind: value.decode("latin-1")}
+            scope[PRINCIPAL_KEY], scope[GROUPS_KEY] = caller.identity, caller.groups
         elif self._accepts(rules.tokens, value):
             scope[IDENTITY_KEY] = {kind: value.decode("latin-1")} if self.forward else None
             scope[PRINCIPAL_KEY] = rules.tokens.get(value)

@@ -40,7 +40,8 @@ local counter = 0
 request = function()
   counter = counter + 1
   local path = paths[(counter %% #paths) + 1]
-  return wrk.format("%(method)s", path, {["Content-Type"] = "application/json"}, %(body)s)
+  return wrk.format("%(method)s", path, {["Content-Type"] = "application/json"%(headers)s},
+    %(body)s)
 end
 done = function(summary, latency, requests)
   local e = summary.errors
@@ -95,7 +96,8 @@ def wait_ready(url: str, process: subprocess.Popen) -> None:
         if process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}")
         with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{url}/v1/namespace/$/list", timeout=2).status_code == 200:
+            # Any answer of the protocol (401 from a server that wants a token) means serving.
+            if httpx.get(f"{url}/v1/namespace/$/list", timeout=2).status_code in (200, 401):
                 return
         time.sleep(0.2)
     raise RuntimeError(f"{url} did not start")
@@ -141,9 +143,11 @@ def rest_adapter(root: Path, port: int) -> list[str]:
     return [sys.executable, "-c", script]
 
 
-def run_wrk(url: str, method: str, paths: list[str], body: str, args: argparse.Namespace):
+def run_wrk(url: str, method: str, paths: list[str], body: str, args: argparse.Namespace,
+            headers: dict[str, str] | None = None):
     quoted = ", ".join(f'"{p}"' for p in paths)
-    script = LUA % {"paths": quoted, "method": method, "body": body}
+    extra = "".join(f', ["{name}"] = "{value}"' for name, value in (headers or {}).items())
+    script = LUA % {"paths": quoted, "method": method, "body": body, "headers": extra}
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
         handle.write(script)
 

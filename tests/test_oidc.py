@@ -292,3 +292,19 @@ def test_the_documented_keycloak_settings_grant_what_they_say(
         carol = keycloak.password_token("carol", PASSWORDS["carol"])
         assert status(carol, "POST", "/v1/namespace/sales/describe", {}) == 200
         assert status(carol, "POST", "/v1/namespace/sales/drop", {}) == 403
+
+
+def test_the_checked_token_reaches_the_backend_as_forward_mode_sends_it(
+    keycloak: Keycloak,
+) -> None:
+    from tests.support.plugin_stand_ins import RecordingNamespace
+
+    token = alice(keycloak)
+    with running_server("tests.support.plugin_stand_ins.RecordingNamespace",
+                        {"name": "oidc-forward"}, auth_mode="oidc", oidc_issuer=keycloak.issuer,
+                        oidc_audience=AUDIENCE, access_groups={"lance-admins": "admin"}) as url:
+        answer = httpx.get(f"{url}/v1/namespace/a/table/list", timeout=30,
+                           headers={"authorization": f"Bearer {token}"})
+        assert answer.status_code == 200, answer.text
+    # A Unity or Iceberg backend with forward_caller_token sends this to its catalog.
+    assert RecordingNamespace.instances["oidc-forward"].identities == [{"auth_token": token}]
