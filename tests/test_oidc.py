@@ -308,3 +308,18 @@ def test_the_checked_token_reaches_the_backend_as_forward_mode_sends_it(
         assert answer.status_code == 200, answer.text
     # A Unity or Iceberg backend with forward_caller_token sends this to its catalog.
     assert RecordingNamespace.instances["oidc-forward"].identities == [{"auth_token": token}]
+
+
+def test_a_key_rotated_while_the_server_runs_is_accepted_by_it(
+    keycloak: Keycloak, oidc_server: str,
+) -> None:
+    def listed(token: str) -> int:
+        return httpx.get(f"{oidc_server}/v1/namespace/$/list", timeout=30,
+                         headers={"authorization": f"Bearer {token}"}).status_code
+
+    before = alice(keycloak)
+    assert listed(before) == 200  # the server now holds the keys of before the rotation
+    keycloak.rotate_keys()
+    after = alice(keycloak)
+    assert token_header(after)["kid"] != token_header(before)["kid"]
+    assert listed(after) == 200
