@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from http import HTTPStatus
 from typing import Any
 
@@ -155,27 +155,30 @@ _LOCAL_PATH = re.compile(
     r"(?<![\w.:/>])(?:file://)?/(?!v1/)(?:[^\s/'\",:;)]+/)+[^\s'\",:;)]*"
     r"|(?<=at path )[^\s'\",:;)]+"
 )
-# The server's own paths (its storage root), registered when an application is created.
-_SERVER_PATHS: set[str] = set()
 
 
-def register_server_paths(paths: list[str]) -> None:
-    """Hide `paths` (and whatever lies below them) in every error answer from now on."""
-    _SERVER_PATHS.update(path for path in paths if path)
-
-
-def public_message(message: str) -> str:
-    """`message` without backtraces, source locations, debug dumps, the server's paths and
-    local paths: the one sanitiser every error answer passes through."""
+def public_message(message: str, server_paths: Sequence[str] = ()) -> str:
+    """`message` without backtraces, source locations, debug dumps, the server's own paths
+    (`server_paths`, its storage root in any spelling, and what lies below) and local paths:
+    the one sanitiser every error answer passes through."""
     cleaned = _BACKTRACE.sub("", readable(without_source_location(message)))
-    cleaned = without_paths(cleaned, _SERVER_PATHS)
+    cleaned = without_paths(cleaned, set(server_paths))
     return _LOCAL_PATH.sub(HIDDEN_PATH, cleaned).strip()
 
 
-def error_body(error: LanceNamespaceError, instance: str) -> dict[str, object]:
+def server_paths_of(scope: Mapping[str, Any]) -> Sequence[str]:
+    """The paths the application serving the request keeps data under (`create_app` sets
+    them on its state); none outside an application."""
+    state = getattr(scope.get("app"), "state", None)
+    return getattr(state, "server_paths", ())
+
+
+def error_body(
+    error: LanceNamespaceError, instance: str, server_paths: Sequence[str] = ()
+) -> dict[str, object]:
     code = ErrorCode(error.code)
     message = str(error)
-    public = public_message(message)
+    public = public_message(message, server_paths)
     if public != message:
         logger.info("error detail withheld from the answer: %s", message)
     return {
@@ -194,7 +197,7 @@ def render_error(
     metrics and the access log); `instance` is the path the answer names. A client dialect
     may give it another `status` (`app.dialect`) and `headers`."""
     scope[ERROR_CODE_KEY] = int(error.code)
-    body = orjson.dumps(error_body(error, instance))
+    body = orjson.dumps(error_body(error, instance, server_paths_of(scope)))
     return Response(body, status or http_status(error), {**error_headers(error), **(headers or {})},
                     media_type=JSON)
 

@@ -39,7 +39,6 @@ from app.errors import (
     MethodNotAllowedError,
     as_namespace_error,
     is_native_panic,
-    register_server_paths,
     render_error,
 )
 from app.health import Readiness, health_routes
@@ -336,7 +335,6 @@ def create_app(
         metadata_cache(settings, metrics, namespace, runtime_dir), metrics.observe_backend,
     )
     register_secrets(credential_values(settings.properties))
-    register_server_paths(storage_paths(namespace))
     vendor = credential_vendor(settings.properties, namespace)
     if vendor is not None:
         vendor.add_listener(lambda vend: metrics.observe_vend(vend.identity, vend.access,
@@ -344,7 +342,8 @@ def create_app(
     app.lance_routes = operation_routes(operations, dispatcher, settings, metrics, vendor)
     app.router.routes.append(app.lance_routes)
     app.router.routes.extend(docs_routes())
-    readiness = Readiness.for_backend(namespace, settings)
+    app.state.server_paths = tuple(storage_paths(namespace))  # hidden in every error answer
+    readiness = Readiness.for_backend(namespace, settings, app.state.server_paths)
     app.router.routes.extend(health_routes(readiness, metrics))
     _add_middleware(app, settings, metrics, Credentials(settings))
     if settings.maintenance and maintains(namespace):

@@ -18,7 +18,7 @@ import httpx
 import lance
 import pytest
 
-from app.errors import public_message, register_server_paths
+from app.errors import public_message
 from app.spec import load_operations
 from tests.support.adapter import running_server
 from tests.support.seeded_state import (
@@ -288,11 +288,11 @@ def test_a_missing_version_is_404_code_11_naming_no_server_path_in_every_table_s
 @pytest.mark.parametrize("spelling", ["{root}", "{bare}", "file://{root}", "{quoted}", "{encoded}"])
 def test_the_sanitiser_hides_every_spelling_of_a_server_path(spelling: str) -> None:
     root = "/srv/lance data/rööt"
-    register_server_paths([root])
     path = spelling.format(
         root=root, bare=root.lstrip("/"), quoted=quote(root), encoded=quote(root, safe="")
     )
-    hidden = public_message(f"Not found: {path}/ns$t/_versions/99.manifest, at '{path}'")
+    hidden = public_message(f"Not found: {path}/ns$t/_versions/99.manifest, at '{path}'",
+                            [root])
     assert "srv" not in hidden and "lance data" not in hidden and "r%C3%B6%C3%B6t" not in hidden
     assert "<path>" in hidden
 
