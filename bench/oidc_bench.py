@@ -11,7 +11,6 @@ in-process, what one check costs with the token remembered and without (a new to
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import shutil
@@ -28,6 +27,7 @@ from bench.rest_adapter_bench import (
     build_root,
     free_port,
     ours,
+    parse_arguments,
     run_wrk,
     serving,
     workloads,
@@ -66,14 +66,7 @@ def check_costs(keycloak: Keycloak, count: int = 2000) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--tables", type=int, default=1000)
-    parser.add_argument("--seconds", type=int, default=10)
-    parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workers", type=int)
-    args = parser.parse_args()
+    args = parse_arguments(__doc__, rounds=3)
     cpus = len(os.sched_getaffinity(0))
     with tempfile.TemporaryDirectory() as scratch, running_keycloak(Path(scratch)) as keycloak:
         keycloak.set_access_token_lifespan(3600)

@@ -185,13 +185,14 @@ def workloads(identifiers: list[list[str]]) -> dict[str, tuple[str, list[str], s
 UNCACHED = {**CHECKOUT, "LANCE_ADAPTER_METADATA_CACHE": "false"}
 
 
-def parse_arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__)
+def parse_arguments(description: str = __doc__, rounds: int = 1) -> argparse.Namespace:
+    """The load's options, shared by the benchmarks that drive DescribeTable with wrk."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--tables", type=int, default=1000)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--workers", type=int, help="our worker processes (default: ours)")
     return parser.parse_args()
 
