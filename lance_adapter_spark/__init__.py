@@ -20,7 +20,6 @@ if importlib.util.find_spec("pyspark") is None:
 
 if TYPE_CHECKING:
     from lance_adapter_spark.api import (
-        activate,
         read_table,
         register,
         save_table,
@@ -29,11 +28,12 @@ if TYPE_CHECKING:
     )
     from lance_adapter_spark.options import LanceSourceError
     from lance_adapter_spark.source import LanceDataSource
+    from lance_adapter_spark.spark_internals import activate
 
 _EXPORTS = {
     "LanceDataSource": "lance_adapter_spark.source",
     "LanceSourceError": "lance_adapter_spark.options",
-    "activate": "lance_adapter_spark.api",
+    "activate": "lance_adapter_spark.spark_internals",
     "read_table": "lance_adapter_spark.api",
     "register": "lance_adapter_spark.api",
     "save_table": "lance_adapter_spark.api",

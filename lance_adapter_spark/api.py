@@ -26,6 +26,12 @@ from lance_adapter_spark.pruning import install_column_pruning
 from lance_adapter_spark.read import pin_table, pinned_options, read_schema
 from lance_adapter_spark.schema import check_append_schema, lance_schema_for
 from lance_adapter_spark.source import LanceDataSource
+from lance_adapter_spark.spark_internals import (
+    activate,
+    check_supported,
+    shipped_python_files,
+    worker_environment,
+)
 from lance_adapter_spark.tables import inspect_table
 from lance_adapter_spark.write import effective_mode
 
@@ -59,10 +65,11 @@ def register(spark: SparkSession, *, check_executors: bool = True) -> None:
     local session the source's Python processes run PYSPARK_PYTHON or else this Python,
     through `local_python`'s launcher (`local_python.local_source_python`).
     """
+    check_supported(spark)
     spark.conf.set(PUSHDOWN_CONF, "true")
     context = spark.sparkContext
     # The Python processes that plan reads and writes learn the master from here.
-    context.environment[MASTER_ENV] = context.master  # type: ignore[attr-defined]
+    worker_environment(context)[MASTER_ENV] = context.master
     os.environ[MASTER_ENV] = context.master
     ship_package(spark)
     register_source(spark, LanceDataSource)
@@ -76,19 +83,9 @@ def ensure_registered(spark: SparkSession) -> None:
     """Register (again) unless the package is shipped and the source registered after it,
     so that the helpers work whether or not, and when, `register` was called."""
     context = spark.sparkContext
-    shipped = package_zip().name in context._python_includes  # type: ignore[attr-defined]
-    if not shipped or context.environment.get(MASTER_ENV) != context.master:  # type: ignore[attr-defined]
+    shipped = package_zip().name in shipped_python_files(context)
+    if not shipped or worker_environment(context).get(MASTER_ENV) != context.master:
         register(spark)
-
-
-def activate(spark: SparkSession) -> None:
-    """Make `spark` the JVM's active session in this thread.
-
-    Spark looks Python data sources up in the thread's active session, which a new
-    thread does not have: without this, `format("lance")` is not found there.
-    """
-    jvm_session_class = spark._jvm.org.apache.spark.sql.SparkSession  # type: ignore[union-attr]
-    jvm_session_class.setActiveSession(spark._jsparkSession)
 
 
 def source_options(

@@ -23,6 +23,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from lance_adapter_spark.options import LanceSourceError
+from lance_adapter_spark.spark_internals import shipped_python_files
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # The Spark master, as the driver saw it when the source was registered: handed to the
@@ -105,7 +106,7 @@ def ship_package(spark: SparkSession) -> bool:
     this call (such as a data source registered earlier) do not carry it: register after."""
     context = spark.sparkContext
     archive = package_zip()
-    if archive.name in context._python_includes:  # type: ignore[attr-defined]
+    if archive.name in shipped_python_files(context):
         return False
     context.addPyFile(str(archive))
     return True

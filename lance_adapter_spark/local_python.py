@@ -33,6 +33,7 @@ from pyspark.sql.datasource import DataSource
 
 from lance_adapter_spark.cluster import EXECUTOR_MODULES, PACKAGE_DIR, made_once
 from lance_adapter_spark.options import LanceSourceError
+from lance_adapter_spark.spark_internals import python_executable, set_python_executable
 
 WORKER_DAEMON = "lance_adapter_spark.worker_daemon"
 PYTHON_ENV = "PYSPARK_PYTHON"  # Spark's setting for the Python it starts
@@ -53,14 +54,14 @@ def register_source(spark: SparkSession, source: type[DataSource]) -> None:
     if not runs_in_driver(context.master):
         spark.dataSource.register(source)
         return
-    chosen = local_source_python(context.pythonExec)
+    chosen = local_source_python(python_executable(context))
     with _switching_python:
-        python = context.pythonExec
-        context.pythonExec = chosen  # what the registration records as the source's Python
+        python = python_executable(context)
+        set_python_executable(context, chosen)  # what the registration records as its Python
         try:
             spark.dataSource.register(source)
         finally:
-            context.pythonExec = python
+            set_python_executable(context, python)
 
 
 def local_source_python(configured: str) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from lance_adapter_spark.cluster import PACKAGE_DIR, made_once
+from lance_adapter_spark.spark_internals import jvm, jvm_session, py4j_gateway
 
 RULE_SOURCE = PACKAGE_DIR / "jvm" / "PruneLanceColumns.java"
 RULE_CLASS = "lance.adapter.spark.PruneLanceColumns"
@@ -40,8 +41,7 @@ def install_column_pruning(spark: SparkSession, source_name: str) -> bool:
     """Add the rule for `source_name` to `spark` (once per session); False, with a warning
     naming the reason, when it cannot be."""
     try:
-        jvm = spark._jvm  # type: ignore[attr-defined]
-        if jvm is None:
+        if jvm(spark) is None:
             raise PruningUnavailable("the session has no JVM in this process (Spark Connect)")
         jar = rule_jar(spark)
         _call_install(spark, jar, source_name)
@@ -56,7 +56,7 @@ def install_column_pruning(spark: SparkSession, source_name: str) -> bool:
 
 def rule_jar(spark: SparkSession) -> Path:
     """The compiled rule for this Spark and this source text, compiled once per user."""
-    system = spark._jvm.java.lang.System  # type: ignore[union-attr]
+    system = jvm(spark).java.lang.System
     java_home = system.getProperty("java.home")
     class_path = system.getProperty("java.class.path")
     source = RULE_SOURCE.read_bytes()
@@ -99,18 +99,16 @@ def _compile(jar: Path, compiler: str, class_path: str) -> None:
 def _call_install(spark: SparkSession, jar: Path, source_name: str) -> None:
     """Load the rule in a class loader of its own (a child of Spark's) and call its
     `install(session, name)`: nothing is added to the session's or the executors' jars."""
-    jvm = spark._jvm  # type: ignore[attr-defined]
-    gateway = spark.sparkContext._gateway  # type: ignore[attr-defined]
-    session = spark._jsparkSession  # type: ignore[attr-defined]
-    urls = gateway.new_array(jvm.java.net.URL, 1)
-    urls[0] = jvm.java.io.File(str(jar)).toURI().toURL()
+    java, gateway, session = jvm(spark), py4j_gateway(spark), jvm_session(spark)
+    urls = gateway.new_array(java.java.net.URL, 1)
+    urls[0] = java.java.io.File(str(jar)).toURI().toURL()
     parent = session.getClass().getClassLoader()
-    loader = jvm.java.net.URLClassLoader(urls, parent)
-    load = jvm.java.lang.Class.forName
-    parameter_types = gateway.new_array(jvm.java.lang.Class, 2)
+    loader = java.java.net.URLClassLoader(urls, parent)
+    load = java.java.lang.Class.forName
+    parameter_types = gateway.new_array(java.java.lang.Class, 2)
     parameter_types[0] = load("org.apache.spark.sql.SparkSession", True, parent)
     parameter_types[1] = load("java.lang.String", True, parent)
-    arguments = gateway.new_array(jvm.java.lang.Object, 2)
+    arguments = gateway.new_array(java.java.lang.Object, 2)
     arguments[0] = session
     arguments[1] = source_name
     try:
