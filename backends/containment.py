@@ -213,7 +213,8 @@ class Containment:
             return False
         caller = {"identity": request.identity, "context": request.context} if request else {}
         try:
-            self.namespace.namespace_exists(NamespaceExistsRequest(id=table_id, **caller))
+            self.namespace.for_caller(request).namespace_exists(
+                NamespaceExistsRequest(id=table_id, **caller))
         except NamespaceNotFoundError:
             return False
         except LanceNamespaceError:
@@ -308,7 +309,7 @@ def _claimed(containment: Containment, table_id: list[str], place: StorageLocati
     try:
         records.claim(table_id, place.uri, placed=False)
     except BaseException:
-        containment.namespace.deregister_entry(DeregisterTableRequest(
+        containment.namespace.for_caller(request).deregister_entry(DeregisterTableRequest(
             id=table_id, identity=request.identity, context=request.context))
         if made:
             records.release_claim(place)
@@ -423,7 +424,7 @@ def _gone(namespace: LanceNamespace, table_id: list[str], request: Any = None) -
     cannot hold is not taken as gone), asked as the caller of `request` if given."""
     caller = {"identity": request.identity, "context": request.context} if request else {}
     try:
-        namespace.table_exists(TableExistsRequest(id=table_id, **caller))
+        namespace.for_caller(request).table_exists(TableExistsRequest(id=table_id, **caller))
     except TableNotFoundError:
         return True
     except LanceNamespaceError:
@@ -436,7 +437,7 @@ def _drop(containment: Containment, drop: Callable[..., Any], request: Any) -> A
     entry = _catalog_entry(containment.namespace, table_id, request)
     if entry.location and containment.owns(table_id, entry):
         return drop(request)
-    deregistered = containment.namespace.deregister_entry(
+    deregistered = containment.namespace.for_caller(request).deregister_entry(
         DeregisterTableRequest(id=table_id, identity=request.identity, context=request.context)
     )
     return DropTableResponse(id=table_id, location=deregistered.location or entry.location)
@@ -445,6 +446,6 @@ def _drop(containment: Containment, drop: Callable[..., Any], request: Any) -> A
 def _catalog_entry(
     namespace: MetadataNamespace, table_id: list[str], request: Any
 ) -> DescribeTableResponse:
-    return namespace.describe_table_entry(
+    return namespace.for_caller(request).describe_table_entry(
         DescribeTableRequest(id=table_id, identity=request.identity, context=request.context)
     )

@@ -55,7 +55,7 @@ class GuardedNamespace:
 
     def call(self, name: str, request: Any, *arguments: Any, **keywords: Any) -> Any:
         """The operation `name` for `request`, behind the guard."""
-        operation = self.backend.served_operation(name)
+        operation = self.backend.for_caller(request).served_operation(name)
         if self.containment is not None and name in CHECKED_OPERATIONS:
             operation = checked(self.containment, name, operation)
         return call_with_valid_id(operation, request, *arguments, bounds=self.bounds, **keywords)

@@ -1,13 +1,14 @@
 """What a backend tells the server about itself, so that the server (app/) needs to know no
 backend: checks before it is built and before serving, what readiness checks besides the
 catalog's probe, how the metadata cache validates a hit, whether the catalog judges forwarded
-callers, and what maintenance sweeps. `MetadataNamespace` has these defaults;
-a backend overrides what applies to it (the directory backend: `backends.directory.hooks`)."""
+callers and which backend serves a caller, and what maintenance sweeps. `MetadataNamespace`
+has these defaults; a backend overrides what applies to it (the directory backend:
+`backends.directory.hooks`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Self
 
 # Modification times (ns) of what an answer depends on; None where a path does not exist.
 Stamp = tuple[int | None, ...]
@@ -41,6 +42,14 @@ class ServerHooks:
         """Whether the catalog judges each caller by the identity the server forwards
         (`auth_mode: forward`); a backend that does not would let any token do anything."""
         return False
+
+    def for_caller(self, request: Any) -> Self:
+        """The backend that serves `request`: itself, or, where the catalog judges callers by
+        the token the server forwards (`forward_caller_token`), a view of itself that sends
+        the caller's token (`request.identity.auth_token`) with every catalog call it makes.
+        The guard asks once per operation; code that calls the backend for a request it was
+        handed (ownership records, containment) asks too."""
+        return self
 
     def sweep_abandoned(self, abandoned_after: float) -> list[str]:
         """Remove what interrupted operations left, unchanged for `abandoned_after` s (table

@@ -365,7 +365,7 @@ class OwnershipRecords:
         """After RenameTable: the record of a table that owned its data names the new id,
         at the new location when the rename placed the table elsewhere (a table declared
         without data, declared again at its new id's own path)."""
-        entry = self.namespace.describe_table_entry(DescribeTableRequest(
+        entry = self.namespace.for_caller(request).describe_table_entry(DescribeTableRequest(
             id=new_id, identity=request.identity, context=request.context))
         if not entry.location:
             return
@@ -421,8 +421,9 @@ class OwnershipRecords:
         """Where the catalog entry of `owner` says its data is; None: no such table (or an
         entry whose location cannot be read as one)."""
         try:
-            entry = self.namespace.describe_table_entry(DescribeTableRequest(
-                id=owner, identity=request.identity, context=request.context))
+            entry = self.namespace.for_caller(request).describe_table_entry(
+                DescribeTableRequest(id=owner, identity=request.identity,
+                                     context=request.context))
         except TableNotFoundError:
             return None
         try:

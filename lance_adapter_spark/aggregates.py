@@ -65,10 +65,12 @@ class PartialAggregation:
     """The partial aggregates of one read: its output columns are the grouping columns
     (`keys`) and the partial aggregates (`partials`), in the order of `output`."""
 
-    def __init__(self, output: pa.Schema, partials: dict[str, PartialAggregate]) -> None:
+    def __init__(self, output: pa.Schema, partials: dict[str, PartialAggregate],
+                 chunk_bytes: int = PARTIAL_AGGREGATE_INPUT_BYTES) -> None:
         self.output = output
         self.partials = partials
         self.keys = [name for name in output.names if name not in partials]
+        self.chunk_bytes = chunk_bytes  # input grouped at a time (Spark merges the partials)
 
     def sources(self) -> list[str]:
         """The columns (or vector elements) the partial aggregates are computed from."""
@@ -89,14 +91,14 @@ class PartialAggregation:
                 )
 
     def aggregated(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """One batch of partial aggregates per chunk of about PARTIAL_AGGREGATE_INPUT_BYTES
-        of `batches` (holding the keys and sources, as Spark types them)."""
+        """One batch of partial aggregates per chunk of about `chunk_bytes` of `batches`
+        (holding the keys and sources, as Spark types them)."""
         chunk: list[pa.RecordBatch] = []
         held = 0
         for batch in batches:
             chunk.append(batch)
             held += batch.nbytes
-            if held >= PARTIAL_AGGREGATE_INPUT_BYTES:
+            if held >= self.chunk_bytes:
                 yield self._grouped(pa.Table.from_batches(chunk))
                 chunk, held = [], 0
         if chunk:

@@ -327,8 +327,7 @@ class UnfilteredLanceReader(DataSourceReader):
         if not self.aggregation:
             return DEFAULT_ROWS_PER_PARTITION
         fields = (self.pinned.schema.field(name) for name in self.table_columns)
-        row_bytes = sum(value_bytes(field.type) for field in fields)
-        return max(DEFAULT_ROWS_PER_PARTITION, AGGREGATED_BYTES_PER_PARTITION // max(row_bytes, 1))
+        return aggregated_rows_per_partition(sum(value_bytes(field.type) for field in fields))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, TableRowCount):
@@ -389,3 +388,12 @@ class LanceReader(UnfilteredLanceReader):
                 yield spark_filter
             else:
                 self.pushed.append(sql)
+
+
+def aggregated_rows_per_partition(
+    row_bytes: int, default_rows: int = DEFAULT_ROWS_PER_PARTITION,
+    partition_bytes: int = AGGREGATED_BYTES_PER_PARTITION,
+) -> int:
+    """Rows per task of an aggregated read whose scanned columns take `row_bytes` a row: as
+    many as `partition_bytes` hold, and never fewer than a plain read's `default_rows`."""
+    return max(default_rows, partition_bytes // max(row_bytes, 1))

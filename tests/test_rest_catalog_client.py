@@ -18,7 +18,6 @@ import pytest
 from fastapi import FastAPI
 from lance_namespace import (
     InternalError,
-    ListNamespacesRequest,
     NamespaceNotFoundError,
     PermissionDeniedError,
     ServiceUnavailableError,
@@ -26,7 +25,6 @@ from lance_namespace import (
     ThrottlingError,
     UnauthenticatedError,
 )
-from lance_namespace_urllib3_client.models import Identity
 
 from backends.rest_catalog import (
     OAuth2ClientCredentials,
@@ -286,16 +284,15 @@ def test_forwarding_sends_the_callers_token_instead_of_the_static_one(
     control: StandInControl, make_client: Factory
 ) -> None:
     control.required_token = "caller-token"
-    caller = ListNamespacesRequest(id=[], identity=Identity(auth_token="caller-token"))
-    anonymous = ListNamespacesRequest(id=[])
     forwarding = make_client(auth_token="static-token", forward_caller_token="true")
-    with forwarding.acting_for(caller):
-        forwarding.get_json("/items/a")
+    forwarding.as_caller("caller-token").get_json("/items/a")
     assert control.requests_to("/items/a", "GET")[-1].authorization == "Bearer caller-token"
     refused = "401: NotAuthorizedException: missing or invalid token"
-    with forwarding.acting_for(anonymous), pytest.raises(UnauthenticatedError, match=refused):
-        forwarding.get_json("/items/a")  # no caller token: the static one is sent, and refused
+    with pytest.raises(UnauthenticatedError, match=refused):
+        forwarding.as_caller(None).get_json("/items/a")  # no caller token: the static one
+    with pytest.raises(UnauthenticatedError, match=refused):
+        forwarding.get_json("/items/a")  # the client itself never sends a caller's token
     not_forwarding = make_client(auth_token="static-token")
-    with not_forwarding.acting_for(caller), pytest.raises(UnauthenticatedError, match=refused):
-        not_forwarding.get_json("/items/a")  # forwarding is off: the caller's token is ignored
+    with pytest.raises(UnauthenticatedError, match=refused):
+        not_forwarding.as_caller("caller-token").get_json("/items/a")  # forwarding is off
     assert control.requests_to("/items/a", "GET")[-1].authorization == "Bearer static-token"

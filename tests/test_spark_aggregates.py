@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -14,12 +15,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType, IntegerType, LongType, StructField, StructType
 
-from lance_adapter_spark import aggregates, read
 from lance_adapter_spark.aggregates import (
     AGGREGATE_COLUMN_PREFIX,
     PartialAggregation,
     partial_aggregate,
 )
+from lance_adapter_spark.options import DEFAULT_ROWS_PER_PARTITION
+from lance_adapter_spark.read import aggregated_rows_per_partition
 from lance_adapter_spark.source import LanceDataSource
 from tests.support.pipeline import adapter, lance_options, spark_session
 from tests.test_spark_pruning import scanned_names
@@ -164,19 +166,18 @@ def test_pushed_filters_keep_rows_read(written: tuple[str, DataFrame]) -> None:
     assert_same_answer(lambda df: query(df.where("bucket < 3")), pushed, memory)
 
 
-def test_a_task_groups_its_input_in_chunks_of_bounded_size(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_task_groups_its_input_in_chunks_of_bounded_size() -> None:
     """Each chunk of input is grouped on its own (Spark merges the chunks' partials)."""
     names = ["k", "__lance_aggregate:count:*", "__lance_aggregate:max:x"]
     output = pa.schema([("k", pa.int32()), (names[1], pa.int64()), (names[2], pa.float32())])
     partials = {name: partial_aggregate(name) for name in names[1:]}
-    aggregation = PartialAggregation(output, partials)
     batch = pa.record_batch(
         {
             "k": pa.array([1, 1, 2, 2], pa.int32()),
             "x": pa.array([1, float("nan"), 3, 4], pa.float32()),
         }
     )
-    monkeypatch.setattr(aggregates, "PARTIAL_AGGREGATE_INPUT_BYTES", batch.nbytes * 2)
+    aggregation = PartialAggregation(output, partials, chunk_bytes=batch.nbytes * 2)
     chunks = list(aggregation.aggregated([batch, batch, batch]))
     assert [chunk.num_rows for chunk in chunks] == [2, 2]
     assert chunks[0].schema == output
@@ -187,32 +188,37 @@ def test_a_task_groups_its_input_in_chunks_of_bounded_size(monkeypatch: pytest.M
 
 
 def test_an_aggregated_read_packs_fragments_by_the_bytes_it_scans(
-    written: tuple[str, DataFrame], monkeypatch: pytest.MonkeyPatch
+    written: tuple[str, DataFrame],
 ) -> None:
     """Tasks of an aggregated read each scan up to AGGREGATED_BYTES_PER_PARTITION of the
-    columns they read (4-byte bucket, 8-byte price: 2,000 rows here; with the 16-byte vector
-    v instead: 1,200), unless `rows_per_partition` says otherwise; other reads keep the
-    default rows per task."""
+    columns they read (4-byte bucket, 8-byte price: 12 bytes a row; with the 16-byte vector v
+    instead: 20), unless `rows_per_partition` says otherwise; other reads keep the default
+    rows per task."""
     table, _ = written
-    monkeypatch.setattr(read, "DEFAULT_ROWS_PER_PARTITION", 1000)
-    monkeypatch.setattr(read, "AGGREGATED_BYTES_PER_PARTITION", 24_000)
     bucket = StructField("bucket", IntegerType())
     prefix = AGGREGATE_COLUMN_PREFIX
 
-    def partitions(fields: list[StructField], **options: object) -> int:
+    def reader(fields: list[StructField], **options: object) -> Any:
         source = LanceDataSource(lance_options(adapter()[0], table, **options))
         source.schema()
-        return len(source.reader(StructType(fields)).partitions())
+        return source.reader(StructType(fields))
 
     average = [StructField(f"{prefix}sum:price", DoubleType()),
                StructField(f"{prefix}count:price", LongType())]
     element = [StructField(f"{prefix}max:__lance_element:0:v", FloatType())]
-    assert partitions([bucket, StructField("price", DoubleType())]) == 4  # 1,000-row fragments
-    assert partitions([bucket, *average]) == 2
-    assert partitions([bucket, *element]) == 4
-    assert partitions([bucket, *average], rows_per_partition=1000) == 4
-    assert partitions([bucket, *average], rows_per_partition=4000) == 1
-
+    assert reader([bucket, StructField("price", DoubleType())])._rows_per_partition() == (
+        DEFAULT_ROWS_PER_PARTITION)
+    assert reader([bucket, *average])._rows_per_partition() == (
+        aggregated_rows_per_partition(12))
+    assert reader([bucket, *element])._rows_per_partition() == (
+        aggregated_rows_per_partition(20))
+    assert reader([bucket, *average], rows_per_partition=1000)._rows_per_partition() == 1000
+    assert len(reader([bucket, *average], rows_per_partition=1000).partitions()) == 4
+    assert len(reader([bucket, *average], rows_per_partition=4000).partitions()) == 1
+    # The rule itself, with the sizes of the test table: 24,000 bytes a task.
+    assert aggregated_rows_per_partition(12, 1000, 24_000) == 2000
+    assert aggregated_rows_per_partition(20, 1000, 24_000) == 1200
+    assert aggregated_rows_per_partition(48, 1000, 24_000) == 1000  # never below the default
 
 def test_names_that_are_not_partial_aggregates_are_refused() -> None:
     prefix = AGGREGATE_COLUMN_PREFIX

@@ -64,7 +64,6 @@ from backends.rest_catalog import (
     OAuth2ClientCredentials,
     RestCatalogClient,
     RestCatalogNamespace,
-    acts_for_the_caller,
     validate_location,
 )
 from backends.vending import S3Credentials
@@ -72,7 +71,6 @@ from backends.vending import S3Credentials
 LOAD_CONCURRENCY = 8
 
 
-@acts_for_the_caller
 class IcebergNamespace(RestCatalogNamespace):
     """Lance tables registered in an Iceberg REST Catalog."""
 

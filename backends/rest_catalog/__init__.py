@@ -1,7 +1,7 @@
 """What the REST catalog backends (Unity Catalog, Iceberg REST) share.
 
-    client.py    the pooled, retrying, authenticating HTTP client (`RestCatalogClient`) and
-                 `acts_for_the_caller`, which forwards the caller's bearer token
+    client.py    the pooled, retrying, authenticating HTTP client (`RestCatalogClient`); its
+                 `as_caller` view sends a caller's bearer token instead of its own
     errors.py    a catalog's refusal → the Lance error (`ErrorRules` per call)
     namespace.py `RestCatalogNamespace`, what the backends' namespace classes share
     oauth.py     OAuth2 client credentials with refresh before expiry
@@ -9,7 +9,7 @@
     values.py    locations, property maps and property changes read from requests and answers
 """
 
-from backends.rest_catalog.client import RestCatalogClient, acts_for_the_caller
+from backends.rest_catalog.client import RestCatalogClient
 from backends.rest_catalog.errors import ErrorRules, error_for, parse_error_reply
 from backends.rest_catalog.namespace import RestCatalogNamespace
 from backends.rest_catalog.oauth import OAuth2ClientCredentials
@@ -22,7 +22,6 @@ __all__ = [
     "RestCatalogClient",
     "RestCatalogNamespace",
     "RestCatalogSettings",
-    "acts_for_the_caller",
     "error_for",
     "parse_error_reply",
     "validate_location",

@@ -3,23 +3,23 @@
 One `RestCatalogClient` per backend keeps a connection pool, applies connect/read timeouts,
 authenticates (static bearer token or OAuth2 client credentials with refresh before expiry),
 retries idempotent calls on connection errors and 5xx/429 with exponential backoff, and turns
-every failure into a typed `lance_namespace` error (`errors.py`).
+every failure into a typed `lance_namespace` error (`errors.py`). `as_caller` gives a view
+of it, sharing its connections, that sends a caller's bearer token instead of its own
+credential (`forward_caller_token`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
+import copy
 import random
 import time
-from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
-from lance_namespace import InternalError, LanceNamespace, ServiceUnavailableError
+from lance_namespace import InternalError, ServiceUnavailableError
 
-from backends.core.operations import EXTENSION_METHODS, operation_methods
 from backends.rest_catalog.errors import ErrorRules, error_for, parse_error_reply
 from backends.rest_catalog.oauth import OAuth2ClientCredentials
 from backends.rest_catalog.settings import RestCatalogSettings
@@ -28,29 +28,6 @@ IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 BACKOFF_BASE_SECONDS = 0.1
 BACKOFF_MAX_SECONDS = 5.0
-
-_CALLER_TOKEN: ContextVar[str | None] = ContextVar("caller_token", default=None)
-
-
-def acts_for_the_caller(namespace_class: type[LanceNamespace]) -> type[LanceNamespace]:
-    """Run every operation `namespace_class` implements, its own and the inherited generic
-    ones alike (DescribeTable, the data operations), inside `self.client.acting_for(request)`,
-    so the caller's bearer token reaches the catalog when the backend forwards it."""
-    for name in [*operation_methods(), *EXTENSION_METHODS]:
-        member = getattr(namespace_class, name, None)
-        if member is None or member is getattr(LanceNamespace, name, None):
-            continue  # not implemented: the code-0 default stays as it is
-
-        def operation(
-            self: Any, request: Any, *arguments: Any, _member: Any = member, **keywords: Any
-        ) -> Any:
-            with self.client.acting_for(request):
-                return _member(self, request, *arguments, **keywords)
-
-        functools.update_wrapper(operation, member)
-        setattr(namespace_class, name, operation)
-    return namespace_class
-
 
 class RestCatalogClient:
     """A pooled, retrying JSON client for one catalog endpoint."""
@@ -66,6 +43,8 @@ class RestCatalogClient:
         self.settings = settings
         self._auth_token = settings.auth_token
         self._oauth = oauth
+        # The caller's bearer token this client sends instead of its own (`as_caller`).
+        self.caller_token: str | None = None
         connect, read = settings.connect_timeout_ms / 1000, settings.read_timeout_ms / 1000
         timeout = httpx.Timeout(connect=connect, read=read, write=read, pool=connect)
         self._http = httpx.Client(
@@ -137,35 +116,22 @@ class RestCatalogClient:
             raise InternalError("catalog returned JSON that is not an object")
         return body
 
-    @contextlib.contextmanager
-    def acting_for(self, request: Any) -> Iterator[None]:
-        """Within this block, send the caller's bearer token (`request.identity.auth_token`)
-        instead of the configured one, when `forward_caller_token` is on."""
-        identity = getattr(request, "identity", None)
-        with self.acting_as(getattr(identity, "auth_token", None)):
-            yield
-
-    @contextlib.contextmanager
-    def acting_as(self, token: str | None) -> Iterator[None]:
-        """Within this block, send the caller's bearer token `token` instead of the configured
-        one, when `forward_caller_token` is on."""
+    def as_caller(self, token: str | None) -> RestCatalogClient:
+        """This client, sending the caller's bearer `token` instead of the configured
+        credential when `forward_caller_token` is on (the same connections); else itself."""
         if not (self.settings.forward_caller_token and token):
-            yield
-            return
-        reset = _CALLER_TOKEN.set(token)
-        try:
-            yield
-        finally:
-            _CALLER_TOKEN.reset(reset)
+            return self
+        view = copy.copy(self)
+        view.caller_token = token
+        return view
 
     def _send(
         self, method: str, url: str, params: Mapping[str, Any] | None, body: Any,
         extra: Mapping[str, str] | None = None,
     ) -> httpx.Response:
         headers = dict(extra or {})
-        caller_token = _CALLER_TOKEN.get()
-        if caller_token:
-            headers["Authorization"] = f"Bearer {caller_token}"
+        if self.caller_token:
+            headers["Authorization"] = f"Bearer {self.caller_token}"
         elif self._oauth is not None:
             headers["Authorization"] = f"Bearer {self._oauth.token(self._http)}"
         elif self._auth_token:
@@ -183,7 +149,7 @@ class RestCatalogClient:
 
     def _token_rejected(self, outcome: httpx.Response | httpx.TransportError) -> bool:
         rejected = isinstance(outcome, httpx.Response) and outcome.status_code == 401
-        if rejected and self._oauth is not None and not _CALLER_TOKEN.get():
+        if rejected and self._oauth is not None and not self.caller_token:
             self._oauth.invalidate()
             return True
         return False

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
+from typing import Any, Self
 
 from lance_namespace import (
     DescribeNamespaceRequest,
@@ -21,11 +23,28 @@ from backends.vending import S3Credentials
 
 class RestCatalogNamespace(MetadataNamespace):
     """A catalog backend reached through one `RestCatalogClient`; a subclass sets `root`,
-    `storage_options` and `client` and is decorated with `acts_for_the_caller`."""
+    `storage_options`, `client` and `catalog` (its catalog's calls, made with `client`)."""
 
     root: str
     storage_options: dict[str, str]
     client: RestCatalogClient
+    catalog: Any
+
+    def for_caller(self, request: Any) -> Self:
+        """With `forward_caller_token`, a view of this backend (sharing its connections and
+        caches) whose catalog calls send the caller's bearer token; else this backend."""
+        identity = getattr(request, "identity", None)
+        return self.acting_as(getattr(identity, "auth_token", None))
+
+    def acting_as(self, token: str | None) -> Self:
+        client = self.client.as_caller(token)
+        if client is self.client:
+            return self
+        view = copy.copy(self)
+        view.client = client
+        view.catalog = copy.copy(self.catalog)
+        view.catalog.client = client
+        return view
 
     def storage_root(self) -> str:
         return self.root
@@ -52,8 +71,7 @@ class RestCatalogNamespace(MetadataNamespace):
     ) -> S3Credentials | None:
         """The catalog's own temporary credentials of a table (credential vending relays
         them), asked for as the caller when the backend forwards the caller's token."""
-        with self.client.acting_as(caller_token):
-            return self.catalog_credentials(list(table_id), access)
+        return self.acting_as(caller_token).catalog_credentials(list(table_id), access)
 
     def catalog_credentials(self, table_id: list[str], access: str) -> S3Credentials | None:
         """What the catalog vends for `table_id` with `access`; None: nothing."""

@@ -66,7 +66,6 @@ from backends.layouts import FixedDepthLayout, TableLayout
 from backends.rest_catalog import (
     RestCatalogClient,
     RestCatalogNamespace,
-    acts_for_the_caller,
     validate_location,
 )
 from backends.unity.catalog import UnityCatalog, is_lance, s3_credentials
@@ -86,7 +85,6 @@ from backends.vending import S3Credentials
 logger = logging.getLogger(__name__)
 
 
-@acts_for_the_caller
 class UnityNamespace(RestCatalogNamespace):
     """Lance tables registered in Unity Catalog as EXTERNAL tables."""
 
