@@ -1,13 +1,15 @@
-"""Lance namespace backends, registered with `lance_namespace`'s own registry.
+"""Lance namespace backends, and their registration with `lance_namespace`'s own registry.
 
-Importing `backends` registers the catalog backends' aliases with
+`register_aliases()` registers the catalog backends' aliases with
 `lance_namespace.register_namespace_impl`, so any Lance program builds them by name:
 
     import backends, lance_namespace
+    backends.register_aliases()
     ns = lance_namespace.connect("hive2", {"uri": "thrift://metastore:9083"})
 
-(lance_namespace 0.13 discovers no entry points: the import is the registration.) `dir` is one
-of lance_namespace's native aliases, which win over registered ones, so `connect("dir", …)`
+(lance_namespace 0.13 discovers no entry points; importing `backends` registers nothing, and
+the server needs no registration: it builds its backends by class path.) `dir` is one of
+lance_namespace's native aliases, which win over registered ones, so `connect("dir", …)`
 stays pylance's `DirectoryNamespace`; the server serves `dir` with
 `backends.directory.DirectoryBackend`, which holds that class and adds this adapter's fixes.
 
@@ -50,10 +52,18 @@ CATALOG_IMPLS: dict[str, str] = {
     "unity": "backends.unity.UnityNamespace",
     "iceberg": "backends.iceberg.IcebergNamespace",
 }
-for _alias, _class_path in CATALOG_IMPLS.items():
-    register_namespace_impl(_alias, _class_path)
 # The extra that installs a catalog backend's client library (unity and iceberg need none).
 CATALOG_EXTRAS: dict[str, Extra] = {"hive2": HIVE, "hive3": HIVE, "glue": GLUE}
+
+
+
+def register_aliases() -> None:
+    """Register each catalog backend's alias (`hive2`, `glue`, ...) with lance_namespace, so
+    that `lance_namespace.connect(alias, properties)` builds it. The registry is global: a
+    library registering the same alias later (lance-namespace-impls) wins there."""
+    for alias, class_path in CATALOG_IMPLS.items():
+        register_namespace_impl(alias, class_path)
+
 
 # What the server serves as `dir` (lance_namespace's `dir` is pylance's own class).
 DIRECTORY_BACKEND = "backends.directory.DirectoryBackend"

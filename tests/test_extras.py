@@ -122,11 +122,13 @@ def test_the_rest_catalog_backends_start_without_any_catalog_client(
         assert httpx.get(f"{url}/healthz").status_code == 200
 
 
-def test_importing_backends_registers_every_alias_without_any_catalog_client() -> None:
+def test_registering_every_alias_imports_no_catalog_client() -> None:
     """The registry names each backend by its class path: importing `backends`, the server and
-    the workers' factory imports no catalog client; the backend that needs none is built."""
+    the workers' factory, and registering the aliases, imports no catalog client; the backend
+    that needs none is built."""
     script = NOT_INSTALLED + (
         "import app.cli, app.workers, backends, lance_namespace\n"
+        "backends.register_aliases()\n"
         "unity = lance_namespace.connect('unity', {'endpoint': 'http://127.0.0.1:1'})\n"
         "print(type(unity).__name__)\n"
         "try:\n"

@@ -36,6 +36,7 @@ def test_lance_namespace_connect_builds_our_backends_by_alias() -> None:
     lance-namespace-impls, may register the same aliases for its own classes)."""
     script = (
         "import backends, lance_namespace, sys\n"
+        "backends.register_aliases()\n"
         f"properties = {OFFLINE_PROPERTIES!r}\n"
         "for impl, props in properties.items():\n"
         "    built = lance_namespace.connect(impl, props)\n"
@@ -58,16 +59,18 @@ def test_the_server_builds_its_own_class_whoever_holds_the_alias(impl: str) -> N
         lance_namespace.register_namespace_impl(impl, CATALOG_IMPLS[impl])
 
 
-def test_importing_backends_is_the_registration() -> None:
-    """In a fresh interpreter `connect("hive2")` fails until `backends` is imported."""
+def test_the_registration_is_explicit() -> None:
+    """In a fresh interpreter `connect("hive2")` fails, also after `import backends` (which
+    registers nothing), until `backends.register_aliases()`."""
     script = (
         "import lance_namespace as ln\n"
+        "import backends\n"
         "props = {'uri': 'thrift://127.0.0.1:1'}\n"
         "try:\n"
         "    ln.connect('hive2', props)\n"
         "except ValueError:\n"
         "    print('unknown before')\n"
-        "import backends\n"
+        "backends.register_aliases()\n"
         "print(type(ln.connect('hive2', props)).__name__)\n"
     )
     result = run_python(script, cwd=Path(backends.__file__).parents[1])
