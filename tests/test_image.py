@@ -174,8 +174,8 @@ def test_a_bad_log_level_is_one_line_and_exit_2(engine: Engine, adapter_image: s
                            "serve", "--log-level", "verbose")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "lance-adapter: log_level must be one of critical, error, warning, info, debug, "
-        "trace, got 'verbose'"
+        "lance-adapter: setting 'log_level' must be one of 'critical', 'error', 'warning', "
+        "'info', 'debug', 'trace', got 'verbose'"
     ]
 
 
