@@ -16,10 +16,12 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from lance_namespace import LanceNamespaceError
 from starlette.types import Scope
 
 from app.auth import PRINCIPAL_KEY
 from app.observability import JsonFormatter
+from backends.core.access import renamed_id
 from backends.core.names import joined_id
 
 AUDIT_LOGGER_NAME = "lance_adapter.audit"
@@ -78,13 +80,12 @@ def _id(value: Any) -> str | None:
 
 
 def _renamed(fields: Mapping[str, Any]) -> str | None:
-    name = fields.get("new_table_name")
-    if not isinstance(name, str):
+    if not isinstance(fields.get("new_table_name"), str):
         return None
-    parent = fields.get("new_namespace_id")
-    if parent is None:
-        parent = (fields.get("id") or [])[:-1]
-    return _id([*parent, name]) if isinstance(parent, list | tuple) else None
+    try:  # what access checks names; a rename that named nothing valid has no new id
+        return _id(renamed_id(fields, list(fields.get("id") or [])))
+    except (LanceNamespaceError, TypeError):
+        return None
 
 
 def _outcome(status: int) -> str:

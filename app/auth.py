@@ -133,14 +133,14 @@ def _named_token(place: _Place, entry: str) -> tuple[str, str | None]:
     words = entry.split()
     if len(words) > 2:
         raise ConfigurationError(f"{place} has {len(words)} words; an auth token entry is "
-                            "`<token>` or `<identity> <token>`")
+                                 "`<token>` or `<identity> <token>`")
     token, identity = (words[1], words[0]) if len(words) == 2 else (words[0], None)
     if not _TOKEN.fullmatch(token):
-        raise ConfigurationError(f"{place} holds a token with characters other than visible ASCII, "
-                            "which a credential header cannot carry")
+        raise ConfigurationError(f"{place} holds a token with characters other than visible "
+                                 "ASCII, which a credential header cannot carry")
     if identity is not None and not _IDENTITY.fullmatch(identity):
-        raise ConfigurationError(f"{place} names an identity that is not 1-128 letters, digits "
-                            "or `._:@-` starting with a letter or digit")
+        raise ConfigurationError(f"{place} names an identity that is not 1-128 letters, "
+                                 "digits or `._:@-` starting with a letter or digit")
     return token, identity
 
 

@@ -72,7 +72,7 @@ def _access_file_values(path: str) -> dict[str, Any]:
     if unknown:
         raise ConfigurationError(f"access_file {path} holds {unknown[0]!r}; it may hold "
                                  f"{', '.join(_ACCESS_FILE_KEYS)}")
-    parsed = Settings.from_properties({key: values[key] for key in values})
+    parsed = Settings.from_properties(values)
     return {key: getattr(parsed, key) for key in values}
 
 

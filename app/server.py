@@ -214,15 +214,13 @@ async def _no_such_route(request: Request, error: Exception) -> Response:
     return render_error(UnsupportedOperationError(message), request.scope, path)
 
 
-def _add_middleware(
-    app: FastAPI, settings: Settings, metrics: Metrics, credentials: Credentials
-) -> None:
+def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
     """Innermost first: auth (or, with auth off, the browser guard), then ids/metrics/logs
     (incl. root_path), then proxy headers."""
     if settings.auth_mode != "off":
         verifier = TokenVerifier(settings) if settings.auth_mode == "oidc" else None
         app.add_middleware(AuthMiddleware, mode=settings.auth_mode,
-                           credentials=credentials.current, routes=app.router.routes,
+                           credentials=Credentials(settings).current, routes=app.router.routes,
                            verifier=verifier)
     else:
         app.add_middleware(BrowserGuard, settings=settings, routes=app.router.routes)
@@ -345,7 +343,7 @@ def create_app(
     app.state.server_paths = tuple(storage_paths(namespace))  # hidden in every error answer
     readiness = Readiness.for_backend(namespace, settings, app.state.server_paths)
     app.router.routes.extend(health_routes(readiness, metrics))
-    _add_middleware(app, settings, metrics, Credentials(settings))
+    _add_middleware(app, settings, metrics)
     if settings.maintenance and maintains(namespace):
         app.state.maintenance = MaintenanceWorker(namespace, settings, metrics, runtime_dir)
     app.state.namespace = namespace

@@ -22,6 +22,7 @@ import lance_namespace as ln
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from app.auth import load_identities
 from app.config import load_settings
 from app.oidc import IssuerKeys, TokenVerifier
 from app.settings import Settings
@@ -191,10 +192,7 @@ def test_oidc_settings_are_checked_at_start(values: dict, message: str) -> None:
     base = {"auth_mode": "oidc", "oidc_issuer": "https://sso.example.com/realms/acme",
             "oidc_audience": "lance-adapter"}
     with pytest.raises(ConfigurationError, match=message):
-        settings = load_settings(environ={}, overrides={**base, **values})
-        from app.auth import load_identities
-
-        load_identities(settings)
+        load_identities(load_settings(environ={}, overrides={**base, **values}))
 
 
 @pytest.fixture

@@ -139,7 +139,7 @@ def required_access(method: str, request: Any) -> list[Need]:
         level = Level.ADMIN  # points the catalog at storage, as RegisterTable does
     needs = [Need(level, target, traits.subject)]
     if method == "rename_table":
-        needs.append(Need(Level.WRITE, _renamed(request, target), Subject.TABLE))
+        needs.append(Need(Level.WRITE, renamed_id(request, target), Subject.TABLE))
     if traits.source_by_location:  # resolved by the server before access is checked
         needs.append(Need(Level.READ, validate_identifier(_field(request, "source_id") or []),
                           Subject.TABLE))
@@ -173,7 +173,8 @@ def _field(request: Any, name: str) -> Any:
     return getattr(request, name, None)
 
 
-def _renamed(request: Any, target: list[str]) -> list[str]:
+def renamed_id(request: Any, target: list[str]) -> list[str]:
+    """The id RenameTable `request` gives the table `target` (validated)."""
     namespace = _field(request, "new_namespace_id")
     if namespace is not None and (
         not isinstance(namespace, list | tuple)
