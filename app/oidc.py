@@ -81,6 +81,9 @@ class IssuerKeys:
                 if (kid not in self.keys or self._old()) and self._may_fetch():
                     await self._fetch()
         found = self.keys.get(kid)
+        if found is None and self.fetched_at is None:  # no key known yet: the issuer's fault
+            raise ServiceUnavailableError(
+                "the identity provider's keys have not been fetched yet; retry shortly")
         if found is None:
             raise _refused("the token is signed with a key the issuer does not publish")
         return found

@@ -321,3 +321,19 @@ def test_a_key_rotated_while_the_server_runs_is_accepted_by_it(
     after = alice(keycloak)
     assert token_header(after)["kid"] != token_header(before)["kid"]
     assert listed(after) == 200
+
+
+def test_an_issuer_that_cannot_be_reached_is_503_never_401() -> None:
+    """Before any key is known, no token can be judged: every request is retryable (code 17),
+    also once the fetches are rate-limited. The issuer is a port nothing listens on."""
+    from tests.support.common import free_port
+
+    settings = Settings(auth_mode="oidc", oidc_issuer=f"http://127.0.0.1:{free_port()}/realms/x",
+                        oidc_audience=AUDIENCE)
+    keys = IssuerKeys(settings, clock=Clock(0.0))
+    verifier = TokenVerifier(settings, keys=keys)
+    token = f"{segment({'alg': 'RS256', 'kid': 'k'})}.{segment({'sub': 'a'})}.c2ln"
+    for _ in range(4):
+        with pytest.raises(ln.ServiceUnavailableError):
+            verify(verifier, token)
+    assert keys.fetches == 2  # the rest were held back by the rate limit
