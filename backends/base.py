@@ -206,13 +206,8 @@ class MetadataNamespace(CloneTables, SessionTables, UnsupportedOperations, Serve
         entry = self.describe_table_entry(DescribeTableRequest(id=request.id, **caller(request)))
         if not entry.location:
             raise InvalidTableStateError(f"table {joined_id(request.id)} has no location")
-        return TableLocation(
-            id=list(request.id or []),
-            location=entry.location,
-            storage_options=dict(entry.storage_options or {}),
-            properties=dict(entry.properties or {}),
-            session=self.lance_session,
-        )
+        return self.table_at(list(request.id or []), entry.location, entry.storage_options,
+                             entry.properties)
 
     def open(self, request: Any, version: int | None = None) -> LanceDataset:
         """The table's dataset at `version` of the request's branch: one open per request."""
@@ -238,7 +233,7 @@ class MetadataNamespace(CloneTables, SessionTables, UnsupportedOperations, Serve
         """The catalog entry, completed as the request asks from the dataset itself (opened
         once for both the declared check and the detailed metadata)."""
         entry = self.describe_table_entry(request)
-        return lifecycle.completed_description(entry, request, self.lance_session)
+        return lifecycle.completed_description(entry, request, self)
 
     # -- lifecycle ---------------------------------------------------------------------------
 

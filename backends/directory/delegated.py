@@ -2,9 +2,11 @@
 method each: as they are (`_as_is`: DescribeNamespace, NamespaceExists, DescribeTransaction),
 or with their errors given the spec's codes and the generic operation for a request the native
 one would not honour in full or a table its lookup misses (`_native`: row writes other than
-insert, counts, listing and dropping indexes, tags, branch listing and deletion, restore,
+insert, listing and dropping indexes, tags, branch listing and deletion, restore,
 dropping columns and schema metadata). `backends.directory.native` says what the native
-operations ignore."""
+operations ignore. Counts are the generic operation's: it opens the table through the
+worker's remembered latest versions (`backends.tables.latest`), where the native count lists
+every version the table keeps."""
 
 from __future__ import annotations
 
@@ -13,8 +15,6 @@ from typing import Any
 from lance_namespace import (
     AlterTableDropColumnsRequest,
     AlterTableDropColumnsResponse,
-    CountTableRowsRequest,
-    CountTableRowsResponse,
     CreateTableTagRequest,
     CreateTableTagResponse,
     DeleteFromTableRequest,
@@ -83,9 +83,6 @@ class NativeOperations:
 
     def delete_from_table(self, request: DeleteFromTableRequest) -> DeleteFromTableResponse:
         return self._native("delete_from_table", request)
-
-    def count_table_rows(self, request: CountTableRowsRequest) -> CountTableRowsResponse:
-        return self._native("count_table_rows", request)
 
     def list_table_indices(self, request: ListTableIndicesRequest) -> ListTableIndicesResponse:
         return self._native("list_table_indices", request)

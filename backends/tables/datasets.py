@@ -17,6 +17,7 @@ from lance_namespace import (
 
 from backends.core.names import joined_id
 from backends.tables.errors import lance_errors, translate
+from backends.tables.latest import LatestVersions
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class TableLocation:
     properties: dict[str, str] = field(default_factory=dict)
     # The worker's Lance session (index and metadata caches) the table is opened with.
     session: lance.Session | None = field(default=None, compare=False, repr=False)
+    # The worker's remembered latest versions, which spare listing a local table's versions.
+    latest: LatestVersions | None = field(default=None, compare=False, repr=False)
 
     @property
     def options(self) -> dict[str, str] | None:
@@ -43,6 +46,8 @@ def latest_dataset(table: TableLocation) -> LanceDataset | None:
     """The table's dataset at its latest version, or None while it has no Lance data. A
     storage that does not answer is code 17, never taken for a table without data."""
     try:
+        if table.latest is not None:
+            return table.latest.open(table.location, table.options, table.session)
         return lance.dataset(table.location, storage_options=table.options, session=table.session)
     except (OSError, ValueError, RuntimeError) as error:
         translated = translate(error, table.location)

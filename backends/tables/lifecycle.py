@@ -42,9 +42,8 @@ from backends.tables.datasets import (
 from backends.tables.writes import write_rows
 
 if TYPE_CHECKING:
-    from lance import Session
-
     from backends.base import MetadataNamespace
+    from backends.sessions import SessionTables
 
 logger = logging.getLogger(__name__)
 
@@ -94,13 +93,8 @@ def declare_new(
         DeclareTableRequest(id=request.id, properties=properties, **caller(request)))
     if not declared.location:
         raise InvalidTableStateError(f"the backend declared {request.id} without a location")
-    table = TableLocation(
-        id=list(request.id or []),
-        location=declared.location,
-        storage_options=dict(declared.storage_options or {}),
-        properties=dict(declared.properties or {}),
-        session=namespace.lance_session,
-    )
+    table = namespace.table_at(list(request.id or []), declared.location,
+                               declared.storage_options, declared.properties)
     if has_data(table.with_options(storage_options)):
         undeclare(namespace, request, None)
         raise InvalidInputError(
@@ -131,7 +125,7 @@ def undeclare(namespace: MetadataNamespace, request: Any, table: TableLocation |
 
 
 def completed_description(
-    described: DescribeTableResponse, request: DescribeTableRequest, session: Session | None
+    described: DescribeTableResponse, request: DescribeTableRequest, tables: SessionTables
 ) -> DescribeTableResponse:
     """DescribeTable: the catalog entry `described`, completed as `request` asks from the
     dataset itself (opened once for both the declared check and the detailed metadata)."""
@@ -146,10 +140,8 @@ def completed_description(
     wants_details = request.load_detailed_metadata and described.version is None
     if not (wants_declared or wants_details):
         return described
-    table = TableLocation(
-        list(request.id or []), described.location, dict(described.storage_options or {}),
-        session=session,
-    )
+    table = tables.table_at(list(request.id or []), described.location,
+                            described.storage_options)
     latest = latest_dataset(table)
     if wants_declared:
         described.is_only_declared = latest is None
