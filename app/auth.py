@@ -18,7 +18,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.errors import render_error
 from app.health import HEALTH_PATHS
-from app.observability import register_secrets
 from app.oidc import TokenVerifier
 from app.protocol import API_KEY_HEADER, AUTHORIZATION_HEADER
 from app.settings import Settings
@@ -93,7 +92,6 @@ def load_identities(settings: Settings) -> dict[bytes, str | None]:
     if settings.auth_mode == "oidc" and named:
         raise ConfigurationError("auth_mode 'oidc' accepts the identity provider's tokens "
                                  "only: unset auth_tokens and auth_tokens_file")
-    register_secrets(named)
     return {token.encode(): identity for token, identity in named.items()}
 
 

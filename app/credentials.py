@@ -26,6 +26,7 @@ import yaml
 
 from app.auth import load_identities
 from app.config import access_policy
+from app.observability import Redactor
 from app.settings import Settings
 from backends.core.access import AccessPolicy
 from backends.core.settings import ConfigurationError
@@ -87,14 +88,20 @@ def _stamp(path: str) -> Stamp:
 class Credentials:
     """The current `CallerRules`, reloaded when one of their files changes."""
 
-    def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic,
+                 redactor: Redactor | None = None) -> None:
         self.settings = settings
         self.clock = clock
+        self.redactor = redactor or Redactor()  # told every token, which no log line shows
         self.files = tuple(path for path in (settings.auth_tokens_file, settings.access_file)
                            if path)
         self._stamps = self._current_stamps()
-        self.rules = load_rules(settings)
+        self.rules = self._adopted(load_rules(settings))
         self._looked_at = clock()
+
+    def _adopted(self, rules: CallerRules) -> CallerRules:
+        self.redactor.add(token.decode() for token in rules.tokens)
+        return rules
 
     def current(self) -> CallerRules:
         """The rules now: the files are looked at when the interval has passed."""
@@ -115,7 +122,7 @@ class Credentials:
         except ConfigurationError as error:
             logger.warning("%s; the previous tokens and grants stay in force", error)
             return False
-        self.rules = rules
+        self.rules = self._adopted(rules)
         logger.info("tokens and grants reloaded from %s", ", ".join(
             str(Path(path).name) for path in self.files))
         return True

@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from app.errors import public_message
-from app.observability import METRICS_CONTENT_TYPE, Metrics, named_route, redact
+from app.observability import METRICS_CONTENT_TYPE, Metrics, Redactor, named_route
 from app.settings import Settings
 
 logger = logging.getLogger("lance_adapter")
@@ -40,20 +40,23 @@ class Readiness:
 
     def __init__(self, probe: Probe, timeout: float,
                  checks: Sequence[tuple[str, Probe]] = (),
-                 server_paths: Sequence[str] = ()) -> None:
+                 server_paths: Sequence[str] = (), redactor: Redactor | None = None) -> None:
         self._checks = [("backend", probe), *checks]
         self.timeout = timeout
-        self.server_paths = server_paths  # hidden in the reasons it answers
+        self.server_paths = server_paths  # hidden in the reasons it answers, as is
+        self.redactor = redactor or Redactor()  # what the logs hide
         self._running = "backend"  # the check under way, named when time runs out
         # One probe at a time: a hung backend cannot pile up probe threads.
         self._limiter = anyio.CapacityLimiter(1)
 
     @classmethod
     def for_backend(cls, namespace: LanceNamespace, settings: Settings,
-                    server_paths: Sequence[str] = ()) -> Readiness:
+                    server_paths: Sequence[str] = (),
+                    redactor: Redactor | None = None) -> Readiness:
         """The backend's probe, then the checks it asks for (`backends.hooks`)."""
         checks = getattr(namespace, "readiness_checks", list)()
-        return cls(backend_probe(namespace), settings.readiness_timeout, checks, server_paths)
+        return cls(backend_probe(namespace), settings.readiness_timeout, checks, server_paths,
+                   redactor)
 
     def _run_checks(self) -> None:
         for name, check in self._checks:
@@ -73,14 +76,14 @@ class Readiness:
         except Exception as error:
             logger.warning("readiness check %s failed: %s: %s", self._running,
                            type(error).__name__, error)
-            return {"check": self._running, "reason": _why(error, self.server_paths)}
+            return {"check": self._running, "reason": _why(error, self.server_paths, self.redactor)}
         return None
 
 
-def _why(error: Exception, server_paths: Sequence[str]) -> str:
+def _why(error: Exception, server_paths: Sequence[str], redactor: Redactor) -> str:
     """What a failed check says, as an error answer would (no server path, backtrace or
     credential), led by the error's kind."""
-    message = redact(public_message(str(error), server_paths))
+    message = redactor(public_message(str(error), server_paths))
     kind = (f"code {int(error.code)}" if isinstance(error, LanceNamespaceError)
             else type(error).__name__)
     return f"{kind}: {message}"[:_MOST_REASON] if message else kind

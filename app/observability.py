@@ -74,29 +74,52 @@ _SECRET_PATTERNS = (
 )
 # Cheap first test: the patterns only run on a line holding one of these words.
 _TRIGGERS = ("bearer", "basic", *CREDENTIAL_WORDS, *_TEXT_ONLY_WORDS)
-_known_secrets: set[str] = set()
 
 
-def register_secrets(values: Iterable[str]) -> None:
-    """Values (tokens, passwords) that are replaced wherever they appear in a log line."""
-    _known_secrets.update(value for value in values if len(value) >= 4)
+class Redactor:
+    """What a log line or a readiness reason hides: any value after a key that names a
+    credential, and the values the application registered (its tokens, its backend's
+    credentials). One per application, built by `create_app` and given to the log
+    formatters (`use_redactor`)."""
+
+    def __init__(self) -> None:
+        self._values: frozenset[str] = frozenset()
+
+    def add(self, values: Iterable[str]) -> None:
+        """Values (tokens, passwords) replaced wherever they appear from now on."""
+        self._values = self._values | {value for value in values if len(value) >= 4}
+
+    def __call__(self, text: str) -> str:
+        # Patterns first: a known value that is also a word of a key name ("secret") must
+        # not break the `key=value` pattern that hides the value.
+        lowered = text.lower()
+        if any(word in lowered for word in _TRIGGERS):
+            for pattern, replacement in _SECRET_PATTERNS:
+                text = pattern.sub(replacement, text)
+        for value in self._values:
+            if value in text:
+                text = text.replace(value, "[REDACTED]")
+        return text
 
 
-def redact(text: str) -> str:
-    # Patterns first: a known secret that is also a word of a key name ("secret") must not
-    # break the `key=value` pattern that hides the value.
-    lowered = text.lower()
-    if any(word in lowered for word in _TRIGGERS):
-        for pattern, replacement in _SECRET_PATTERNS:
-            text = pattern.sub(replacement, text)
-    for secret in _known_secrets:
-        if secret in text:
-            text = text.replace(secret, "[REDACTED]")
-    return text
+def use_redactor(redactor: Redactor) -> None:
+    """Make every JSON log formatter of the process's logging configuration use `redactor`
+    (the configuration is the process's: uvicorn applies it before the application exists)."""
+    loggers = [logging.getLogger(), *(logger for logger in logging.root.manager.loggerDict.values()
+                                      if isinstance(logger, logging.Logger))]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if isinstance(handler.formatter, JsonFormatter):
+                handler.formatter.redactor = redactor
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line; the whole line, traceback included, is redacted."""
+    """One JSON object per line; the whole line, traceback included, is redacted (by the
+    patterns alone until `use_redactor` gives it the application's)."""
+
+    def __init__(self, *arguments: Any, **keywords: Any) -> None:
+        super().__init__(*arguments, **keywords)
+        self.redactor = Redactor()
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -114,7 +137,7 @@ class JsonFormatter(logging.Formatter):
             entry.update(access)
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return redact(orjson.dumps(entry, default=str).decode())
+        return self.redactor(orjson.dumps(entry, default=str).decode())
 
 
 def log_config(level: str) -> dict[str, Any]:

@@ -49,8 +49,9 @@ from app.observability import (
     ERROR_CODE_KEY,
     Metrics,
     ObservabilityMiddleware,
+    Redactor,
     named_endpoint,
-    register_secrets,
+    use_redactor,
 )
 from app.oidc import TokenVerifier
 from app.requests import read_operation_request, read_route_request, refuse_idempotency_key
@@ -214,13 +215,16 @@ async def _no_such_route(request: Request, error: Exception) -> Response:
     return render_error(UnsupportedOperationError(message), request.scope, path)
 
 
-def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
+def _add_middleware(
+    app: FastAPI, settings: Settings, metrics: Metrics, redactor: Redactor
+) -> None:
     """Innermost first: auth (or, with auth off, the browser guard), then ids/metrics/logs
     (incl. root_path), then proxy headers."""
     if settings.auth_mode != "off":
         verifier = TokenVerifier(settings) if settings.auth_mode == "oidc" else None
         app.add_middleware(AuthMiddleware, mode=settings.auth_mode,
-                           credentials=Credentials(settings).current, routes=app.router.routes,
+                           credentials=Credentials(settings, redactor=redactor).current,
+                           routes=app.router.routes,
                            verifier=verifier)
     else:
         app.add_middleware(BrowserGuard, settings=settings, routes=app.router.routes)
@@ -332,7 +336,9 @@ def create_app(
         namespace, settings.max_concurrency, settings.backend_timeout, aliases,
         metadata_cache(settings, metrics, namespace, runtime_dir), metrics.observe_backend,
     )
-    register_secrets(credential_values(settings.properties))
+    redactor = Redactor()  # what no log line or readiness reason shows
+    redactor.add(credential_values(settings.properties))
+    use_redactor(redactor)
     vendor = credential_vendor(settings.properties, namespace)
     if vendor is not None:
         vendor.add_listener(lambda vend: metrics.observe_vend(vend.identity, vend.access,
@@ -341,9 +347,9 @@ def create_app(
     app.router.routes.append(app.lance_routes)
     app.router.routes.extend(docs_routes())
     app.state.server_paths = tuple(storage_paths(namespace))  # hidden in every error answer
-    readiness = Readiness.for_backend(namespace, settings, app.state.server_paths)
+    readiness = Readiness.for_backend(namespace, settings, app.state.server_paths, redactor)
     app.router.routes.extend(health_routes(readiness, metrics))
-    _add_middleware(app, settings, metrics)
+    _add_middleware(app, settings, metrics, redactor)
     if settings.maintenance and maintains(namespace):
         app.state.maintenance = MaintenanceWorker(namespace, settings, metrics, runtime_dir)
     app.state.namespace = namespace

@@ -206,7 +206,7 @@ class MetadataNamespace(CloneTables, SessionTables, UnsupportedOperations, Serve
         entry = self.describe_table_entry(DescribeTableRequest(id=request.id, **caller(request)))
         if not entry.location:
             raise InvalidTableStateError(f"table {joined_id(request.id)} has no location")
-        return self.table_at(list(request.id or []), entry.location, entry.storage_options,
+        return self.opened_table(list(request.id or []), entry.location, entry.storage_options,
                              entry.properties)
 
     def open(self, request: Any, version: int | None = None) -> LanceDataset:

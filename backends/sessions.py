@@ -36,7 +36,7 @@ class SessionTables:
         self.lance_session = session
         self.latest_versions = None if session is None else LatestVersions()
 
-    def table_at(
+    def opened_table(
         self, table_id: list[str], location: str, storage_options: dict[str, str] | None = None,
         properties: dict[str, str] | None = None,
     ) -> TableLocation:

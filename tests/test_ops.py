@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.observability import redact, register_secrets
+from app.observability import Redactor
 from backends.core.secrets import CREDENTIAL_WORDS, credential_values
 from tests.support.adapter import metric, running_server
 from tests.support.lance_data import arrow_stream, sample_table
@@ -160,14 +160,15 @@ def test_one_json_log_line_per_request_and_no_credential_in_any_line(
 def test_redaction_covers_the_usual_spellings_of_credentials() -> None:
     line = ('Authorization: Bearer abc.def-ghi x-api-key=k1 {"auth_token": "t2"} '
             "password='p3' secret_access_key=s4 ?token=t5&x=1")
-    cleaned = redact(line)
+    cleaned = Redactor()(line)
     for secret in ("abc.def-ghi", "k1", "t2", "p3", "s4", "t5"):
         assert secret not in cleaned
     assert "x=1" in cleaned
 
 
 def test_a_registered_secret_that_is_also_part_of_a_key_name_hides_nothing_less() -> None:
-    register_secrets(["secret"])  # e.g. a backend configured with secret_access_key=secret
+    redact = Redactor()
+    redact.add(["secret"])  # e.g. a backend configured with secret_access_key=secret
     cleaned = redact("secret_access_key=s4-value token=t6")
     assert "s4-value" not in cleaned and "t6" not in cleaned
 
@@ -181,7 +182,8 @@ def test_every_credential_property_is_kept_out_of_the_logs() -> None:
                   "storage.allow_http": "true", "root": "/data", "client.max-retries": "3"}
     values = credential_values(properties)
     assert sorted(values) == ["aws-value-2", "gsa-value-1", "sas-value-3"]
-    register_secrets(values)
+    redact = Redactor()
+    redact.add(values)
     cleaned = redact("opened with gsa-value-1 and sas-value-3 at /data, allow_http true")
     assert "gsa-value-1" not in cleaned and "sas-value-3" not in cleaned
     assert "/data" in cleaned and "true" in cleaned
@@ -192,7 +194,7 @@ def test_log_text_hides_the_value_of_any_key_that_is_a_credential(word: str) -> 
     """The log rule's key words are `is_credential`'s: a value the server never registered
     is hidden after any key that names a credential, in JSON and in `key=value` text."""
     key = f"storage.example_{word}_x"
-    cleaned = redact(f'{{"{key}": "unregistered-1"}} {key.upper()}=unregistered-2 {word}: u-3 '
+    cleaned = Redactor()(f'{{"{key}": "unregistered-1"}} {key.upper()}=unregistered-2 {word}: u-3 '
                      "region=eu-1")
     assert "unregistered" not in cleaned and "u-3" not in cleaned
     assert "region=eu-1" in cleaned

@@ -15,6 +15,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,6 @@ import botocore.exceptions
 import httpx
 import pytest
 
-import backends.vending.vendor as vendor_module
 from app.auth import load_identities
 from app.settings import Settings
 from backends.core.secrets import is_credential
@@ -37,6 +37,7 @@ from backends.vending import (
     session_policy,
 )
 from tests.support.doc_blocks import blocks_run_by
+from tests.support.fault_proxy import FaultProxy
 from tests.support.glue import glue_properties
 from tests.support.hive import HiveMetastoreProcess
 from tests.support.lance_data import arrow_stream, sample_table
@@ -95,7 +96,9 @@ def put_probes(storage: Storage, *prefixes: str) -> None:
         admin.put_object(Bucket=BUCKET, Key=f"{prefix}/probe", Body=b"x")
 
 
-def vendor_for(storage: Storage, duration_ms: int = 900_000, **extra: str) -> CredentialVendor:
+def vendor_for(storage: Storage, duration_ms: int = 900_000,
+               policy: Callable[[TablePrefix, str, str | None], dict] = session_policy,
+               **extra: str) -> CredentialVendor:
     settings = VendingSettings.from_properties({
         "vending.enabled": "true", "vending.role-arn": ROLE_ARN, "vending.region": REGION,
         "vending.sts-endpoint": storage.gate.url, "vending.duration-ms": str(duration_ms),
@@ -103,7 +106,7 @@ def vendor_for(storage: Storage, duration_ms: int = 900_000, **extra: str) -> Cr
     })
     server_keys = {"aws_access_key_id": SERVER_KEY, "aws_secret_access_key": SERVER_SECRET,
                    "aws_endpoint": storage.gate.url}
-    return CredentialVendor(settings, server_keys)
+    return CredentialVendor(settings, server_keys, policy=policy)
 
 
 # ---------------------------------------------------------------- the policy and the settings
@@ -167,7 +170,7 @@ def test_credentials_reach_their_prefix_and_not_a_neighbouring_one(storage: Stor
     assert reach(storage, dict(vended.storage_options), "db/t1", "db/t10") == ONLY_OWN
 
 
-def test_a_widened_policy_is_caught(storage: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_widened_policy_is_caught(storage: Storage) -> None:
     """The defect the checks above exist for: a policy of the whole bucket. Minted through it,
     the same credentials reach the neighbour and the root, so the assertion above fails."""
     put_probes(storage, "db/w1", "db/w10")
@@ -175,8 +178,8 @@ def test_a_widened_policy_is_caught(storage: Storage, monkeypatch: pytest.Monkey
     def whole_bucket(table: TablePrefix, access: str, region: str | None = None) -> dict:
         return session_policy(TablePrefix(table.bucket, ""), access, region)
 
-    monkeypatch.setattr(vendor_module, "session_policy", whole_bucket)
-    vended = vendor_for(storage).vend(f"s3://{BUCKET}/db/w1", None, ["db", "w1"])
+    widened = vendor_for(storage, policy=whole_bucket)
+    vended = widened.vend(f"s3://{BUCKET}/db/w1", None, ["db", "w1"])
     assert vended is not None
     seen = reach(storage, dict(vended.storage_options), "db/w1", "db/w10")
     assert seen != ONLY_OWN
@@ -289,13 +292,15 @@ def test_vended_keys_never_exceed_the_callers_access(storage: Storage, tmp_path)
     assert "token-" not in audit.read_text()
 
 
-def long_read(storage: Storage, table: str) -> dict[str, Any]:
-    """A client reading one dataset for 4 s while its credentials live 2 s."""
+def long_read(storage: Storage, table: str,
+              answers: Callable[[bytes], bytes] | None = None) -> dict[str, Any]:
+    """A client reading one dataset for 4 s while its credentials live 2 s; through a fault
+    proxy rewriting the server's answers with `answers`, when given."""
     properties = vending_on(storage.gate.url, access="read-write", duration_ms="2000")
-    with adapter(properties) as url:
+    with adapter(properties) as url, FaultProxy(url, answers=answers) as proxy:
         assert run_client("write", url, table) == {"rows": 1000}
         before = set(storage.gate.sessions)
-        answer = run_client("read-for", url, table, "{}", "4.5")
+        answer = run_client("read-for", proxy.url if answers else url, table, "{}", "4.5")
     answer["sessions used"] = storage.gate.keys_used() - before
     return answer
 
@@ -307,20 +312,21 @@ def test_a_long_read_outlives_its_credentials_through_refresh(storage: Storage) 
     assert len(answer["sessions used"]) >= 2, "DescribeTable was called again for new keys"
 
 
-def test_dropping_the_expiry_is_caught(
-    storage: Storage, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The defect: no `expires_at_millis`. The client never refreshes and the read fails once
-    the credentials expire, so the refresh test above would fail."""
-    options = vendor_module.CredentialVendor._options
+def _without_expiry(body: bytes) -> bytes:
+    try:
+        answer = json.loads(body)
+    except ValueError:  # not JSON: as it is
+        return body
+    if isinstance(answer, dict) and isinstance(answer.get("storage_options"), dict):
+        answer["storage_options"].pop("expires_at_millis", None)
+    return json.dumps(answer).encode()
 
-    def without_expiry(self: CredentialVendor, *arguments: Any) -> dict[str, str]:
-        answered = options(self, *arguments)
-        answered.pop("expires_at_millis")
-        return answered
 
-    monkeypatch.setattr(vendor_module.CredentialVendor, "_options", without_expiry)
-    answer = long_read(storage, "long2")
+def test_dropping_the_expiry_is_caught(storage: Storage) -> None:
+    """The defect: no `expires_at_millis` (the server's answers stripped of it by a fault
+    proxy). The client never refreshes and the read fails once the credentials expire, so
+    the refresh test above would fail."""
+    answer = long_read(storage, "long2", _without_expiry)
     assert "ExpiredToken" in answer.get("stderr", ""), answer
 
 

@@ -1,11 +1,13 @@
-"""The `dir` backend: a `MetadataNamespace` holding pylance's `DirectoryNamespace` (Rust,
-manifest-enabled by default), to which it delegates an explicit list of operations, with fixes
-where the native operation fails or answers wrongly on a nested-namespace root. Which are
-delegated as they are, and which requests the native ones would not honour (then served by
-the generic operation), is `backends.directory.native`. Behind this module's fixes: the
-namespace operations, table registration, create, insert, declare, describe, exists and the
-queries; modes are parsed once (`parse_mode`) before the native call, which accepts only some
-spellings and ignores the namespace and registration modes.
+"""The `dir` backend: a `MetadataNamespace` over pylance's native `DirectoryNamespace` (Rust,
+manifest-enabled by default), with fixes where the native operation fails or answers wrongly
+on a nested-namespace root. Its parts: the native namespace as it is called
+(`backends.directory.pylance`), the operations delegated to it (`backends.directory.delegated`)
+and what requests they would not honour (`backends.directory.native`: served by the generic
+operation instead), the root's manifest read directly for what the native lookup misses
+(`backends.directory.root_manifest`). This module holds the fixes: the namespace operations,
+table registration, create, declare, describe, exists, renames and query plans; modes are
+parsed once (`parse_mode`) before the native call, which accepts only some spellings and
+ignores the namespace and registration modes.
 """
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from lance.namespace import DirectoryNamespace
 from lance_namespace import (
     AnalyzeTableQueryPlanRequest,
     CreateNamespaceRequest,
@@ -56,16 +57,15 @@ from backends.core.names import ID_DELIMITER, joined_id
 from backends.core.paging import paginate
 from backends.core.settings import BackendSettings
 from backends.directory.delegated import NativeOperations
+from backends.directory.entries import RememberedEntries
 from backends.directory.hooks import DirectoryHooks
 from backends.directory.layout import (
     DirectoryLayout,
-    as_lance_opens,
     in_root,
     listed_directory,
     relative_to_root,
     rename_root_table,
     require_storable_id,
-    storable_id,
 )
 from backends.directory.manifest_repair import creating_root_table, is_manifest_damage, repaired
 from backends.directory.native import (
@@ -74,15 +74,17 @@ from backends.directory.native import (
     natively_ignored,
     quoted_for_sql,
 )
-from backends.directory.orphans import manifest_tables, sweep_orphans
+from backends.directory.orphans import sweep_orphans
+from backends.directory.pylance import Pylance
 from backends.directory.renames import RootRenames
+from backends.directory.root_manifest import RootManifest
 from backends.directory.settings import DirectorySettings
 from backends.layouts import TableLayout
 from backends.tables.bodies import stream_has_rows
 from backends.tables.datasets import TableLocation, has_data, open_dataset
-from backends.tables.errors import translate_internal, translate_native
+from backends.tables.errors import translate_internal
 from backends.tables.history import staging_manifest_key
-from backends.tables.lifecycle import caller, renamed_id
+from backends.tables.lifecycle import caller, completed_description, renamed_id
 from backends.tables.reads import query_vectors, require_vector_column, vector_column
 
 if TYPE_CHECKING:
@@ -105,28 +107,31 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
 
     def __init__(self, **properties: str) -> None:
         settings = DirectorySettings.from_properties(properties)
-        self._native_properties = settings.native_properties(properties)
-        self._pylance = DirectoryNamespace(**self._native_properties)
         self._root = storage_root(settings.root)
         self._storage_options = dict(settings.storage)
+        self._pylance = Pylance(settings.native_properties(properties), self._root)
+        self._manifest = RootManifest(self._root, self._storage_options)
         self._local_root, self._configured_root = settings.local_root(), settings.root
         self._renames = RootRenames(self._local_root, settings.rename_recovery_after)
+        self._entries: RememberedEntries | None = None
 
     def use_lance_session(self, session: Session | None) -> None:
         """The native operations (queries among them) open tables with `session` too."""
         super().use_lance_session(session)
         if session is not None:
-            self._pylance = DirectoryNamespace(session=session, **self._native_properties)
+            self._pylance = self._pylance.with_session(session)
+        if self.latest_versions is not None and self._local_root is not None:
+            self._entries = RememberedEntries(self._local_root.absolute(), self.latest_versions)
 
     def sweep_abandoned(self, abandoned_after: float) -> list[str]:
         """The orphan table directories of a local root (`backends.directory.orphans`)."""
         return [str(path) for path in sweep_orphans(self._root, abandoned_after)]
 
     def namespace_id(self) -> str:
-        return self._pylance.namespace_id()
+        return self._pylance.native.namespace_id()
 
     def __repr__(self) -> str:
-        return repr(self._pylance)
+        return repr(self._pylance.native)
 
     def backend_name(self) -> str:
         return "DirectoryNamespace"
@@ -134,10 +139,19 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
     def describe_table_entry(self, request: DescribeTableRequest) -> DescribeTableResponse:
         """The native entry without what the native lookup read of main's latest version (the
         generic DescribeTable reads the version asked: a tag's, a branch's), with the root's
-        storage options, which natively it lacks (an object-store table opens with them)."""
-        entry = self._described(request)
-        options = entry.storage_options or dict(self._storage_options) or None
-        return entry.model_copy(
+        storage options, which natively it lacks (an object-store table opens with them);
+        on a local root remembered while the manifest is unchanged
+        (`backends.directory.entries`)."""
+        def look_up() -> DescribeTableResponse:
+            return self._as_entry(self._described(request))
+
+        if self._entries is None:
+            return look_up()
+        return self._entries.entry(list(request.id or []), look_up)
+
+    def _as_entry(self, described: DescribeTableResponse) -> DescribeTableResponse:
+        options = described.storage_options or dict(self._storage_options) or None
+        return described.model_copy(
             update={"version": None, "var_schema": None, "storage_options": options})
 
     def storage_root(self) -> str:
@@ -160,38 +174,39 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
     # -- modes parsed once, passed on in a spelling the native operation accepts -------------
 
     def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
-        return create_namespace_natively(self._pylance, request)
+        return create_namespace_natively(self._pylance.native, request)
 
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
-        return drop_namespace_natively(self._pylance, request)
+        return drop_namespace_natively(self._pylance.native, request)
 
     # -- the native operations take a missing namespace for an empty one -------------------
 
     def _require_namespace(self, namespace: list[str], request: Any) -> None:
         """NamespaceNotFoundError (code 1) unless `namespace` (not the root) exists."""
         if namespace:
-            self._pylance.namespace_exists(NamespaceExistsRequest(id=namespace, **caller(request)))
+            self._pylance.as_is("namespace_exists",
+                                NamespaceExistsRequest(id=namespace, **caller(request)))
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
-        return self._pylance.list_namespaces(quoted_for_sql(request))
+        return self._pylance.as_is("list_namespaces", quoted_for_sql(request))
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         namespace = list(request.id or [])
         self._require_namespace(namespace, request)
         if namespace:
-            return self._pylance.list_tables(quoted_for_sql(request))
+            return self._pylance.as_is("list_tables", quoted_for_sql(request))
         # Natively the root lists `<name>.lance` directories and misses root tables registered
         # at another location; the manifest holds them.
         whole = request.model_copy(update={"page_token": None, "limit": None})
-        listed = self._pylance.list_tables(whole).tables
-        registered = [key for key in self._manifest_tables() or {} if ID_DELIMITER not in key]
+        listed = self._pylance.as_is("list_tables", whole).tables
+        registered = [key for key in self._manifest.tables() or {} if ID_DELIMITER not in key]
         page, token = paginate([*listed, *registered], request.page_token, request.limit)
         return ListTablesResponse(tables=page, page_token=token)
 
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
         require_storable_id(list(request.id or []))
         self._require_namespace(list(request.id or [])[:-1], request)
-        return self._native("declare_table", request)
+        return self._delegated("declare_table", request)
 
     def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
         """A table from a schema alone (a stream without rows) is the generic operation's:
@@ -202,7 +217,7 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
         if not stream_has_rows(request_data):
             return MetadataNamespace.create_table(self, request, request_data)
         native = request.model_copy(update={"mode": _NATIVE_CREATE_MODES[mode]})
-        create = functools.partial(self._native, "create_table", native, request_data)
+        create = functools.partial(self._delegated, "create_table", native, request_data)
         root_table = len(request.id or []) == 1 and mode is CreateMode.CREATE
         created = creating_root_table(create, self._root, self._storage_options,
                                       request.id[0]) if root_table else create()
@@ -225,7 +240,7 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
         require_lance_table(in_root(self._root, location), self._storage_options)
         native = request.model_copy(update={"mode": None, "location": location})
         if mode is RegisterMode.CREATE or not self._exists(request):
-            registered = self._pylance.register_table(native)
+            registered = self._pylance.as_is("register_table", native)
         else:
             registered = self._overwrite_registration(request, native)
         described = self._described(DescribeTableRequest(id=request.id, **caller(request)))
@@ -235,12 +250,13 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
         self, request: RegisterTableRequest, native: RegisterTableRequest
     ) -> RegisterTableResponse:
         previous = self.locate(request)
-        self._pylance.deregister_table(DeregisterTableRequest(id=request.id, **caller(request)))
+        self._pylance.as_is("deregister_table",
+                            DeregisterTableRequest(id=request.id, **caller(request)))
         try:
-            return self._pylance.register_table(native)
+            return self._pylance.as_is("register_table", native)
         except BaseException:  # put the previous registration back: nothing half-done
             restored = native.model_copy(update={"location": self.registered_location(previous)})
-            self._pylance.register_table(restored)
+            self._pylance.as_is("register_table", restored)
             raise
 
     # -- native operations, with their errors given the spec's precise codes ----------------
@@ -258,39 +274,26 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
         except BaseException as error:
             if is_manifest_damage(error):
                 raise repaired(self._root, self._storage_options) from error
-            # A native call made outside `_translated` (a full disk while the manifest is
+            # A native call made outside `Pylance.call` (a full disk while the manifest is
             # written, say): its internal error gets its precise code too.
             translated = translate_internal(error, self.storage_root())
             if translated is error:
                 raise
             raise translated from error
 
-    def _as_is(self, name: str, *arguments: Any) -> Any:
-        """The native operation as it is."""
-        return getattr(self._pylance, name)(*arguments)
-
-    def _translated(self, name: str, *arguments: Any) -> Any:
-        """The native operation, its errors given the spec's codes (a name too long for the
-        file system is bad input, not an internal error)."""
-        try:
-            return self._as_is(name, *arguments)
-        except BaseException as error:  # a native panic is a BaseException
-            translated = translate_native(error, self.storage_root())
-            if translated is error:
-                raise
-            raise translated from error
-
-    def _native(self, name: str, *arguments: Any) -> Any:
-        """The native operation; the base's for a request it would not honour in full
-        (`backends.directory.native`), and on a table its lookup misses (see
-        `_from_manifest`), which the base finds through `describe_table_entry`."""
+    def _delegated(self, name: str, *arguments: Any) -> Any:
+        """The native operation `name`, its errors given the spec's codes; the base's for a
+        request it would not honour in full (`backends.directory.native`), and on a table its
+        lookup misses (`backends.directory.root_manifest`), which the base finds through
+        `describe_table_entry`."""
         if natively_ignored(arguments[0]):
             return getattr(MetadataNamespace, name)(self, *arguments)
         try:
-            return self._translated(name, *arguments)
+            return self._pylance.call(name, *arguments)
         except TableNotFoundError as error:
             request = arguments[0]
-            if self._from_manifest(request) is not None and not self._natively_found(request):
+            if (self._manifest.entry(list(request.id or [])) is not None
+                    and not self._pylance.finds(request)):
                 return getattr(MetadataNamespace, name)(self, *arguments)
             if not self._exists(request):
                 raise
@@ -298,48 +301,15 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
             message = f"table {table} is declared but has no data yet"
             raise InvalidTableStateError(message) from error
 
-    def _manifest_tables(self) -> dict[str, str] | None:
-        return manifest_tables(self._root, self._storage_options)
-
-    def _from_manifest(self, request: Any) -> DescribeTableResponse | None:
-        """The entry of a table the native lookup misses: it looks for a root table's
-        `<name>.lance` percent-encoded, so names with non-ASCII characters or `%` are never
-        found although the manifest holds them."""
-        table_id = list(request.id or [])
-        stored = (self._manifest_tables() or {}).get(joined_id(table_id))
-        if stored is None:
-            return None
-        location = in_root(self._root, stored) if stored else stored
-        return DescribeTableResponse(
-            table=table_id[-1], namespace=table_id[:-1], location=location, table_uri=location,
-            storage_options=dict(self._storage_options) or None,
-        )
-
-    def _natively_described(self, request: Any) -> DescribeTableResponse:
-        if not storable_id(list(request.id or [])):
-            # No such table can be stored; the native lookup would fail walking for it.
-            raise TableNotFoundError(f"table {joined_id(request.id)[:40]}... not found")
-        described = self._translated("describe_table", request)
-        described.location = as_lance_opens(self.storage_root(), described.location)
-        return described
-
     def _described(self, request: Any) -> DescribeTableResponse:
         """The native entry, else the manifest's bare entry (location only)."""
         try:
-            return self._natively_described(request)
+            return self._pylance.describe(request)
         except TableNotFoundError:
-            found = self._from_manifest(request)
+            found = self._manifest.entry(list(request.id or []))
             if found is None:
                 raise
-        found.location = as_lance_opens(self.storage_root(), found.location)
-        return found
-
-    def _natively_found(self, request: Any) -> bool:
-        try:
-            self._translated("table_exists", TableExistsRequest(id=request.id, **caller(request)))
-        except TableNotFoundError:
-            return False
-        return True
+            return found
 
     def table_entry_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         self._described(DescribeTableRequest(id=request.id, **caller(request)))
@@ -351,11 +321,12 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
         if request.tag or request.branch:  # natively main's latest is described
             return MetadataNamespace.describe_table(self, request)
         try:
-            described = self._natively_described(request)
+            described = self._pylance.describe(request)
         except TableNotFoundError:
-            if self._from_manifest(request) is None:
+            found = self._manifest.entry(list(request.id or []))
+            if found is None:
                 raise
-            return MetadataNamespace.describe_table(self, request)
+            return completed_description(self._as_entry(found), request, self)
         described.table_uri = described.location if request.with_table_uri else None
         return described
 
@@ -363,7 +334,7 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
         """Natively a root table listed by its `<name>.lance` directory "deregisters" and is
         still found, listed and read there: refused, nothing changed (code 0)."""
         table_id = list(request.id or [])
-        if len(table_id) == 1 and self._natively_found(request):
+        if len(table_id) == 1 and self._pylance.finds(request):
             raise UnsupportedOperationError(
                 f"table {table_id[0]} cannot be deregistered: it is the directory "
                 f"{table_id[0]}.lance under the root, which the DirectoryNamespace backend "
@@ -374,7 +345,7 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
     def deregister_entry(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         """The manifest entry removed: DropTable deletes a root table's directory too, and
         RenameTable moves it, so neither leaves it found by its directory."""
-        return self._translated("deregister_table", request)
+        return self._pylance.call("deregister_table", request)
 
     # -- native operations that fail or answer wrongly: the generic ones instead ------------
 
@@ -382,7 +353,7 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
         """A root table found only by its `<name>.lance` directory has no manifest entry to
         deregister: refused before anything is written, not half-renamed and rolled back."""
         require_storable_id(renamed_id(request))
-        ids = self._manifest_tables()
+        ids = self._manifest.tables()
         if ids is not None and joined_id(request.id) not in ids and self._exists(request):
             raise UnsupportedOperationError(
                 f"table {joined_id(request.id)} is only a directory under the root, not in "
@@ -411,14 +382,14 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
             )
         table = self.locate(request)
         key = staging_manifest_key(resolve_stored(table.location).key, request.manifest_path)
-        if not self._natively_found(request):
+        if not self._pylance.finds(request):
             raise UnsupportedOperationError(
                 f"CreateTableVersion is not supported by the DirectoryNamespace backend for "
                 f"table {joined_id(request.id)}: it is a root table registered at another "
                 "location than its own directory, which the native commit cannot reach"
             )
         native = request.model_copy(update={"manifest_path": key})
-        answer: Any = self._translated("create_table_version", native.model_dump())
+        answer: Any = self._pylance.call("create_table_version", native.model_dump())
         return CreateTableVersionResponse.from_dict(answer)
 
     # Plans checked as the generic queries check them: natively an empty vector among
@@ -426,11 +397,11 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
     # generic one: its rows are streamed as Lance's scanner reads them.)
     def explain_table_query_plan(self, request: ExplainTableQueryPlanRequest) -> str:
         self._check_query(request, request.query, request.query.version)
-        return self._native("explain_table_query_plan", request)
+        return self._delegated("explain_table_query_plan", request)
 
     def analyze_table_query_plan(self, request: AnalyzeTableQueryPlanRequest) -> str:
         self._check_query(request, request, request.version)
-        return self._native("analyze_table_query_plan", request)
+        return self._delegated("analyze_table_query_plan", request)
 
     def _check_query(self, request: Any, query: Any, version: int | None) -> None:
         """`query` (`request`'s own or its inner query) as `backends.tables.reads` checks it:

@@ -1,7 +1,7 @@
 """The operations `DirectoryBackend` hands to pylance's native `DirectoryNamespace`, one
-method each: as they are (`_as_is`: DescribeNamespace, NamespaceExists, DescribeTransaction),
+method each: as they are (`Pylance.as_is`: DescribeNamespace, NamespaceExists, DescribeTransaction),
 or with their errors given the spec's codes and the generic operation for a request the native
-one would not honour in full or a table its lookup misses (`_native`: row writes other than
+one would not honour in full or a table its lookup misses (`_delegated`: row writes other than
 insert, listing and dropping indexes, tags, branch listing and deletion, restore,
 dropping columns and schema metadata). `backends.directory.native` says what the native
 operations ignore. Counts are the generic operation's: it opens the table through the
@@ -53,75 +53,76 @@ from lance_namespace import (
 
 
 class NativeOperations:
-    """The delegated operations; the class mixing it in defines `_as_is` and `_native`."""
+    """The delegated operations; the class mixing it in defines `_pylance` (a
+    `backends.directory.pylance.Pylance`) and `_delegated`."""
 
-    _as_is: Any
-    _native: Any
+    _pylance: Any
+    _delegated: Any
 
     # -- as they are --------------------------------------------------------------------------
 
     def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
-        return self._as_is("describe_namespace", request)
+        return self._pylance.as_is("describe_namespace", request)
 
     def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
-        return self._as_is("namespace_exists", request)
+        return self._pylance.as_is("namespace_exists", request)
 
     def describe_transaction(
         self, request: DescribeTransactionRequest
     ) -> DescribeTransactionResponse:
-        return self._as_is("describe_transaction", request)
+        return self._pylance.as_is("describe_transaction", request)
 
     # -- their errors translated, the generic operation as the fallback -----------------------
 
     def merge_insert_into_table(
         self, request: MergeInsertIntoTableRequest, request_data: bytes
     ) -> MergeInsertIntoTableResponse:
-        return self._native("merge_insert_into_table", request, request_data)
+        return self._delegated("merge_insert_into_table", request, request_data)
 
     def update_table(self, request: UpdateTableRequest) -> UpdateTableResponse:
-        return self._native("update_table", request)
+        return self._delegated("update_table", request)
 
     def delete_from_table(self, request: DeleteFromTableRequest) -> DeleteFromTableResponse:
-        return self._native("delete_from_table", request)
+        return self._delegated("delete_from_table", request)
 
     def list_table_indices(self, request: ListTableIndicesRequest) -> ListTableIndicesResponse:
-        return self._native("list_table_indices", request)
+        return self._delegated("list_table_indices", request)
 
     def drop_table_index(self, request: DropTableIndexRequest) -> DropTableIndexResponse:
-        return self._native("drop_table_index", request)
+        return self._delegated("drop_table_index", request)
 
     def restore_table(self, request: RestoreTableRequest) -> RestoreTableResponse:
-        return self._native("restore_table", request)
+        return self._delegated("restore_table", request)
 
     def update_table_schema_metadata(
         self, request: UpdateTableSchemaMetadataRequest
     ) -> UpdateTableSchemaMetadataResponse:
-        return self._native("update_table_schema_metadata", request)
+        return self._delegated("update_table_schema_metadata", request)
 
     def alter_table_drop_columns(
         self, request: AlterTableDropColumnsRequest
     ) -> AlterTableDropColumnsResponse:
-        return self._native("alter_table_drop_columns", request)
+        return self._delegated("alter_table_drop_columns", request)
 
     def list_table_tags(self, request: ListTableTagsRequest) -> ListTableTagsResponse:
-        return self._native("list_table_tags", request)
+        return self._delegated("list_table_tags", request)
 
     def get_table_tag_version(
         self, request: GetTableTagVersionRequest
     ) -> GetTableTagVersionResponse:
-        return self._native("get_table_tag_version", request)
+        return self._delegated("get_table_tag_version", request)
 
     def create_table_tag(self, request: CreateTableTagRequest) -> CreateTableTagResponse:
-        return self._native("create_table_tag", request)
+        return self._delegated("create_table_tag", request)
 
     def update_table_tag(self, request: UpdateTableTagRequest) -> UpdateTableTagResponse:
-        return self._native("update_table_tag", request)
+        return self._delegated("update_table_tag", request)
 
     def delete_table_tag(self, request: DeleteTableTagRequest) -> DeleteTableTagResponse:
-        return self._native("delete_table_tag", request)
+        return self._delegated("delete_table_tag", request)
 
     def list_table_branches(self, request: ListTableBranchesRequest) -> ListTableBranchesResponse:
-        return self._native("list_table_branches", request)
+        return self._delegated("list_table_branches", request)
 
     def delete_table_branch(self, request: DeleteTableBranchRequest) -> DeleteTableBranchResponse:
-        return self._native("delete_table_branch", request)
+        return self._delegated("delete_table_branch", request)

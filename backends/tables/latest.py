@@ -81,24 +81,41 @@ class LatestVersions:
     ) -> LanceDataset:
         """The dataset at `location` at its latest version (Lance's errors as Lance raises
         them)."""
-        try:
-            directory = local_directory(location)
-        except InvalidInputError:  # Lance's own refusal follows
-            directory = None
+        directory = _local(location)
         if directory is None:
             return lance.dataset(location, storage_options=dict(options or {}) or None,
                                  session=session)
         key = (location, tuple(sorted((options or {}).items())))
-        with self._lock:
-            known = self._known.get(key)
-            if known is not None:
-                self._known.move_to_end(key)
-        if known is not None and known.still_latest():
+        known = self._still_latest(key)
+        if known is not None:
             return known.dataset.checkout_version(known.dataset.version)
         dataset = lance.dataset(location, storage_options=dict(options or {}) or None,
                                 session=session)
         self._remember(key, dataset, directory / "_versions")
         return dataset
+
+    def state(self, location: str) -> tuple[int, tuple[int, int, int]] | None:
+        """The latest version of the local table at `location` and its manifest file's
+        identity: equal states, an unchanged table. None for object storage, where no table
+        lies, or a layout this module does not know."""
+        if _local(location) is None:
+            return None
+        key = (location, ())
+        known = self._still_latest(key)
+        if known is None:
+            try:
+                self.open(location, None, None)
+            except (OSError, ValueError, RuntimeError):
+                return None
+            known = self._still_latest(key)
+        return None if known is None else (known.dataset.version, known.identity)
+
+    def _still_latest(self, key: tuple) -> _Known | None:
+        with self._lock:
+            known = self._known.get(key)
+            if known is not None:
+                self._known.move_to_end(key)
+        return known if known is not None and known.still_latest() else None
 
     def _remember(self, key: tuple, dataset: LanceDataset, versions: Path) -> None:
         identity = _identity(versions, dataset.version)
@@ -110,3 +127,10 @@ class LatestVersions:
             self._known.move_to_end(key)
             while len(self._known) > self._capacity:
                 self._known.popitem(last=False)
+
+
+def _local(location: str) -> Path | None:
+    try:
+        return local_directory(location)
+    except InvalidInputError:  # Lance's own refusal follows
+        return None

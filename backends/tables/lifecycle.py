@@ -93,7 +93,7 @@ def declare_new(
         DeclareTableRequest(id=request.id, properties=properties, **caller(request)))
     if not declared.location:
         raise InvalidTableStateError(f"the backend declared {request.id} without a location")
-    table = namespace.table_at(list(request.id or []), declared.location,
+    table = namespace.opened_table(list(request.id or []), declared.location,
                                declared.storage_options, declared.properties)
     if has_data(table.with_options(storage_options)):
         undeclare(namespace, request, None)
@@ -140,7 +140,7 @@ def completed_description(
     wants_details = request.load_detailed_metadata and described.version is None
     if not (wants_declared or wants_details):
         return described
-    table = tables.table_at(list(request.id or []), described.location,
+    table = tables.opened_table(list(request.id or []), described.location,
                             described.storage_options)
     latest = latest_dataset(table)
     if wants_declared:

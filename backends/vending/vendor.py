@@ -94,8 +94,10 @@ class CredentialVendor:
         self, settings: VendingSettings, storage: Mapping[str, str], sts: Any = None,
         clock: Callable[[], float] = time.time, relay: RelaysCredentials | None = None,
         vendable: Callable[[Sequence[str], str], bool] | None = None,
+        policy: Callable[[TablePrefix, str, str | None], dict[str, Any]] = session_policy,
     ) -> None:
         self.settings = settings
+        self._policy = policy  # the session policy a minted key is confined by
         self.region = settings.region or storage.get("aws_region") or storage.get("region")
         self.endpoint = settings.s3_endpoint or storage.get("aws_endpoint")
         if sts is None and settings.role_arn:
@@ -190,7 +192,7 @@ class CredentialVendor:
             self._locks.pop(key, None)
 
     def _mint(self, prefix: TablePrefix, access: str) -> VendedCredentials:
-        policy = session_policy(prefix, access, self.region)
+        policy = self._policy(prefix, access, self.region)
         answer = self._sts.assume_role(
             RoleArn=self.settings.role_arn,
             RoleSessionName=self.settings.session_name,

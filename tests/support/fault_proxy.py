@@ -9,7 +9,9 @@ REST catalog) and, for the requests a rule picks, injects a fault instead:
   object is there, its length is not told).
 
 Rules can be changed while it runs (`faults`); every request and what was done with it is
-kept in `log`.
+kept in `log`. With `answers`, every answer's body is rewritten by it on the way back (a
+malformed answer: a field the server sends, missing), and requests go out without
+`Accept-Encoding`, so that bodies come back as they are.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class FaultProxy:
     target: str
     faults: Rule = field(default=lambda method, path, action: None)
     log: list[Seen] = field(default_factory=list)
+    answers: Callable[[bytes], bytes] | None = None
 
     def __post_init__(self) -> None:
         split = urlsplit(self.target)
@@ -109,6 +112,8 @@ class FaultProxy:
                     return
                 if fault is Fault.EMPTY_HEAD:
                     headers = {**headers, "Content-Length": "0"}
+                if proxy.answers is not None:
+                    answer = proxy.answers(answer)
                 self._answer(status, answer, headers)
 
             def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
@@ -133,7 +138,8 @@ class FaultProxy:
         connection = http.client.HTTPConnection(self._target_host, self._target_port, timeout=30)
         try:
             # The Host header stays the client's: it is part of what SigV4 signed.
-            forwarded = {k: v for k, v in headers.items() if k.lower() not in _HOP_HEADERS}
+            dropped = {*_HOP_HEADERS, *(("accept-encoding",) if self.answers else ())}
+            forwarded = {k: v for k, v in headers.items() if k.lower() not in dropped}
             connection.request(method, path, body=body, headers=forwarded)
             response = connection.getresponse()
             return response.status, dict(response.getheaders()), response.read()
