@@ -17,14 +17,14 @@ import typing
 from dataclasses import asdict
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 import yaml
 from lance_namespace import LanceNamespace
 
 from app.auth import check_forwarding
-from app.config import external_locations, load_settings, request_bounds
+from app.config import external_locations, lance_session, load_settings, request_bounds
 from app.connections import uvicorn_options
 from app.credentials import load_rules
 from app.maintenance import maintains, maintenance_policy
@@ -40,6 +40,9 @@ from backends.maintenance import maintain_all
 from backends.owner_backfill import DONE
 from backends.owner_backfill import record_owners as backfill
 from backends.vending import check_vending
+
+if TYPE_CHECKING:
+    from backends.guard import GuardedNamespace
 
 MASK = "****"  # what `config` prints for a secret
 
@@ -120,6 +123,13 @@ def settings_from_arguments(arguments: argparse.Namespace) -> Settings:
     return load_settings(arguments.config, overrides=overrides)
 
 
+def served_namespace(settings: Settings) -> GuardedNamespace:
+    """The backend `serve` loads: checked before workers start, and the one that serves with
+    one worker, so it opens its tables with a Lance session as every worker does."""
+    return load_namespace(settings.impl, settings.properties, request_bounds(settings),
+                          external_locations(settings), lance_session(settings))
+
+
 def serve(settings: Settings) -> None:
     # Logging first: what loading the backend logs (e.g. a deprecated property) is JSON too.
     logging.config.dictConfig(log_config(settings.log_level))
@@ -129,8 +139,7 @@ def serve(settings: Settings) -> None:
     start_check = getattr(resolve_impl(settings.impl), "check_properties_at_start", None)
     if start_check is not None:
         start_check(settings.properties)
-    namespace = load_namespace(settings.impl, settings.properties, request_bounds(settings),
-                               external_locations(settings))
+    namespace = served_namespace(settings)
     check_forwarding(namespace, settings)  # before any worker starts
     check_vending(settings.properties)
     namespace.check_reachable_at_start()

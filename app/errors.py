@@ -23,7 +23,7 @@ from starlette.responses import Response
 
 from app.observability import ERROR_CODE_KEY
 from app.protocol import JSON
-from backends.tables.errors import (
+from backends.core.messages import (
     HIDDEN_PATH,
     readable,
     without_paths,

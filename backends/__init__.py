@@ -34,8 +34,8 @@ import lance_namespace
 from lance_namespace import LanceNamespace, register_namespace_impl
 
 from backends.core.extras import GLUE, HIVE, Extra
+from backends.core.messages import without_source_location
 from backends.core.settings import ConfigurationError
-from backends.tables.errors import without_source_location
 
 if TYPE_CHECKING:
     from lance import Session

@@ -28,8 +28,7 @@ The rules:
 
 The one guard of a loaded backend (`backends.guard.GuardedNamespace`) puts these checks in
 front of the client's CreateTable, RegisterTable, DeclareTable, RenameTable and DropTable;
-the backend's own calls
-(RenameTable re-registering the data it moves) do not pass them.
+the backend's own calls (RenameTable re-registering the data it moves) do not pass them.
 """
 
 from __future__ import annotations

@@ -13,18 +13,13 @@ from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 
-from lance_adapter_spark.cluster import (
-    MASTER_ENV,
-    check_executor_modules,
-    is_local_master,
-    package_zip,
-    ship_package,
-)
+from lance_adapter_spark.cluster import check_executor_modules, package_zip, ship_package
 from lance_adapter_spark.local_python import register_source
 from lance_adapter_spark.options import LanceSourceError, parse_options
 from lance_adapter_spark.pruning import install_column_pruning
 from lance_adapter_spark.read import pin_table, pinned_options, read_schema
 from lance_adapter_spark.schema import check_append_schema, lance_schema_for
+from lance_adapter_spark.shared_storage import MASTER_ENV, is_local_master
 from lance_adapter_spark.source import LanceDataSource
 from lance_adapter_spark.spark_internals import (
     activate,

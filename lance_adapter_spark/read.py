@@ -26,6 +26,7 @@ from lance_adapter_spark.schema import (
     conform_read_batch,
     spark_schema_for,
 )
+from lance_adapter_spark.shared_storage import refuse_unshared_local_storage
 
 # Spark counts a batch's rows in an int; a read of no columns stays far below that.
 MAX_ROWS_PER_EMPTY_BATCH = 1 << 24
@@ -127,9 +128,6 @@ def pinned_options(pinned: PinnedTable) -> dict[str, str]:
 def _open_pinned(
     options: LanceOptions, location: str, version: int | None, storage: dict[str, str] | None
 ) -> PinnedTable:
-    # Imported here: read tasks do not need it.
-    from lance_adapter_spark.cluster import refuse_unshared_local_storage
-
     refuse_unshared_local_storage(location, options.table_name, options.shared_storage)
     try:
         dataset = lance.dataset(location, version=version, storage_options=storage)

@@ -20,7 +20,6 @@ from lance.progress import FragmentWriteProgress
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from lance_adapter_spark.cluster import refuse_unshared_local_storage
 from lance_adapter_spark.options import LanceOptions, LanceSourceError, connect
 from lance_adapter_spark.schema import (
     check_append_schema,
@@ -29,6 +28,7 @@ from lance_adapter_spark.schema import (
     lance_schema_for,
     vector_dimensions,
 )
+from lance_adapter_spark.shared_storage import refuse_unshared_local_storage
 from lance_adapter_spark.tables import (
     TableState,
     declare_table,

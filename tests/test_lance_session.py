@@ -76,3 +76,15 @@ def test_a_table_created_again_at_the_same_path_reads_as_new(tmp_path: Path) -> 
     namespace.drop_table(DropTableRequest(id=["t"]))
     namespace.create_table(CreateTableRequest(id=["t"]), _rows(4))
     assert sorted(_search(namespace, k=20)) == [0, 1, 2, 3]
+
+
+def test_a_server_of_one_worker_opens_its_tables_with_a_session(tmp_path: Path) -> None:
+    """`serve` with one worker serves with the backend it loaded itself (no worker process
+    loads another): that one too opens its tables with a Lance session and remembers their
+    latest versions."""
+    from app.cli import served_namespace
+    from app.settings import Settings
+
+    served = served_namespace(Settings(impl="dir", properties={"root": str(tmp_path)}))
+    assert served.backend.lance_session is not None
+    assert served.backend.latest_versions is not None

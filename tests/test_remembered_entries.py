@@ -5,6 +5,7 @@ same root (a replica) are seen by the next request; an entry handed out is a cop
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import lance
@@ -87,3 +88,17 @@ def test_an_entry_handed_out_is_a_copy(replicas) -> None:
     location = entry.location
     entry.location = "/elsewhere"
     assert _location(first, ["n", "t"]) == location
+
+
+def test_a_root_without_a_manifest_follows_its_directories(tmp_path: Path) -> None:
+    """Tables other tools wrote as `<name>.lance` under a root the server never wrote to (no
+    manifest yet): found, remembered, and gone with their directory."""
+    lance.write_dataset(pa.table({"id": [1, 2]}), str(tmp_path / "a.lance"))
+    backend = _server(tmp_path)
+    assert not (tmp_path / "__manifest").exists()
+    assert _count(backend, ["a"]) == _count(backend, ["a"]) == 2
+    lance.write_dataset(pa.table({"id": [1, 2, 3]}), str(tmp_path / "b.lance"))
+    shutil.rmtree(tmp_path / "a.lance")
+    assert _count(backend, ["b"]) == 3
+    with pytest.raises(TableNotFoundError):
+        backend.describe_table_entry(DescribeTableRequest(id=["a"]))

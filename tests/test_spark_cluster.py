@@ -27,11 +27,8 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 import lance_adapter_spark
-from lance_adapter_spark.cluster import (
-    EXECUTOR_CHECK_SOURCE,
-    MASTER_ENV,
-    check_executor_modules,
-)
+from lance_adapter_spark.cluster import EXECUTOR_CHECK_SOURCE, check_executor_modules
+from lance_adapter_spark.shared_storage import MASTER_ENV
 from tests.support import pipeline as pipeline_support
 from tests.support.adapter import running_server
 from tests.support.common import environment, scratch_directory, skip_unless_ci

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from backends.core.locations import SUPPORTED_SCHEMES
-from lance_adapter_spark.cluster import OBJECT_STORE_SCHEMES, is_local_location
+from lance_adapter_spark.shared_storage import OBJECT_STORE_SCHEMES, is_local_location
 
 LOCATIONS = {
     "/srv/lake/t.lance": True,

@@ -1,7 +1,8 @@
 """The catalog entries of a local `dir` root's tables (what `describe_table_entry` answers),
 remembered while nothing they are read from changed: the root's manifest at the same version
-(checked as `backends.tables.latest` checks a table's) and the root directory unmodified (a
-root table's `<name>.lance` directory, which the native lookup also finds by listing).
+(checked as `backends.tables.latest` checks a table's), or still absent, and the root
+directory unmodified (a root table's `<name>.lance` directory, which the native lookup also
+finds by listing).
 
 Every data-path request locates its table first. The native lookup reads the manifest table
 each time (0.7 ms, more as the manifest holds more tables); the check costs four `stat`
@@ -60,9 +61,11 @@ class RememberedEntries:
         return found
 
     def _state(self) -> Hashable | None:
-        manifest = self._latest.state(self._manifest)
-        if manifest is None:
-            return None
+        manifest: Hashable = "no manifest yet"  # root tables found by their directories alone
+        if os.path.lexists(self._manifest):
+            manifest = self._latest.state(self._manifest)
+            if manifest is None:  # there, but not read: nothing is remembered
+                return None
         try:
             return manifest, os.stat(self._root).st_mtime_ns
         except OSError:

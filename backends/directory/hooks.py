@@ -11,11 +11,11 @@ from pathlib import Path
 
 from lance_namespace import ListTablesRequest
 
+from backends.core.messages import readable
 from backends.core.settings import ConfigurationError
 from backends.directory.settings import DirectorySettings
 from backends.directory.stamps import directory_stamper
 from backends.hooks import ServerHooks, Stamper
-from backends.tables.errors import readable
 
 
 def check_writable(root: Path) -> None:

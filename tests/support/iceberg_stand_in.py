@@ -155,12 +155,25 @@ def _delegated(state: CatalogState, result: dict[str, Any], header: str) -> dict
 
 
 def build_app(state: CatalogState, control: StandInControl) -> FastAPI:
+    """The stand-in's app: control hooks, the Iceberg error shape, then config and token,
+    namespaces and tables."""
     app = FastAPI()
     install_control(app, control, error_body, open_paths=("/v1/config", TOKEN_PATH))
 
     @app.exception_handler(IcebergError)
     async def iceberg_error(_: Request, error: IcebergError) -> JSONResponse:
         return JSONResponse(error_body(error.status, error.kind, error.message), error.status)
+
+    _config_routes(app, state, control)
+    _namespace_routes(app, state)
+    _namespace_property_routes(app, state)
+    _table_routes(app, state)
+    _table_item_routes(app, state)
+    return app
+
+
+def _config_routes(app: FastAPI, state: CatalogState, control: StandInControl) -> None:
+    """Register GET /v1/config (the warehouse's prefix, per `prefix_style`) and the token route."""
 
     @app.get("/v1/config")
     def config(warehouse: str | None = None) -> dict[str, Any]:
@@ -174,6 +187,10 @@ def build_app(state: CatalogState, control: StandInControl) -> FastAPI:
         return {"defaults": {}, "overrides": prefix}
 
     install_token_route(app, control, TOKEN_PATH)
+
+
+def _namespace_routes(app: FastAPI, state: CatalogState) -> None:
+    """Register list/create/load/exists/drop of namespaces."""
 
     @app.get("/v1/{prefix}/namespaces")
     def list_namespaces(prefix: str, request: Request) -> dict[str, Any]:
@@ -190,11 +207,7 @@ def build_app(state: CatalogState, control: StandInControl) -> FastAPI:
     @app.post("/v1/{prefix}/namespaces")
     async def create_namespace(prefix: str, request: Request) -> dict[str, Any]:
         catalog = state.catalog_for_prefix(prefix)
-        body = await request.json()
-        namespace = tuple(body.get("namespace") or ())
-        properties = body.get("properties") or {}
-        if not namespace or not all(isinstance(part, str) and part for part in namespace):
-            raise IcebergError(400, "BadRequestException", "namespace must be non-empty")
+        namespace, properties = _namespace_request(await request.json())
         with state.lock:
             if len(namespace) > 1:
                 _require_namespace(catalog, namespace[:-1])
@@ -232,6 +245,10 @@ def build_app(state: CatalogState, control: StandInControl) -> FastAPI:
                 raise IcebergError(409, "NamespaceNotEmptyException", str(error)) from error
         return Response(status_code=204)
 
+
+def _namespace_property_routes(app: FastAPI, state: CatalogState) -> None:
+    """Register POST .../namespaces/{namespace}/properties (UpdateNamespaceProperties)."""
+
     @app.post("/v1/{prefix}/namespaces/{namespace}/properties")
     async def update_namespace_properties(
         prefix: str, namespace: str, request: Request
@@ -250,16 +267,14 @@ def build_app(state: CatalogState, control: StandInControl) -> FastAPI:
             "missing": sorted(key for key in removals if key not in current),
         }
 
+
+def _table_routes(app: FastAPI, state: CatalogState) -> None:
+    """Register rename of a table and list/create of a namespace's tables."""
+
     @app.post("/v1/{prefix}/tables/rename")
     async def rename_table(prefix: str, request: Request) -> Response:
         catalog = state.catalog_for_prefix(prefix)
-        body = await request.json()
-        try:
-            source = TableIdentifier.model_validate(body["source"])
-            destination = TableIdentifier.model_validate(body["destination"])
-        except (KeyError, TypeError, ValueError) as error:
-            message = f"bad rename request: {error}"
-            raise IcebergError(400, "BadRequestException", message) from error
+        source, destination = _rename_request(await request.json())
         with state.lock:
             try:
                 catalog.rename_table(
@@ -289,18 +304,7 @@ def build_app(state: CatalogState, control: StandInControl) -> FastAPI:
     async def create_table(prefix: str, namespace: str, request: Request) -> dict[str, Any]:
         catalog = state.catalog_for_prefix(prefix)
         parts = _namespace(namespace)
-        try:
-            # location, partition-spec and write-order are optional in the protocol,
-            # not in pyiceberg's model.
-            body = {
-                "location": None,
-                "partition-spec": None,
-                "write-order": None,
-                **(await request.json()),
-            }
-            create = CreateTableRequest.model_validate(body)
-        except ValueError as error:
-            raise IcebergError(400, "BadRequestException", str(error)) from error
+        create = await _create_table_request(request)
         with state.lock:
             _require_namespace(catalog, parts)
             try:
@@ -313,6 +317,10 @@ def build_app(state: CatalogState, control: StandInControl) -> FastAPI:
             except TableAlreadyExistsError as error:
                 raise IcebergError(409, "AlreadyExistsException", str(error)) from error
         return _table_result(table)
+
+
+def _table_item_routes(app: FastAPI, state: CatalogState) -> None:
+    """Register load/commit/exists/drop of one table (`.../tables/{table}`)."""
 
     @app.get("/v1/{prefix}/namespaces/{namespace}/tables/{table}")
     async def load_table(
@@ -330,14 +338,7 @@ def build_app(state: CatalogState, control: StandInControl) -> FastAPI:
     ) -> dict[str, Any]:
         catalog = state.catalog_for_prefix(prefix)
         identifier = (*_namespace(namespace), table)
-        body = await request.json()
-        try:
-            # The identifier is optional for a single table's commit, not in pyiceberg's model;
-            # an unknown update or requirement fails validation: 400, as the spec requires.
-            path_identifier = {"namespace": list(identifier[:-1]), "name": table}
-            commit = CommitTableRequest.model_validate({"identifier": path_identifier, **body})
-        except (TypeError, ValueError) as error:
-            raise IcebergError(400, "BadRequestException", str(error)) from error
+        commit = _commit_request(identifier, await request.json())
         with state.lock:
             try:
                 current = catalog.load_table(identifier)
@@ -372,7 +373,52 @@ def build_app(state: CatalogState, control: StandInControl) -> FastAPI:
                 raise IcebergError(404, "NoSuchTableException", str(error)) from error
         return Response(status_code=204)
 
-    return app
+
+def _namespace_request(body: Any) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The namespace and properties of a CreateNamespaceRequest."""
+    namespace = tuple(body.get("namespace") or ())
+    properties = body.get("properties") or {}
+    if not namespace or not all(isinstance(part, str) and part for part in namespace):
+        raise IcebergError(400, "BadRequestException", "namespace must be non-empty")
+    return namespace, properties
+
+
+def _rename_request(body: Any) -> tuple[TableIdentifier, TableIdentifier]:
+    """The source and destination of a RenameTableRequest."""
+    try:
+        source = TableIdentifier.model_validate(body["source"])
+        destination = TableIdentifier.model_validate(body["destination"])
+    except (KeyError, TypeError, ValueError) as error:
+        message = f"bad rename request: {error}"
+        raise IcebergError(400, "BadRequestException", message) from error
+    return source, destination
+
+
+async def _create_table_request(request: Request) -> CreateTableRequest:
+    """The CreateTableRequest in `request`'s body; unreadable JSON is a 400 as well."""
+    try:
+        # location, partition-spec and write-order are optional in the protocol,
+        # not in pyiceberg's model.
+        body = {
+            "location": None,
+            "partition-spec": None,
+            "write-order": None,
+            **(await request.json()),
+        }
+        return CreateTableRequest.model_validate(body)
+    except ValueError as error:
+        raise IcebergError(400, "BadRequestException", str(error)) from error
+
+
+def _commit_request(identifier: tuple[str, ...], body: Any) -> CommitTableRequest:
+    """The CommitTableRequest for the table `identifier` (namespace parts, then name)."""
+    try:
+        # The identifier is optional for a single table's commit, not in pyiceberg's model;
+        # an unknown update or requirement fails validation: 400, as the spec requires.
+        path_identifier = {"namespace": list(identifier[:-1]), "name": identifier[-1]}
+        return CommitTableRequest.model_validate({"identifier": path_identifier, **body})
+    except (TypeError, ValueError) as error:
+        raise IcebergError(400, "BadRequestException", str(error)) from error
 
 
 def _load_table(state: CatalogState, prefix: str, namespace: str, table: str) -> dict[str, Any]:

@@ -128,7 +128,57 @@ def _audit() -> dict[str, Any]:
     return {"created_at": now, "updated_at": now, "owner": "fixture", "created_by": "fixture"}
 
 
+def _require_catalog(state: UnityState, name: str) -> dict[str, Any]:
+    """The stored CatalogInfo of `name`, or Unity's 404; call with `state.lock` held."""
+    if name not in state.catalogs:
+        raise not_found(f"Catalog not found: {name}")
+    return state.catalogs[name]
+
+
+def _require_schema(state: UnityState, catalog: str, schema: str) -> dict[str, Any]:
+    """The stored SchemaInfo of `catalog.schema` (its catalog first), or Unity's 404."""
+    _require_catalog(state, catalog)
+    if (catalog, schema) not in state.schemas:
+        raise not_found(f"Schema not found: {catalog}.{schema}")
+    return state.schemas[(catalog, schema)]
+
+
+def _split(full_name: str, levels: int) -> list[str]:
+    """The parts of a dotted full name, which must have exactly `levels` of them."""
+    parts = full_name.split(".")
+    if len(parts) != levels:
+        raise UnityError(400, "INVALID_ARGUMENT", f"Invalid full name: {full_name}")
+    return parts
+
+
+def _rename_catalog(state: UnityState, name: str, new_name: str) -> None:
+    """Move a catalog and re-key its schemas and tables; call with `state.lock` held."""
+    state.catalogs[new_name] = {**state.catalogs.pop(name), "name": new_name}
+    for catalog, schema in [key for key in state.schemas if key[0] == name]:
+        moved = state.schemas.pop((catalog, schema))
+        moved |= {"catalog_name": new_name, "full_name": f"{new_name}.{schema}"}
+        state.schemas[(new_name, schema)] = moved
+    for catalog, schema, table in [key for key in state.tables if key[0] == name]:
+        state.tables[(new_name, schema, table)] = {
+            **state.tables.pop((catalog, schema, table)),
+            "catalog_name": new_name,
+        }
+
+
+def _rename_schema(state: UnityState, catalog: str, schema: str, new_name: str) -> None:
+    """Move a schema and re-key its tables; call with `state.lock` held."""
+    moved = state.schemas.pop((catalog, schema))
+    moved |= {"name": new_name, "full_name": f"{catalog}.{new_name}"}
+    state.schemas[(catalog, new_name)] = moved
+    for key in [key for key in state.tables if key[:2] == (catalog, schema)]:
+        state.tables[(catalog, new_name, key[2])] = {
+            **state.tables.pop(key),
+            "schema_name": new_name,
+        }
+
+
 def build_app(state: UnityState, control: StandInControl) -> FastAPI:
+    """The stand-in's app: control hooks, Unity's error shape, then catalogs, schemas, tables."""
     app = FastAPI()
     install_control(app, control, error_body, open_paths=())
 
@@ -136,24 +186,14 @@ def build_app(state: UnityState, control: StandInControl) -> FastAPI:
     async def unity_error(_: Request, error: UnityError) -> JSONResponse:
         return JSONResponse(error_body(error.status, error.code, error.message), error.status)
 
-    def require_catalog(name: str) -> dict[str, Any]:
-        if name not in state.catalogs:
-            raise not_found(f"Catalog not found: {name}")
-        return state.catalogs[name]
+    _catalog_routes(app, state)
+    _schema_routes(app, state)
+    _table_routes(app, state)
+    return app
 
-    def require_schema(catalog: str, schema: str) -> dict[str, Any]:
-        require_catalog(catalog)
-        if (catalog, schema) not in state.schemas:
-            raise not_found(f"Schema not found: {catalog}.{schema}")
-        return state.schemas[(catalog, schema)]
 
-    def split(full_name: str, levels: int) -> list[str]:
-        parts = full_name.split(".")
-        if len(parts) != levels:
-            raise UnityError(400, "INVALID_ARGUMENT", f"Invalid full name: {full_name}")
-        return parts
-
-    # Catalogs
+def _catalog_routes(app: FastAPI, state: UnityState) -> None:
+    """Register create/list/get/update/delete of catalogs."""
 
     @app.post(f"{API}/catalogs")
     async def create_catalog(request: Request) -> dict[str, Any]:
@@ -175,7 +215,7 @@ def build_app(state: UnityState, control: StandInControl) -> FastAPI:
     @app.get(f"{API}/catalogs/{{name}}")
     def get_catalog(name: str) -> dict[str, Any]:
         with state.lock:
-            return require_catalog(name)
+            return _require_catalog(state, name)
 
     @app.patch(f"{API}/catalogs/{{name}}")
     async def update_catalog(name: str, request: Request) -> dict[str, Any]:
@@ -183,31 +223,19 @@ def build_app(state: UnityState, control: StandInControl) -> FastAPI:
         if update.new_name is not None:
             _check_name(update.new_name)
         with state.lock:
-            info = require_catalog(name)
+            info = _require_catalog(state, name)
             new_name = update.new_name or name
             if new_name != name and new_name in state.catalogs:
                 raise state.already_exists("CATALOG", f"Catalog already exists: {new_name}")
             _apply_update(info, update)
             if new_name != name:
-                rename_catalog(name, new_name)
+                _rename_catalog(state, name, new_name)
             return state.catalogs[new_name]
-
-    def rename_catalog(name: str, new_name: str) -> None:
-        state.catalogs[new_name] = {**state.catalogs.pop(name), "name": new_name}
-        for catalog, schema in [key for key in state.schemas if key[0] == name]:
-            moved = state.schemas.pop((catalog, schema))
-            moved |= {"catalog_name": new_name, "full_name": f"{new_name}.{schema}"}
-            state.schemas[(new_name, schema)] = moved
-        for catalog, schema, table in [key for key in state.tables if key[0] == name]:
-            state.tables[(new_name, schema, table)] = {
-                **state.tables.pop((catalog, schema, table)),
-                "catalog_name": new_name,
-            }
 
     @app.delete(f"{API}/catalogs/{{name}}")
     def delete_catalog(name: str, force: bool = False) -> dict[str, Any]:
         with state.lock:
-            require_catalog(name)
+            _require_catalog(state, name)
             children = [key for key in state.schemas if key[0] == name]
             if children and not force:
                 raise UnityError(400, "FAILED_PRECONDITION", "Cannot delete catalog with schemas")
@@ -218,22 +246,22 @@ def build_app(state: UnityState, control: StandInControl) -> FastAPI:
             del state.catalogs[name]
         return {}
 
-    # Schemas
+
+def _schema_routes(app: FastAPI, state: UnityState) -> None:
+    """Register create/list/get/update/delete of schemas (full name `catalog.schema`)."""
 
     @app.post(f"{API}/schemas")
     async def create_schema(request: Request) -> dict[str, Any]:
         create = _parse(CreateSchema, await request.json())
         _check_name(create.name)
         with state.lock:
-            require_catalog(create.catalog_name)
+            _require_catalog(state, create.catalog_name)
             key = (create.catalog_name, create.name)
             if key in state.schemas:
                 raise state.already_exists("SCHEMA", f"Schema already exists: {create.name}")
+            full_name = f"{create.catalog_name}.{create.name}"
             info = SchemaInfo(
-                **create.model_dump(),
-                full_name=f"{create.catalog_name}.{create.name}",
-                schema_id=str(uuid.uuid4()),
-                **_audit(),
+                **create.model_dump(), full_name=full_name, schema_id=str(uuid.uuid4()), **_audit()
             )
             state.schemas[key] = _dump(info)
             return state.schemas[key]
@@ -241,48 +269,38 @@ def build_app(state: UnityState, control: StandInControl) -> FastAPI:
     @app.get(f"{API}/schemas")
     def list_schemas(request: Request, catalog_name: str) -> dict[str, Any]:
         with state.lock:
-            require_catalog(catalog_name)
+            _require_catalog(state, catalog_name)
             schemas = [info for key, info in state.schemas.items() if key[0] == catalog_name]
             page, token = _page(schemas, request, state.page_cap)
         return {"schemas": page, "next_page_token": token}
 
     @app.get(f"{API}/schemas/{{full_name}}")
     def get_schema(full_name: str) -> dict[str, Any]:
-        catalog, schema = split(full_name, 2)
+        catalog, schema = _split(full_name, 2)
         with state.lock:
-            return require_schema(catalog, schema)
+            return _require_schema(state, catalog, schema)
 
     @app.patch(f"{API}/schemas/{{full_name}}")
     async def update_schema(full_name: str, request: Request) -> dict[str, Any]:
-        catalog, schema = split(full_name, 2)
+        catalog, schema = _split(full_name, 2)
         update = _parse(UpdateSchema, await request.json())
         if update.new_name is not None:
             _check_name(update.new_name)
         with state.lock:
-            info = require_schema(catalog, schema)
+            info = _require_schema(state, catalog, schema)
             new_name = update.new_name or schema
             if new_name != schema and (catalog, new_name) in state.schemas:
                 raise state.already_exists("SCHEMA", f"Schema already exists: {new_name}")
             _apply_update(info, update)
             if new_name != schema:
-                rename_schema(catalog, schema, new_name)
+                _rename_schema(state, catalog, schema, new_name)
             return state.schemas[(catalog, new_name)]
-
-    def rename_schema(catalog: str, schema: str, new_name: str) -> None:
-        moved = state.schemas.pop((catalog, schema))
-        moved |= {"name": new_name, "full_name": f"{catalog}.{new_name}"}
-        state.schemas[(catalog, new_name)] = moved
-        for key in [key for key in state.tables if key[:2] == (catalog, schema)]:
-            state.tables[(catalog, new_name, key[2])] = {
-                **state.tables.pop(key),
-                "schema_name": new_name,
-            }
 
     @app.delete(f"{API}/schemas/{{full_name}}")
     def delete_schema(full_name: str, force: bool = False) -> dict[str, Any]:
-        catalog, schema = split(full_name, 2)
+        catalog, schema = _split(full_name, 2)
         with state.lock:
-            require_schema(catalog, schema)
+            _require_schema(state, catalog, schema)
             tables = [key for key in state.tables if key[:2] == (catalog, schema)]
             if tables and not force:
                 raise UnityError(400, "FAILED_PRECONDITION", "Cannot delete schema with tables")
@@ -291,7 +309,9 @@ def build_app(state: UnityState, control: StandInControl) -> FastAPI:
             del state.schemas[(catalog, schema)]
         return {}
 
-    # Tables
+
+def _table_routes(app: FastAPI, state: UnityState) -> None:
+    """Register create/list/get/delete of tables and temporary-table-credentials."""
 
     @app.post(f"{API}/tables")
     async def create_table(request: Request) -> dict[str, Any]:
@@ -300,7 +320,7 @@ def build_app(state: UnityState, control: StandInControl) -> FastAPI:
         if create.table_type.value == "EXTERNAL" and not create.storage_location:
             raise UnityError(400, "INVALID_ARGUMENT", "External table requires storage_location")
         with state.lock:
-            require_schema(create.catalog_name, create.schema_name)
+            _require_schema(state, create.catalog_name, create.schema_name)
             key = (create.catalog_name, create.schema_name, create.name)
             if key in state.tables:
                 raise state.already_exists("TABLE", f"Table already exists: {'.'.join(key)}")
@@ -311,7 +331,7 @@ def build_app(state: UnityState, control: StandInControl) -> FastAPI:
     @app.get(f"{API}/tables")
     def list_tables(request: Request, catalog_name: str, schema_name: str) -> dict[str, Any]:
         with state.lock:
-            require_schema(catalog_name, schema_name)
+            _require_schema(state, catalog_name, schema_name)
             tables = [
                 info for key, info in state.tables.items() if key[:2] == (catalog_name, schema_name)
             ]
@@ -320,7 +340,7 @@ def build_app(state: UnityState, control: StandInControl) -> FastAPI:
 
     @app.get(f"{API}/tables/{{full_name}}")
     def get_table(full_name: str) -> dict[str, Any]:
-        key = tuple(split(full_name, 3))
+        key = tuple(_split(full_name, 3))
         with state.lock:
             if key not in state.tables:
                 raise not_found(f"Table not found: {full_name}")
@@ -338,14 +358,12 @@ def build_app(state: UnityState, control: StandInControl) -> FastAPI:
 
     @app.delete(f"{API}/tables/{{full_name}}")
     def delete_table(full_name: str) -> Response:
-        key = tuple(split(full_name, 3))
+        key = tuple(_split(full_name, 3))
         with state.lock:
             if key not in state.tables:
                 raise not_found(f"Table not found: {full_name}")
             del state.tables[key]
         return JSONResponse({})
-
-    return app
 
 
 def temporary_credentials(
