@@ -6,7 +6,8 @@ p99) and with 8 clients at once (QPS), through this server (`lance-adapter serve
 per CPU, its defaults: one Lance session per worker; and again with Lance's caches sized to
 nothing, "ours-uncached"), through RestAdapter (QueryTable on the
 same route) and on a dataset opened in-process. Every answer's ids are checked against the
-in-process answer. Prints each figure and its ratio.
+in-process answer. The servers' QPS is also measured with wrk's connections (the Python
+clients share the GIL and the server's cores). Prints each figure and its ratio.
 
     .venv/bin/python bench/vector_search_bench.py [--rows 200000] [--queries 300] [--clients 8]
 """
@@ -14,6 +15,7 @@ in-process answer. Prints each figure and its ratio.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -31,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.rest_adapter_bench import CHECKOUT, free_port, ours, rest_adapter, serving
+from bench.rest_adapter_bench import CHECKOUT, free_port, ours, rest_adapter, run_wrk, serving
 
 DIMENSION = 128
 K = 10
@@ -107,15 +109,30 @@ def qps(search: Callable, queries: np.ndarray, clients: int, seconds: float) -> 
     return sum(done) / seconds
 
 
+def wrk_qps(url: str, query: np.ndarray, args: argparse.Namespace) -> float:
+    """Searches per second from `args.clients` connections driven by wrk (C, two threads):
+    the server's capacity, not the Python clients' (which share the GIL and these cores)."""
+    body = json.dumps({"k": K, "vector": {"single_vector": query.tolist()},
+                       "columns": {"column_names": ["id"]}})
+    load = argparse.Namespace(threads=2, connections=args.clients, seconds=int(args.seconds))
+    measured = run_wrk(url, "POST", ["/v1/table/vectors/query"], f"[[{body}]]", load)
+    if measured.errors:
+        raise RuntimeError(f"wrk saw {measured.errors} errors")
+    return measured.requests_per_second
+
+
 def measure(name: str, search: Callable, queries: np.ndarray, args: argparse.Namespace,
-            expected: list[list[int]]) -> dict[str, float]:
+            expected: list[list[int]], url: str | None = None) -> dict[str, float]:
     client = httpx.Client(timeout=60)
     wrong = sum(search(client, q) != e for q, e in zip(queries, expected, strict=True))
     taken = sorted(latencies(search, queries, args.queries))
     figures = {"p50": statistics.median(taken), "p99": taken[int(len(taken) * 0.99) - 1],
                "qps": qps(search, queries, args.clients, args.seconds)}
+    if url is not None:
+        figures["wrk"] = wrk_qps(url, queries[0], args)
+    served = f"  wrk QPS {figures['wrk']:.0f}" if url is not None else ""
     print(f"{name:>12}: p50 {figures['p50']:.2f} ms  p99 {figures['p99']:.2f} ms  "
-          f"{args.clients}-client QPS {figures['qps']:.0f}  answers differing: {wrong}",
+          f"{args.clients}-client QPS {figures['qps']:.0f}{served}  answers differing: {wrong}",
           flush=True)
     return figures
 
@@ -135,7 +152,7 @@ def main() -> None:
         results = {"in-process": measure("in-process", local, queries, args, expected)}
         port = free_port()
         with serving(ours(root, port, None), port, CHECKOUT) as url:
-            results["ours"] = measure("ours", http_search(url), queries, args, expected)
+            results["ours"] = measure("ours", http_search(url), queries, args, expected, url)
         port = free_port()  # the same server with Lance's caches as good as off
         uncached = {**CHECKOUT, "LANCE_ADAPTER_LANCE_INDEX_CACHE_BYTES": "1",
                     "LANCE_ADAPTER_LANCE_METADATA_CACHE_BYTES": "1"}
@@ -145,12 +162,13 @@ def main() -> None:
         port = free_port()
         with serving(rest_adapter(root, port), port) as url:
             results["RestAdapter"] = measure("RestAdapter", http_search(url), queries, args,
-                                             expected)
+                                             expected, url)
     ours_, peer, inner = results["ours"], results["RestAdapter"], results["in-process"]
     print(f"p50: ours / in-process {ours_['p50'] / inner['p50']:.2f}x, "
           f"ours / RestAdapter {ours_['p50'] / peer['p50']:.2f}x")
     print(f"{args.clients}-client QPS: ours / RestAdapter {ours_['qps'] / peer['qps']:.2f}x, "
-          f"ours / in-process {ours_['qps'] / inner['qps']:.2f}x")
+          f"ours / in-process {ours_['qps'] / inner['qps']:.2f}x; with wrk's {args.clients} "
+          f"connections: ours / RestAdapter {ours_['wrk'] / peer['wrk']:.2f}x")
 
 
 if __name__ == "__main__":
