@@ -237,6 +237,7 @@ def test_read_tasks_import_neither_the_namespace_client_nor_the_write_side() -> 
             "lance_adapter_spark.options",
             "lance_adapter_spark.read",
             "lance_adapter_spark.schema",
+            "lance_adapter_spark.shared_storage",
             "lance_adapter_spark.source",
         ]
     )

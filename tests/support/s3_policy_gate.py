@@ -22,6 +22,7 @@ Every decision is kept in `decisions` for the tests to inspect.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import http.client
@@ -30,6 +31,7 @@ import re
 import threading
 import urllib.parse
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -232,10 +234,24 @@ class S3PolicyGate:
         self.trusted_keys = trusted_keys
         self.sessions: dict[str, Session] = {}
         self.decisions: list[Decision] = []
+        self._ahead = timedelta()  # how far the gate's clock runs ahead of the real one
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def now(self) -> datetime:
+        """The gate's clock: the real time, or later while a test moves it (`ahead_by`)."""
+        return datetime.now(UTC) + self._ahead
+
+    @contextlib.contextmanager
+    def ahead_by(self, interval: timedelta) -> Iterator[None]:
+        """The gate's clock `interval` ahead (sessions expire sooner), for the block."""
+        self._ahead = interval
+        try:
+            yield
+        finally:
+            self._ahead = timedelta()
 
     @property
     def url(self) -> str:
@@ -296,10 +312,10 @@ class S3PolicyGate:
             self._record(key, request, False, "bad signature")
             raise Denied(403, "SignatureDoesNotMatch", "the signature does not verify")
         signed_at = datetime.strptime(headers.get("x-amz-date") or "", "%Y%m%dT%H%M%SZ")
-        if abs(signed_at.replace(tzinfo=UTC) - datetime.now(UTC)) > _CLOCK_SKEW:
+        if abs(signed_at.replace(tzinfo=UTC) - self.now()) > _CLOCK_SKEW:
             self._record(key, request, False, "request time too skewed")
             raise Denied(403, "RequestTimeTooSkewed", "the request time is too far off")
-        if datetime.now(UTC) >= session.expiration:
+        if self.now() >= session.expiration:
             self._record(key, request, False, "expired")
             raise Denied(400, "ExpiredToken", "The provided token has expired.")
 
