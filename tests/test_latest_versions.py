@@ -100,3 +100,31 @@ def test_at_most_capacity_tables_are_remembered(tmp_path: Path) -> None:
         latest.open(str(tmp_path / f"{name}.lance"), None, session)
     assert len(latest) == 3
     assert _ids(latest.open(str(tmp_path / "a.lance"), None, session)) == list(range(5))
+
+
+@pytest.mark.parametrize("commits", [1, 3, 8, 9, 20])
+def test_several_commits_since_the_last_open_are_all_read(
+    tmp_path: Path, v2_names: bool, commits: int
+) -> None:
+    """The remembered version moves on by naming the next versions (up to 8), else the table
+    is opened as Lance opens it: either way at its latest version."""
+    path = tmp_path / "t.lance"
+    _write(path, _rows(0), "create", v2_names)
+    latest, session = LatestVersions(), lance.Session()
+    latest.open(str(path), None, session)
+    for commit in range(commits):
+        _write(path, _rows(5 + commit * 5), "append", v2_names)
+    opened = latest.open(str(path), None, session)
+    assert opened.version == commits + 1
+    assert _ids(opened) == list(range(5 + commits * 5))
+
+
+def test_a_table_made_again_with_more_versions_reads_as_the_new_one(tmp_path: Path) -> None:
+    path = tmp_path / "t.lance"
+    _write(path, _rows(0), "create", True)
+    latest, session = LatestVersions(), lance.Session()
+    latest.open(str(path), None, session)
+    shutil.rmtree(path)
+    _write(path, _rows(100, 1), "create", True)
+    _write(path, _rows(200, 1), "append", True)
+    assert _ids(latest.open(str(path), None, session)) == [100, 200]

@@ -49,9 +49,37 @@ class _Known:
 
     def still_latest(self) -> bool:
         version = self.dataset.version
-        if any(os.path.exists(self.versions / name) for name in manifest_names(version + 1)):
-            return False
-        return _identity(self.versions, version) == self.identity
+        return not _exists(self.versions, version + 1) and self.unchanged()
+
+    def unchanged(self) -> bool:
+        """Whether this version's manifest is still the file it was (not a table made again)."""
+        return _identity(self.versions, self.dataset.version) == self.identity
+
+    def moved_on(self) -> _Known | None:
+        """The same table at its newer latest version, found by naming the versions after this
+        one (a few `stat` calls and one manifest read, no listing); None when this version's
+        manifest changed or more than `_MOST_FOLLOWED` versions were committed since."""
+        version = self.dataset.version
+        if not self.unchanged():
+            return None
+        for _ in range(_MOST_FOLLOWED):
+            if not _exists(self.versions, version + 1):
+                break
+            version += 1
+        else:
+            return None
+        identity = _identity(self.versions, version)
+        if identity is None:
+            return None
+        return _Known(self.dataset.checkout_version(version), self.versions, identity)
+
+
+# Versions followed one by one before a full open (Lance's listing) is cheaper.
+_MOST_FOLLOWED = 8
+
+
+def _exists(versions: Path, version: int) -> bool:
+    return any(os.path.exists(versions / name) for name in manifest_names(version))
 
 
 def _identity(versions: Path, version: int) -> tuple[int, int, int] | None:
@@ -111,17 +139,29 @@ class LatestVersions:
         return None if known is None else (known.dataset.version, known.identity)
 
     def _still_latest(self, key: tuple) -> _Known | None:
+        """The remembered latest version, checked; moved on to the newer latest one when a
+        few versions were committed since (a write of this worker's or anyone's)."""
         with self._lock:
             known = self._known.get(key)
             if known is not None:
                 self._known.move_to_end(key)
-        return known if known is not None and known.still_latest() else None
+        if known is None or known.still_latest():
+            return known
+        try:
+            newer = known.moved_on()
+        except (OSError, ValueError, RuntimeError):  # the full open tells what is wrong
+            return None
+        if newer is not None:
+            self._keep(key, newer)
+        return newer
 
     def _remember(self, key: tuple, dataset: LanceDataset, versions: Path) -> None:
         identity = _identity(versions, dataset.version)
         if identity is None:  # not the layout this module knows: not remembered
             return
-        known = _Known(dataset.checkout_version(dataset.version), versions, identity)
+        self._keep(key, _Known(dataset.checkout_version(dataset.version), versions, identity))
+
+    def _keep(self, key: tuple, known: _Known) -> None:
         with self._lock:
             self._known[key] = known
             self._known.move_to_end(key)
