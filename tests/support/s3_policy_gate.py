@@ -235,6 +235,7 @@ class S3PolicyGate:
         self.sessions: dict[str, Session] = {}
         self.decisions: list[Decision] = []
         self._ahead = timedelta()  # how far the gate's clock runs ahead of the real one
+        self._policies_dropped = False  # sessions recorded without their session policy
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
@@ -252,6 +253,17 @@ class S3PolicyGate:
             yield
         finally:
             self._ahead = timedelta()
+
+    @contextlib.contextmanager
+    def session_policies_dropped(self) -> Iterator[None]:
+        """Sessions minted in the block are recorded without their session policy, so they
+        reach what the role reaches, the whole bucket: a stand-in for a server that asked
+        for no narrower policy (the defect the containment checks exist for)."""
+        self._policies_dropped = True
+        try:
+            yield
+        finally:
+            self._policies_dropped = False
 
     @property
     def url(self) -> str:
@@ -333,7 +345,7 @@ class S3PolicyGate:
         if credentials is None:
             return
         text = {child.tag.removeprefix(_STS_NS): child.text or "" for child in credentials}
-        policy = form.get("Policy", [None])[0]
+        policy = None if self._policies_dropped else form.get("Policy", [None])[0]
         expiration = datetime.fromisoformat(text["Expiration"].replace("Z", "+00:00"))
         session = Session(text["AccessKeyId"], text["SecretAccessKey"], text["SessionToken"],
                           expiration.astimezone(UTC), json.loads(policy) if policy else None)
