@@ -33,6 +33,14 @@ def _write(path: Path, rows: pa.Table, mode: str, v2_names: bool) -> None:
     lance.write_dataset(rows, str(path), mode=mode, enable_v2_manifest_paths=v2_names)
 
 
+def _opened_once(path: Path, v2_names: bool = True) -> tuple[LatestVersions, lance.Session]:
+    """A table of 5 rows at `path`, opened (so remembered) once through a new memory."""
+    _write(path, _rows(0), "create", v2_names)
+    latest, session = LatestVersions(), lance.Session()
+    latest.open(str(path), None, session)
+    return latest, session
+
+
 def test_the_manifest_names_are_lances(tmp_path: Path, v2_names: bool) -> None:
     _write(tmp_path / "t.lance", _rows(0), "create", v2_names)
     _write(tmp_path / "t.lance", _rows(5), "append", v2_names)
@@ -85,9 +93,7 @@ def test_each_open_is_its_own_dataset(tmp_path: Path) -> None:
 
 def test_a_dropped_table_is_not_opened(tmp_path: Path) -> None:
     path = tmp_path / "t.lance"
-    _write(path, _rows(0), "create", True)
-    latest, session = LatestVersions(), lance.Session()
-    latest.open(str(path), None, session)
+    latest, session = _opened_once(path)
     shutil.rmtree(path)
     with pytest.raises((OSError, ValueError)):
         latest.open(str(path), None, session)
@@ -109,9 +115,7 @@ def test_several_commits_since_the_last_open_are_all_read(
     """The remembered version moves on by naming the next versions (up to 8), else the table
     is opened as Lance opens it: either way at its latest version."""
     path = tmp_path / "t.lance"
-    _write(path, _rows(0), "create", v2_names)
-    latest, session = LatestVersions(), lance.Session()
-    latest.open(str(path), None, session)
+    latest, session = _opened_once(path, v2_names)
     for commit in range(commits):
         _write(path, _rows(5 + commit * 5), "append", v2_names)
     opened = latest.open(str(path), None, session)
@@ -121,9 +125,7 @@ def test_several_commits_since_the_last_open_are_all_read(
 
 def test_a_table_made_again_with_more_versions_reads_as_the_new_one(tmp_path: Path) -> None:
     path = tmp_path / "t.lance"
-    _write(path, _rows(0), "create", True)
-    latest, session = LatestVersions(), lance.Session()
-    latest.open(str(path), None, session)
+    latest, session = _opened_once(path)
     shutil.rmtree(path)
     _write(path, _rows(100, 1), "create", True)
     _write(path, _rows(200, 1), "append", True)

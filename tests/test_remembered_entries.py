@@ -60,7 +60,7 @@ def _location(backend: DirectoryBackend, table_id: list[str]) -> str:
 def test_a_rename_by_another_server_is_seen_at_once(replicas) -> None:
     first, second = replicas
     for table_id in (["n", "t"], ["r"]):
-        assert _location(first, table_id) == _location(first, table_id)  # remembered
+        _location(first, table_id)  # remembered
     second.rename_table(RenameTableRequest(id=["n", "t"], new_table_name="u"))
     second.rename_table(RenameTableRequest(id=["r"], new_table_name="s"))
     for old in (["n", "t"], ["r"]):
@@ -71,15 +71,13 @@ def test_a_rename_by_another_server_is_seen_at_once(replicas) -> None:
 
 def test_a_table_dropped_and_made_again_elsewhere_is_read_where_it_now_is(replicas) -> None:
     first, second = replicas
-    assert _count(first, ["n", "t"]) == 3
-    before = _location(first, ["n", "t"])
+    assert _count(first, ["n", "t"]) == 3  # its entry remembered
     second.drop_table(DropTableRequest(id=["n", "t"]))
     with pytest.raises(TableNotFoundError):
         first.count_table_rows(CountTableRowsRequest(id=["n", "t"]))
     second.create_table(CreateTableRequest(id=["n", "t"]), _rows(7))
     assert _count(first, ["n", "t"]) == 7
     assert _location(first, ["n", "t"]) == _location(second, ["n", "t"])
-    assert before  # the first location was answered (whether or not it is the same path)
 
 
 def test_an_entry_handed_out_is_a_copy(replicas) -> None:

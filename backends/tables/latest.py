@@ -126,16 +126,17 @@ class LatestVersions:
         """The latest version of the local table at `location` and its manifest file's
         identity: equal states, an unchanged table. None for object storage, where no table
         lies, or a layout this module does not know."""
-        if _local(location) is None:
+        directory = _local(location)
+        if directory is None:
             return None
         key = (location, ())
         known = self._still_latest(key)
         if known is None:
             try:
-                self.open(location, None, None)
+                dataset = lance.dataset(location)
             except (OSError, ValueError, RuntimeError):
                 return None
-            known = self._still_latest(key)
+            known = self._remember(key, dataset, directory / "_versions")
         return None if known is None else (known.dataset.version, known.identity)
 
     def _still_latest(self, key: tuple) -> _Known | None:
@@ -155,11 +156,13 @@ class LatestVersions:
             self._keep(key, newer)
         return newer
 
-    def _remember(self, key: tuple, dataset: LanceDataset, versions: Path) -> None:
+    def _remember(self, key: tuple, dataset: LanceDataset, versions: Path) -> _Known | None:
         identity = _identity(versions, dataset.version)
         if identity is None:  # not the layout this module knows: not remembered
-            return
-        self._keep(key, _Known(dataset.checkout_version(dataset.version), versions, identity))
+            return None
+        known = _Known(dataset.checkout_version(dataset.version), versions, identity)
+        self._keep(key, known)
+        return known
 
     def _keep(self, key: tuple, known: _Known) -> None:
         with self._lock:
