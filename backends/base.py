@@ -276,13 +276,17 @@ class MetadataNamespace(CloneTables, SessionTables, UnsupportedOperations, Serve
         latest = latest_dataset(table)
         dataset = None if latest is None else checkout(table, latest, branch=request.branch)
         key = (request.context or {}).get(IDEMPOTENCY_KEY)
-        return self._rows_written(request, writes.insert_rows(table, dataset, rows, mode, key))
+        return self._rows_written(request, writes.insert_rows(
+            table, dataset, rows, mode, key, request.branch))
 
     def merge_insert_into_table(
         self, request: MergeInsertIntoTableRequest, request_data: bytes
     ) -> MergeInsertIntoTableResponse:
         rows = read_arrow_stream(request_data)
-        return self._rows_written(request, writes.merge_insert(self.open(request), request, rows))
+        table = self.locate(request)
+        dataset = open_dataset(table, branch=request.branch)
+        key = (request.context or {}).get(IDEMPOTENCY_KEY)
+        return self._rows_written(request, writes.merge_insert(table, dataset, request, rows, key))
 
     def update_table(self, request: UpdateTableRequest) -> UpdateTableResponse:
         return self._rows_written(request, writes.update_rows(self.open(request), request))

@@ -1,6 +1,7 @@
 """Tables that maintain themselves, as LanceDB Cloud's do: one maintenance pass over every table
 a backend holds compacts small fragments, brings indexes up to date and removes versions past
-a retention (`MaintenancePolicy`), after sweeping what interrupted creates abandoned.
+a retention (`MaintenancePolicy`) with the idempotency keys' notes as old, after sweeping what
+interrupted creates abandoned.
 
 Each step is one Lance commit, resolved by Lance's conflict handling against concurrent
 writers: a compaction only rewrites fragments (appends commit beside it; an update or delete
@@ -26,6 +27,7 @@ from lance_namespace import DescribeTableRequest, ListTablesRequest
 
 from backends.core.names import ID_DELIMITER
 from backends.tables.errors import lance_errors
+from backends.tables.keys import remove_stale_notes
 
 logger = logging.getLogger("lance_adapter.maintenance")
 # Tables listed a page at a time: a pass holds one page of ids, not the catalog's.
@@ -84,13 +86,15 @@ def maintain_table(
             done.indexed_rows = unindexed
             done.actions.append("indexed")
         if policy.version_retention > 0:
+            retention = datetime.timedelta(seconds=policy.version_retention)
             removed = dataset.cleanup_old_versions(
-                older_than=datetime.timedelta(seconds=policy.version_retention),
-                error_if_tagged_old_versions=False,
-            )
+                older_than=retention, error_if_tagged_old_versions=False)
             done.versions_removed = removed.old_versions
             if removed.old_versions:
                 done.actions.append("cleaned")
+            # A key's note is kept as long as the versions a retry with it looks through.
+            if remove_stale_notes(dataset, retention):
+                done.actions.append("key notes removed")
         done.fragments_after = len(dataset.get_fragments())
     return done
 

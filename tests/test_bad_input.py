@@ -190,7 +190,8 @@ LANCE_REFUSALS: dict[str, tuple[str, bytes | dict, int, int]] = {
     "delete of a missing column": ("/v1/table/a$t/delete", {"predicate": "nope = 3"}, 400, 13),
     "vector of the wrong dimension": (
         "/v1/table/a$t/query", {"k": 2, "vector": {"single_vector": [0.1, 0.2]}}, 400, 13),
-    "merge on a missing column": ("/v1/table/a$t/merge_insert?on=nope", GOOD_ROWS, 404, 12),
+    "merge on a missing column": (
+        "/v1/table/a$t/merge_insert?on=nope&when_not_matched_insert_all=true", GOOD_ROWS, 404, 12),
     "index of a missing column": (
         "/v1/table/a$t/create_index", {"column": "nope", "index_type": "BTREE"}, 400, 13),
     "restore of a missing version": ("/v1/table/a$t/restore", {"version": 99}, 404, 11),

@@ -1,16 +1,25 @@
-"""`Idempotency-Key` on InsertIntoTable: a retry of a write that took effect (its answer lost
-on the way: here, simply sent again) is answered as that write and writes nothing; every
-other operation, and a plug-in's own insert, refuses the key."""
+"""`Idempotency-Key` on InsertIntoTable and MergeInsertIntoTable: a retry of a write that took
+effect (its answer lost on the way: here, simply sent again) is answered as that write and
+writes nothing, however many commits others made since; an attempt that did not commit
+leaves the retry free to write; every other operation, and a plug-in's own insert, refuses
+the key. The notes of keys (`backends.tables.keys`) go with the versions they point into."""
 
 from __future__ import annotations
 
+import datetime
+import os
 from pathlib import Path
 from typing import Any
 
 import httpx
+import lance
 import pytest
-from lance_namespace import InsertIntoTableResponse, LanceNamespace
+from lance_namespace import InsertIntoTableResponse, InvalidInputError, LanceNamespace
 
+from backends.core.locations import local_directory
+from backends.maintenance import MaintenancePolicy, maintain_table
+from backends.tables.datasets import TableLocation
+from backends.tables.keys import NOTES_DIRECTORY, KeyNote
 from tests.support.adapter import running_server
 from tests.support.lance_data import arrow_stream, sample_table
 
@@ -25,6 +34,26 @@ def _insert(url: str, rows: int, first: int, key: str | None) -> httpx.Response:
 
 def _count(url: str) -> int:
     return httpx.post(f"{url}/v1/table/ns$t/count_rows", json={}, timeout=30).json()
+
+
+def _merge(url: str, first: int, key: str | None) -> httpx.Response:
+    """An upsert of ids first..first+3 (updated where present, inserted where not)."""
+    headers = {**ARROW, **({"Idempotency-Key": key} if key else {})}
+    return httpx.post(
+        f"{url}/v1/table/ns$t/merge_insert?on=id&when_matched_update_all=true"
+        "&when_not_matched_insert_all=true", headers=headers, timeout=60,
+        content=arrow_stream(sample_table(4, first, seed=11)))
+
+
+def _table(url: str) -> TableLocation:
+    described = httpx.post(f"{url}/v1/table/ns$t/describe", json={}, timeout=30).json()
+    return TableLocation(["ns", "t"], described["location"])
+
+
+def _notes(url: str) -> Path:
+    directory = local_directory(_table(url).location)
+    assert directory is not None
+    return directory / NOTES_DIRECTORY
 
 
 @pytest.fixture
@@ -49,13 +78,82 @@ def test_a_keyed_insert_sent_again_is_answered_as_done_and_writes_nothing(url: s
     assert _count(url) == 15
 
 
+def test_a_keyed_retry_is_recognised_after_many_commits_by_others(url: str) -> None:
+    first = _insert(url, 5, 100, "batch-7")
+    assert first.status_code == 200, first.text
+    for others in range(100):  # more than the 64 latest commits a key was once looked for in
+        _insert(url, 1, 1000 + others, None).raise_for_status()
+    again = _insert(url, 5, 100, "batch-7")
+    assert again.status_code == 200, again.text
+    assert again.json() == first.json()
+    assert _count(url) == 2 + 5 + 100
+
+
+def test_an_attempt_that_did_not_commit_leaves_the_retry_free_to_write(
+    url: str) -> None:
+    # A note without its commit: what an attempt killed between the two leaves.
+    KeyNote(_table(url), "batch-8").write(lance.dataset(_table(url).location).version)
+    _insert(url, 1, 300, None).raise_for_status()
+    written = _insert(url, 5, 100, "batch-8")
+    assert written.status_code == 200, written.text
+    assert _count(url) == 2 + 1 + 5
+    assert _insert(url, 5, 100, "batch-8").json() == written.json()
+    assert _count(url) == 2 + 1 + 5
+
+
+def test_a_note_cut_short_is_no_note(url: str) -> None:
+    notes = _notes(url)
+    _insert(url, 1, 300, "batch-9").raise_for_status()
+    (note,) = notes.iterdir()
+    note.write_text('{"key": "batch-9", "read_')  # its writer killed while writing it
+    assert _insert(url, 1, 400, "batch-9").status_code == 200
+    assert _count(url) == 2 + 1 + 1
+
+
+def test_a_retry_after_too_many_commits_is_refused_not_made_slow(url: str) -> None:
+    table = _table(url)
+    note = KeyNote(table, "old-batch")
+    note.write(lance.dataset(table.location).version)
+    for others in range(4):
+        _insert(url, 1, 1000 + others, None).raise_for_status()
+    with pytest.raises(InvalidInputError, match="started 4 commits ago, more than the 3"):
+        note.earlier_write(lance.dataset(table.location), most=3)
+    assert note.earlier_write(lance.dataset(table.location), most=4) is None
+
+
+def test_a_keyed_merge_sent_again_is_answered_as_done_and_merges_nothing(url: str) -> None:
+    first = _merge(url, 1, "merge-1")
+    assert first.status_code == 200, first.text
+    assert first.json()["num_updated_rows"] == 1  # id 1 was there; 2, 3, 4 were not
+    assert first.json()["num_inserted_rows"] == 3
+    _insert(url, 2, 500, None).raise_for_status()  # a write between the two
+    again = _merge(url, 1, "merge-1")
+    assert again.status_code == 200, again.text
+    assert again.json() == first.json()
+    assert _count(url) == 2 + 3 + 2
+    unkeyed = _merge(url, 1, None).json()  # merged again: everything matched this time
+    assert (unkeyed["num_updated_rows"], unkeyed["num_inserted_rows"]) == (4, 0)
+    assert unkeyed["version"] == again.json()["version"] + 2
+
+
+def test_a_keys_note_goes_with_the_versions_it_points_into(url: str) -> None:
+    _insert(url, 1, 300, "old").raise_for_status()
+    notes = _notes(url)
+    (old,) = notes.iterdir()
+    _insert(url, 1, 301, "new").raise_for_status()
+    a_day_ago = (datetime.datetime.now() - datetime.timedelta(days=1)).timestamp()
+    os.utime(old, (a_day_ago, a_day_ago))
+    done = maintain_table(lance.dataset(_table(url).location),
+                          MaintenancePolicy(version_retention=3600.0))
+    assert "key notes removed" in done.actions
+    assert len(list(notes.iterdir())) == 1 and old.exists() is False
+
+
 def test_a_key_on_an_operation_that_does_not_act_on_it_is_refused(url: str) -> None:
-    merged = httpx.post(
-        f"{url}/v1/table/ns$t/merge_insert?on=id&when_matched_update_all=true",
-        headers={**ARROW, "Idempotency-Key": "k"}, timeout=60,
-        content=arrow_stream(sample_table(2)))
-    assert merged.status_code == 400
-    assert "MergeInsertIntoTable does not take an idempotency key" in merged.json()["error"]
+    updated = httpx.post(f"{url}/v1/table/ns$t/update", headers={"Idempotency-Key": "k"},
+                         json={"updates": [["id", "id + 1"]]}, timeout=60)
+    assert updated.status_code == 400
+    assert "UpdateTable does not take an idempotency key" in updated.json()["error"]
     counted = httpx.post(f"{url}/v1/table/ns$t/count_rows", json={},
                          headers={"Idempotency-Key": "k"}, timeout=30)
     assert counted.status_code == 400

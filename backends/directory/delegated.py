@@ -1,12 +1,14 @@
 """The operations `DirectoryBackend` hands to pylance's native `DirectoryNamespace`, one
 method each: as they are (`Pylance.as_is`: DescribeNamespace, NamespaceExists, DescribeTransaction),
 or with their errors given the spec's codes and the generic operation for a request the native
-one would not honour in full or a table its lookup misses (`_delegated`: row writes other than
-insert, listing and dropping indexes, tags, branch listing and deletion, restore,
+one would not honour in full or a table its lookup misses (`_delegated`: updates and
+deletes, listing and dropping indexes, tags, branch listing and deletion, restore,
 dropping columns and schema metadata). `backends.directory.native` says what the native
 operations ignore. Counts are the generic operation's: it opens the table through the
 worker's remembered latest versions (`backends.tables.latest`), where the native count lists
-every version the table keeps."""
+every version the table keeps. Inserts and merges are the generic operations too: their
+commits are marked, so that a lost answer is read back and a keyed retry recognised
+(`backends.tables.writes`)."""
 
 from __future__ import annotations
 
@@ -37,8 +39,6 @@ from lance_namespace import (
     ListTableIndicesResponse,
     ListTableTagsRequest,
     ListTableTagsResponse,
-    MergeInsertIntoTableRequest,
-    MergeInsertIntoTableResponse,
     NamespaceExistsRequest,
     NamespaceExistsResponse,
     RestoreTableRequest,
@@ -73,11 +73,6 @@ class NativeOperations:
         return self._pylance.as_is("describe_transaction", request)
 
     # -- their errors translated, the generic operation as the fallback -----------------------
-
-    def merge_insert_into_table(
-        self, request: MergeInsertIntoTableRequest, request_data: bytes
-    ) -> MergeInsertIntoTableResponse:
-        return self._delegated("merge_insert_into_table", request, request_data)
 
     def update_table(self, request: UpdateTableRequest) -> UpdateTableResponse:
         return self._delegated("update_table", request)

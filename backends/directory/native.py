@@ -3,8 +3,8 @@ it delegates one by one in `backends.directory.delegated`): the quoting the nati
 need, and what the native table operations ignore
 without a word (`natively_ignored`), so that a request asking for it is served by the generic
 operation (`MetadataNamespace`'s, pylance on the opened dataset) instead: a branch (natively
-every operation acts on main), a page (natively every listing answers whole), a merge's timeout
-and an update's properties (natively dropped), a plan's full-text query (natively the plan of a
+every operation acts on main), a page (natively every listing answers whole), an update's
+properties (natively dropped), a plan's full-text query (natively the plan of a
 plain scan), a field of this server's extensions (`backends.core.extensions`), a vector query's
 offset (natively taken inside its k nearest), a query's aliased columns (natively in no set
 order) and a query of several vectors (natively all but the first are ignored). And the
@@ -39,7 +39,6 @@ from lance_namespace import (
     DropNamespaceRequest,
     DropNamespaceResponse,
     ExplainTableQueryPlanRequest,
-    MergeInsertIntoTableRequest,
     NamespaceAlreadyExistsError,
     NamespaceNotFoundError,
     UnsupportedOperationError,
@@ -67,8 +66,6 @@ def natively_ignored(request: Any) -> bool:
         return True
     if getattr(request, "limit", None) is not None or getattr(request, "page_token", None):
         return True
-    if isinstance(request, MergeInsertIntoTableRequest) and request.timeout is not None:
-        return True  # natively any text is taken, and no timeout kept
     if isinstance(request, UpdateTableRequest) and request.properties:
         return True  # natively dropped
     query = _query_of(request)

@@ -27,13 +27,14 @@ import lance
 from lance_namespace import InvalidInputError
 
 from backends.core.locations import join_location, local_directory, storage_root
+from backends.tables.keys import NOTES_DIRECTORY
 
 logger = logging.getLogger("lance_adapter")
 
 MANIFEST_DIRECTORY = "__manifest"
-TABLE_ENTRIES = frozenset(
-    {"_versions", "_transactions", "data", "_indices", "_deletions", "_refs", ".lance-reserved"}
-)
+# Lance's entries of a table directory, and the server's notes of idempotency keys.
+TABLE_ENTRIES = frozenset({"_versions", "_transactions", "data", "_indices", "_deletions",
+                           "_refs", ".lance-reserved", NOTES_DIRECTORY})
 _TABLE_NAME = re.compile(r"^(?:.+\.lance|[0-9a-f]{8}_.+)$")
 MAX_DEPTH = 4
 

@@ -1,11 +1,17 @@
 """Writing rows: the first write of CreateTable, InsertIntoTable, MergeInsertIntoTable,
-UpdateTable and DeleteFromTable, done by pylance on the opened dataset."""
+UpdateTable and DeleteFromTable, done by pylance on the opened dataset; the inserts' and
+merges' commits marked, so that a lost answer is read back and a keyed retry recognised."""
 
 from __future__ import annotations
 
 import datetime
+import functools
+import json
 import re
+import time
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 import lance
 import pyarrow as pa
@@ -24,35 +30,34 @@ from lance_namespace import (
 
 from backends.core.modes import WriteMode
 from backends.tables.bodies import StreamedRows
-from backends.tables.datasets import TableLocation
+from backends.tables.datasets import TableLocation, checkout, latest_dataset
 from backends.tables.errors import lance_errors
+from backends.tables.keys import KEY_MARK, KeyNote
 
 # Lance's words for a commit whose answer was lost: its manifest may or may not be stored.
 _UNKNOWN_COMMIT = re.compile(r"commit result for version (\d+) is unknown", re.IGNORECASE)
 WRITE_MARK = "lance_adapter.write"
-KEY_MARK = "lance_adapter.idempotency_key"
-# How many of a table's latest commits a keyed write looks through for its key.
-KEYED_WRITE_WINDOW = 64
+# A merge's counts, kept with its commit: a keyed retry is answered with them.
+MERGE_COUNTS_MARK = "lance_adapter.merge_counts"
+_MERGE_COUNTS = ("num_updated_rows", "num_inserted_rows", "num_deleted_rows")
 
 
-def write_rows(
-    rows: pa.Table | StreamedRows, target: TableLocation | LanceDataset, mode: str,
-    table: TableLocation, key: str | None = None,
+def _mark(key: str | None) -> dict[str, str]:
+    """The transaction properties that tell this write's commit from any other's."""
+    return {WRITE_MARK: uuid.uuid4().hex, **({KEY_MARK: key} if key else {})}
+
+
+def _committed(
+    table: TableLocation, mark: dict[str, str], commit: Callable[[], LanceDataset],
+    rows: pa.Table | StreamedRows | None = None,
 ) -> LanceDataset:
-    """Write `rows` (whole, or read from a body as it arrives) to a location (mode create /
-    overwrite) or an opened dataset (append). A body whose reading failed fails the write
-    with its own error, before anything is committed. Each write marks its transaction, so
-    that a commit whose answer the storage lost is read back: answered as done when its
-    version holds the mark, as not done when it does not (never a retryable error for a
-    write that took effect). A write with an idempotency `key` holds it in its mark too
-    (`keyed_write` finds it)."""
-    uri = target.location if isinstance(target, TableLocation) else target
-    mark = {WRITE_MARK: uuid.uuid4().hex, **({KEY_MARK: key} if key else {})}
-    data = rows.reader() if isinstance(rows, StreamedRows) else rows
+    """`commit()`, whose transaction holds `mark`. A body whose reading failed fails the
+    write with its own error, before anything is committed. A commit whose answer the storage
+    lost is read back: answered as done when its version holds the mark, as not done when it
+    does not (never a retryable error for a write that took effect)."""
     with lance_errors(table.location):
         try:
-            return lance.write_dataset(data, uri, mode=mode, storage_options=table.options,
-                                       session=table.session, transaction_properties=mark)
+            return commit()
         except (OSError, RuntimeError, ValueError) as error:
             if isinstance(rows, StreamedRows) and rows.failed:
                 raise rows.failure_or(error) from None
@@ -61,6 +66,21 @@ def write_rows(
             if written is None:
                 raise  # unknown still: answered so (`backends.tables.errors`), not retryable
             return written
+
+
+def write_rows(
+    rows: pa.Table | StreamedRows, target: TableLocation | LanceDataset, mode: str,
+    table: TableLocation, key: str | None = None,
+) -> LanceDataset:
+    """Write `rows` (whole, or read from a body as it arrives) to a location (mode create /
+    overwrite) or an opened dataset (append), marked (`_committed`); with its idempotency
+    `key` in the mark too (`backends.tables.keys`)."""
+    uri = target.location if isinstance(target, TableLocation) else target
+    mark = _mark(key)
+    data = rows.reader() if isinstance(rows, StreamedRows) else rows
+    return _committed(table, mark, lambda: lance.write_dataset(
+        data, uri, mode=mode, storage_options=table.options, session=table.session,
+        transaction_properties=mark), rows)
 
 
 def _read_back(table: TableLocation, version: int, mark: dict[str, str]) -> LanceDataset | None:
@@ -85,36 +105,26 @@ def _read_back(table: TableLocation, version: int, mark: dict[str, str]) -> Lanc
 
 def insert_rows(
     table: TableLocation, dataset: LanceDataset | None, rows: pa.Table | StreamedRows,
-    mode: WriteMode, key: str | None = None,
+    mode: WriteMode, key: str | None = None, branch: str | None = None,
 ) -> InsertIntoTableResponse:
     """Append or overwrite; a declared table without data gets its first version. With an
-    idempotency `key` that one of the table's latest commits holds, the write took effect
-    already: answered as it was, not done again."""
-    earlier = keyed_write(dataset, key) if key and dataset is not None else None
-    if earlier is not None:
-        return earlier
+    idempotency `key` an earlier attempt committed, the write took effect already: answered
+    as it was, not done again (`backends.tables.keys`)."""
+    if key:
+        note = KeyNote(table, key, branch)
+        earlier = note.earlier_write(dataset)
+        if earlier is not None:
+            fragments = getattr(earlier.transaction.operation, "fragments", None) or []
+            return InsertIntoTableResponse(
+                version=earlier.version,
+                num_inserted_rows=sum(fragment.physical_rows or 0 for fragment in fragments))
+        note.write(0 if dataset is None else dataset.version)
     if dataset is None:
         written = write_rows(rows, table, "create", table, key)
     else:
         written = write_rows(rows, dataset, mode.value, table, key)
     inserted = rows.rows if isinstance(rows, StreamedRows) else rows.num_rows
     return InsertIntoTableResponse(version=written.version, num_inserted_rows=inserted)
-
-
-def keyed_write(dataset: LanceDataset, key: str) -> InsertIntoTableResponse | None:
-    """The answer of the write among the table's latest `KEYED_WRITE_WINDOW` commits whose
-    transaction holds the idempotency `key`; None if none does."""
-    with lance_errors(dataset.uri):
-        transactions = dataset.get_transactions(KEYED_WRITE_WINDOW)
-    for back, transaction in enumerate(transactions):
-        if transaction is None or (transaction.transaction_properties or {}).get(
-                KEY_MARK) != key:
-            continue
-        fragments = getattr(transaction.operation, "fragments", None) or []
-        return InsertIntoTableResponse(
-            version=dataset.version - back,
-            num_inserted_rows=sum(fragment.physical_rows or 0 for fragment in fragments))
-    return None
 
 
 # A duration as LanceDB and the spec write it: "30s", "5m", "1h30m", "250ms", "1.5s".
@@ -135,41 +145,85 @@ def parse_duration(text: str, field: str) -> datetime.timedelta:
     )
 
 
+# How long a merge is tried again on the then latest version when a concurrent commit
+# conflicts with it (Lance's own default); the request's `timeout` sets it.
+_MERGE_RETRY_TIMEOUT = datetime.timedelta(seconds=30)
+_MERGE_ATTEMPTS = 10
+
+
 def merge_insert(
-    dataset: LanceDataset, request: MergeInsertIntoTableRequest, rows: pa.Table
+    table: TableLocation, dataset: LanceDataset, request: MergeInsertIntoTableRequest,
+    rows: pa.Table, key: str | None = None,
 ) -> MergeInsertIntoTableResponse:
-    """A merge; an action's filter alone asks for its action (as natively), and `timeout`
-    bounds how long Lance retries the commit against concurrent writers."""
+    """A merge; an action's filter alone asks for its action (as natively). Its commit is
+    marked (`_committed`) and holds its counts, so that a retry with its idempotency `key`
+    is answered as it was. A commit that conflicts with a concurrent one is merged again on
+    the latest version, for up to `timeout`."""
+    _check_merge(request)
+    timeout = _MERGE_RETRY_TIMEOUT if request.timeout is None else parse_duration(
+        request.timeout, "timeout")
+    note = KeyNote(table, key, request.branch) if key else None
+    if note is not None:
+        earlier = note.earlier_write(dataset)
+        if earlier is not None:
+            return _merged(earlier.version, earlier.transaction.transaction_properties or {})
+        note.write(dataset.version)
+    deadline = time.monotonic() + timeout.total_seconds()
+    for attempt in range(1, _MERGE_ATTEMPTS + 1):
+        with lance_errors(dataset.uri):
+            transaction, counts = _merge_builder(dataset, request).execute_uncommitted(rows)
+        mark = {**_mark(key), MERGE_COUNTS_MARK: json.dumps(
+            {name: int(counts[name]) for name in _MERGE_COUNTS})}
+        transaction.transaction_properties = mark
+        try:
+            merged = _committed(table, mark, functools.partial(
+                LanceDataset.commit, dataset, transaction, storage_options=table.options))
+        except ConcurrentModificationError:
+            if attempt == _MERGE_ATTEMPTS or time.monotonic() >= deadline:
+                raise
+            dataset = checkout(table, latest_dataset(table), branch=request.branch)
+            continue
+        return _merged(merged.version, mark)
+    raise AssertionError("unreachable: the last attempt raises")
+
+
+def _check_merge(request: MergeInsertIntoTableRequest) -> None:
     if not request.on:
         raise InvalidInputError("MergeInsertIntoTable needs the key columns in 'on'")
-    update_matched = bool(request.when_matched_update_all) or (
-        request.when_matched_update_all_filt is not None)
-    delete_unmatched = bool(request.when_not_matched_by_source_delete) or (
-        request.when_not_matched_by_source_delete_filt is not None)
-    if not (update_matched or request.when_not_matched_insert_all or delete_unmatched):
+    if not (_updates_matched(request) or request.when_not_matched_insert_all
+            or _deletes_unmatched(request)):
         raise InvalidInputError("MergeInsertIntoTable needs at least one when_* action")
-    timeout = None if request.timeout is None else parse_duration(request.timeout, "timeout")
-    with lance_errors(dataset.uri):
-        builder = dataset.merge_insert(list(request.on))
-        if update_matched:
-            builder = builder.when_matched_update_all(request.when_matched_update_all_filt)
-        if request.when_not_matched_insert_all:
-            builder = builder.when_not_matched_insert_all()
-        if delete_unmatched:
-            builder = builder.when_not_matched_by_source_delete(
-                request.when_not_matched_by_source_delete_filt
-            )
-        if request.use_index is not None:
-            builder = builder.use_index(request.use_index)
-        if timeout is not None:
-            builder = builder.retry_timeout(timeout)
-        counts = builder.execute(rows)
+
+
+def _updates_matched(request: MergeInsertIntoTableRequest) -> bool:
+    return bool(request.when_matched_update_all) or (
+        request.when_matched_update_all_filt is not None)
+
+
+def _deletes_unmatched(request: MergeInsertIntoTableRequest) -> bool:
+    return bool(request.when_not_matched_by_source_delete) or (
+        request.when_not_matched_by_source_delete_filt is not None)
+
+
+def _merge_builder(dataset: LanceDataset, request: MergeInsertIntoTableRequest) -> Any:
+    builder = dataset.merge_insert(list(request.on))
+    if _updates_matched(request):
+        builder = builder.when_matched_update_all(request.when_matched_update_all_filt)
+    if request.when_not_matched_insert_all:
+        builder = builder.when_not_matched_insert_all()
+    if _deletes_unmatched(request):
+        builder = builder.when_not_matched_by_source_delete(
+            request.when_not_matched_by_source_delete_filt)
+    if request.use_index is not None:
+        builder = builder.use_index(request.use_index)
+    return builder
+
+
+def _merged(version: int, mark: dict[str, str]) -> MergeInsertIntoTableResponse:
+    """The answer to the merge committed as `version` with the properties `mark`."""
+    counts = json.loads(mark.get(MERGE_COUNTS_MARK) or "{}")
     return MergeInsertIntoTableResponse(
-        num_updated_rows=counts["num_updated_rows"],
-        num_inserted_rows=counts["num_inserted_rows"],
-        num_deleted_rows=counts["num_deleted_rows"],
-        version=dataset.version,
-    )
+        version=version, **{name: int(counts.get(name, 0)) for name in _MERGE_COUNTS})
 
 
 def update_rows(dataset: LanceDataset, request: UpdateTableRequest) -> UpdateTableResponse:

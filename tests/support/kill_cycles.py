@@ -386,13 +386,6 @@ def run_kind(server: Server, kind: str, kills: int, seed: int) -> KindReport:
     return KindReport(kind, kills, totals[0], totals[1], violations, totals[2])
 
 
-def _waiting_for(allowed: threading.Event, step: Callable[[int], bool]) -> Callable[[int], bool]:
-    def waiting(attempt: int) -> bool:
-        allowed.wait()
-        return step(attempt)
-    return waiting
-
-
 def _loop(stop: threading.Event, step: Callable[[int], bool]) -> None:
     attempt = 0
     while not stop.is_set() and step(attempt):
@@ -410,16 +403,11 @@ def run_replicas(killed: Server, steady: Server, restarts: int, seed: int) -> Ki
     _prepare_table("ns$t", sample_table(1, -1))(steady, 0)
     kept, dying = Ledger({}), Ledger({})
     kept_stop = threading.Event()
-    # `steady`'s inserts into ns$t wait while `killed` is down and retrying: a keyed retry is
-    # recognised among the table's latest commits (`backends.tables.writes.KEYED_WRITE_WINDOW`
-    # of them), out of which writers that never pause could push its first attempt. Its
-    # creates go on throughout.
-    inserting = threading.Event()
-    inserting.set()
+    # `steady` never pauses, also while `killed` is down and retrying: its retries look
+    # through every commit made since their first attempts (`backends.tables.keys`).
     kept_threads = [threading.Thread(target=_loop, args=(kept_stop, step)) for step in
                     [*_create_writers(steady, 0, kept, "r"),
-                     *(_waiting_for(inserting, step) for step in
-                       _insert_writers(steady, 0, kept, base=500_000_000))]]
+                     *_insert_writers(steady, 0, kept, base=500_000_000)]]
     for thread in kept_threads:
         thread.start()
     retried: list[int] = []
@@ -435,16 +423,13 @@ def run_replicas(killed: Server, steady: Server, restarts: int, seed: int) -> Ki
                 dying.violations.append(f"restart {cycle}: nothing acknowledged within 120 s")
             stop.wait(chooser.uniform(0.0, 0.25))
             stop.set()
-            inserting.clear()
             killed.kill()
             for thread in threads:
                 thread.join(timeout=120)
             killed.start()
             # As a client would, at once: each unanswered insert sent again with its key.
             retried.extend(_retried(killed, cycle, dying, dying.unanswered[len(retried):]))
-            inserting.set()
     finally:
-        inserting.set()
         kept_stop.set()
         for thread in kept_threads:
             thread.join(timeout=120)
