@@ -235,6 +235,35 @@ def test_a_commit_whose_answer_was_lost_is_answered_as_what_happened(
     assert sorted(ids) == [0, 1, 2, *range(100, 112)]
 
 
+def test_a_merge_whose_commit_answer_was_lost_is_answered_as_what_happened(
+    s3_behind_proxy: tuple[str, FaultProxy],
+) -> None:
+    """Upserts whose commit S3 applied but whose answer it lost are read back too: each is
+    answered 200 with its counts, and the table holds each key once, as the last one set it."""
+    url, proxy = s3_behind_proxy
+    created = httpx.post(f"{url}/v1/table/t/create", headers=ARROW, timeout=60,
+                         content=arrow_stream(sample_table(3)))
+    assert created.status_code == 200, created.text
+    proxy.faults = _lose_commit_answers(namespace_manifest=False)
+    for round_ in range(9):
+        rows = sample_table(4, 2).set_column(1, "name", pa.array([f"round {round_}"] * 4))
+        answer = httpx.post(
+            f"{url}/v1/table/t/merge_insert?on=id&when_matched_update_all=true"
+            "&when_not_matched_insert_all=true", headers=ARROW, timeout=60,
+            content=arrow_stream(rows))
+        assert answer.status_code == 200, answer.text
+        merged = answer.json()
+        assert (merged["num_updated_rows"], merged["num_inserted_rows"]) == (
+            (1, 3) if round_ == 0 else (4, 0))
+    assert sum(seen.fault is Fault.DROP_ANSWER for seen in proxy.log) >= 2
+    proxy.faults = lambda method, path, action: None
+    answer = httpx.post(f"{url}/v1/table/t/query", timeout=60,
+                        json={"k": 100, "vector": {}, "columns": {"column_names": ["id", "name"]}})
+    table = pa.ipc.open_file(pa.BufferReader(answer.content)).read_all().sort_by("id")
+    assert table.column("id").to_pylist() == [0, 1, 2, 3, 4, 5]
+    assert table.column("name").to_pylist()[2:] == ["round 8"] * 4
+
+
 def test_a_namespace_manifest_left_naming_a_deleted_file_is_repaired(
     s3_behind_proxy: tuple[str, FaultProxy],
 ) -> None:
