@@ -45,6 +45,7 @@ from app.health import Readiness, health_routes
 from app.lancedb import dialect_of
 from app.lancedb.unserved import unserved_reason
 from app.maintenance import MaintenanceWorker, maintains
+from app.malloc_arenas import MemoryTrimmer
 from app.observability import (
     ERROR_CODE_KEY,
     Metrics,
@@ -296,9 +297,11 @@ class LanceFirst:
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """The application's background work (the maintenance worker, when on) runs while it
-    serves."""
+    """The application's background work (the maintenance worker, when on, and the memory
+    trimmer) runs while it serves."""
     worker: MaintenanceWorker | None = getattr(app.state, "maintenance", None)
+    trimmer: MemoryTrimmer = app.state.trimmer
+    trimmer.start()
     if worker is not None:
         worker.start()
     try:
@@ -306,6 +309,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     finally:
         if worker is not None:
             await asyncio.to_thread(worker.stop)
+        await asyncio.to_thread(trimmer.stop)
 
 
 def create_app(
@@ -352,6 +356,7 @@ def create_app(
     _add_middleware(app, settings, metrics, redactor)
     if settings.maintenance and maintains(namespace):
         app.state.maintenance = MaintenanceWorker(namespace, settings, metrics, runtime_dir)
+    app.state.trimmer = MemoryTrimmer(settings.malloc_trim_interval)
     app.state.namespace = namespace
     app.state.settings = settings
     app.state.metrics = metrics

@@ -133,6 +133,13 @@ class ServingSettings(DeclaredSettings):
         'grow steadily under a mixed load (`bench/README.md`, Soak); 0 keeps that default',
         minimum=0,
     )
+    malloc_trim_interval: float = setting(
+        "", 30.0,
+        'Seconds between the times each worker hands the memory glibc holds free back to the '
+        "system (`malloc_trim`): without it a worker's memory follows the largest write, "
+        'compaction or scan it has done (`bench/README.md`, Soak); 0 never',
+        minimum=0,
+    )
     lance_index_cache_bytes: int = setting(
         "", 1073741824,
         "Bytes of Lance's index cache in each worker, shared by every table it opens: a vector or"
@@ -142,9 +149,11 @@ class ServingSettings(DeclaredSettings):
         minimum=1,
     )
     lance_metadata_cache_bytes: int = setting(
-        "", 268435456,
+        "", 67108864,
         "Bytes of Lance's metadata cache (manifests, fragment and deletion files) in each worker,"
-        " shared the same way; every request still reads the table's latest version from storage",
+        " shared the same way; every request still reads the table's latest version from "
+        "storage, so what fills it beyond the tables' latest versions (each write's new version "
+        "adds about 45 KiB) is rarely read again",
         minimum=1,
     )
     body_read_timeout: float = setting(

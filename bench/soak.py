@@ -1,13 +1,18 @@
 """A soak: `lance-adapter serve` on a `dir` root (`--workers 2`, maintenance on every
 `--maintenance-interval` seconds) under a mixed load of `--clients` clients for `--minutes`
-minutes: each request is, in turn, an insert of 20 rows, a vector search (k=10), a filtered
-query, a count, a DescribeTable and a ListTables, over `--tables` tables. Prints per minute:
-requests per second, p50 and p99 latency, errors, and each worker's RSS and open file
-descriptors (read from /proc). At the end, the last minute against the first: throughput and
-p99 (issue 49's target: within 20%) and RSS growth after the first minute (target: < 10%).
+minutes: each request is, in turn, a write of 20 rows, a vector search (k=10), a filtered
+query, a count, a DescribeTable and a ListTables, over `--tables` tables of 5,000 rows. The
+write is an upsert of 20 of the table's rows (MergeInsertIntoTable), so that the tables keep
+their size and a request costs the same in the last minute as in the first unless the server
+degrades; with `--growing` an append of 20 new rows (InsertIntoTable), under which each
+search and filter reads more rows every minute. `--indexes` gives each table a vector index
+and an index of `id`. Prints per minute: requests per second, p50 and p99 latency, errors,
+and each worker's RSS and open file descriptors (read from /proc). At the end, each kind of
+request's p99 in the first and last minute, and the last minute against the first: throughput
+and p99 (issue 49's target: within 20%) and RSS growth after the first minute (target: < 10%).
 
     .venv/bin/python bench/soak.py [--minutes 10] [--clients 16] [--tables 4]
-        [--maintenance-interval 60] [--setting NAME=VALUE ...]
+        [--maintenance-interval 60] [--growing] [--indexes] [--setting NAME=VALUE ...]
 """
 
 from __future__ import annotations
@@ -31,20 +36,28 @@ from bench.rest_adapter_bench import CHECKOUT, free_port, wait_ready
 from tests.support.lance_data import VECTOR_DIMENSION, arrow_stream, sample_table
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
+TABLE_ROWS = 5000
 
 
 @dataclass
 class Minute:
     latencies: list[float] = field(default_factory=list)
+    by_kind: dict[str, list[float]] = field(default_factory=dict)
     errors: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _requests(url: str, tables: int) -> itertools.cycle:
+def _requests(url: str, tables: int, growing: bool) -> itertools.cycle:
     """The load's requests in turn: (what, send)."""
     def insert(client: httpx.Client, n: int) -> httpx.Response:
-        return client.post(f"{url}/v1/table/ns$t{n % tables}/insert", headers=ARROW,
-                           content=arrow_stream(sample_table(20, 1_000_000 + n * 20)))
+        if growing:
+            return client.post(f"{url}/v1/table/ns$t{n % tables}/insert", headers=ARROW,
+                               content=arrow_stream(sample_table(20, 1_000_000 + n * 20)))
+        # An upsert of 20 of the table's rows, their values new: the table stays its size.
+        rows = sample_table(20, (n * 20) % TABLE_ROWS, seed=n % 1000)
+        return client.post(
+            f"{url}/v1/table/ns$t{n % tables}/merge_insert?on=id&when_matched_update_all=true"
+            "&when_not_matched_insert_all=true", headers=ARROW, content=arrow_stream(rows))
 
     def search(client: httpx.Client, n: int) -> httpx.Response:
         return client.post(f"{url}/v1/table/ns$t{n % tables}/query", json={
@@ -68,9 +81,9 @@ def _requests(url: str, tables: int) -> itertools.cycle:
     return itertools.cycle([insert, search, filtered, count, describe, listing])
 
 
-def _client(url: str, tables: int, stop: threading.Event, minutes: list[Minute],
-            started: float, offset: int) -> None:
-    sends = _requests(url, tables)
+def _client(url: str, tables: int, growing: bool, stop: threading.Event,
+            minutes: list[Minute], started: float, offset: int) -> None:
+    sends = _requests(url, tables, growing)
     for _ in range(offset):
         next(sends)
     with httpx.Client(timeout=60) as client:
@@ -87,6 +100,7 @@ def _client(url: str, tables: int, stop: threading.Event, minutes: list[Minute],
             minute = minutes[min(int((ended - started) // 60), len(minutes) - 1)]
             with minute.lock:
                 minute.latencies.append(ended - begun)
+                minute.by_kind.setdefault(send.__name__, []).append(ended - begun)
                 minute.errors += not ok
 
 
@@ -109,6 +123,11 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--tables", type=int, default=4)
     parser.add_argument("--maintenance-interval", type=int, default=60)
+    parser.add_argument("--growing", action="store_true",
+                        help="appends instead of upserts: the tables grow, and with them the "
+                             "cost of each unindexed search and filter")
+    parser.add_argument("--indexes", action="store_true",
+                        help="a vector index and an index of `id` on each table")
     parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                         help="a server setting (e.g. maintenance_version_retention=120)")
     arguments = parser.parse_args()
@@ -126,26 +145,35 @@ def main() -> int:
                  **{f"LANCE_ADAPTER_{name.upper()}": value for name, value in settings.items()}})
         try:
             wait_ready(url, process)
-            _prepare(url, arguments.tables)
+            _prepare(url, arguments.tables, arguments.indexes)
             return _soak(url, process.pid, arguments)
         finally:
             process.terminate()
             process.wait(timeout=60)
 
 
-def _prepare(url: str, tables: int) -> None:
+def _prepare(url: str, tables: int, indexed: bool) -> None:
+    """The tables, with a vector index and an index of `id` (as LanceDB users index theirs)
+    when `indexed`: without them every search and filter reads the whole table, whose cost
+    grows with the rows the soak inserts."""
     httpx.post(f"{url}/v1/namespace/ns/create", json={}, timeout=60).raise_for_status()
     for table in range(tables):
         httpx.post(f"{url}/v1/table/ns$t{table}/create", headers=ARROW, timeout=120,
-                   content=arrow_stream(sample_table(5000))).raise_for_status()
+                   content=arrow_stream(sample_table(TABLE_ROWS))).raise_for_status()
+        if not indexed:
+            continue
+        for index in ({"column": "vector", "index_type": "IVF_PQ", "num_partitions": 8,
+                       "num_sub_vectors": 4}, {"column": "id", "index_type": "BTREE"}):
+            httpx.post(f"{url}/v1/table/ns$t{table}/create_index", json=index,
+                       timeout=300).raise_for_status()
 
 
 def _soak(url: str, supervisor: int, arguments: argparse.Namespace) -> int:
     minutes = [Minute() for _ in range(arguments.minutes)]
     stop = threading.Event()
     started = time.monotonic()
-    clients = [threading.Thread(target=_client, args=(url, arguments.tables, stop, minutes,
-                                                      started, index))
+    clients = [threading.Thread(target=_client, args=(url, arguments.tables, arguments.growing,
+                                                      stop, minutes, started, index))
                for index in range(arguments.clients)]
     for client in clients:
         client.start()
@@ -176,6 +204,10 @@ def _verdict(minutes: list[Minute], memory: list[list[tuple[float, int]]]) -> in
     throughput = len(last.latencies) / max(1, len(first.latencies))
     p99 = _p99(last) / max(_p99(first), 1e-9)
     rss = sum(rss for rss, _ in memory[-1]) / max(1.0, sum(rss for rss, _ in memory[0]))
+    for name, minute in (("first", first), ("last", last)):
+        kinds = "  ".join(f"{kind} {_percentile(times, 0.99) * 1000:.0f}"
+                          for kind, times in sorted(minute.by_kind.items()))
+        print(f"p99 ms by request, {name} minute: {kinds}")
     print(f"last minute / first: throughput {throughput:.2f}x (target >= 0.80), p99 {p99:.2f}x "
           f"(target <= 1.20); workers' RSS after the first minute {rss:.2f}x (target < 1.10); "
           f"errors {sum(minute.errors for minute in minutes)}")
@@ -183,8 +215,12 @@ def _verdict(minutes: list[Minute], memory: list[list[tuple[float, int]]]) -> in
 
 
 def _p99(minute: Minute) -> float:
-    latencies = sorted(minute.latencies)
-    return latencies[int(len(latencies) * 0.99)] if latencies else 0.0
+    return _percentile(minute.latencies, 0.99)
+
+
+def _percentile(times: list[float], fraction: float) -> float:
+    ordered = sorted(times)
+    return ordered[int(len(ordered) * fraction)] if ordered else 0.0
 
 
 if __name__ == "__main__":

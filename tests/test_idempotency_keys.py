@@ -6,6 +6,7 @@ the key. The notes of keys (`backends.tables.keys`) go with the versions they po
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime
 import os
 from pathlib import Path
@@ -190,3 +191,15 @@ def test_a_plugins_own_insert_refuses_a_key() -> None:
         plain = httpx.post(f"{served}/v1/table/ns$t/insert", headers=ARROW, timeout=30,
                            content=arrow_stream(sample_table(1)))
         assert plain.status_code == 200, plain.text
+
+
+def test_merges_beside_each_other_each_land_once(url: str) -> None:
+    """Four clients upsert the same keys at once: commits that conflict are merged again on
+    the then latest version, so every merge is answered 200 and each key is there once."""
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda n: _merge(url, 1, f"beside-{n}"), range(8)))
+    assert [answer.status_code for answer in answers] == [200] * 8, [a.text for a in answers]
+    assert sorted(answer.json()["version"] for answer in answers) == sorted(
+        {answer.json()["version"] for answer in answers})  # eight commits
+    assert sum(answer.json()["num_inserted_rows"] for answer in answers) == 3
+    assert _count(url) == 2 + 3

@@ -1,14 +1,14 @@
 """The operations `DirectoryBackend` hands to pylance's native `DirectoryNamespace`, one
 method each: as they are (`Pylance.as_is`: DescribeNamespace, NamespaceExists, DescribeTransaction),
 or with their errors given the spec's codes and the generic operation for a request the native
-one would not honour in full or a table its lookup misses (`_delegated`: updates and
-deletes, listing and dropping indexes, tags, branch listing and deletion, restore,
+one would not honour in full or a table its lookup misses (`_delegated`: listing and
+dropping indexes, tags, branch listing and deletion, restore,
 dropping columns and schema metadata). `backends.directory.native` says what the native
 operations ignore. Counts are the generic operation's: it opens the table through the
 worker's remembered latest versions (`backends.tables.latest`), where the native count lists
-every version the table keeps. Inserts and merges are the generic operations too: their
-commits are marked, so that a lost answer is read back and a keyed retry recognised
-(`backends.tables.writes`)."""
+every version the table keeps. So are the writes of rows (insert, merge, update, delete): they
+open the table the same way, and inserts' and merges' commits are marked, so that a lost
+answer is read back and a keyed retry recognised (`backends.tables.writes`)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,6 @@ from lance_namespace import (
     AlterTableDropColumnsResponse,
     CreateTableTagRequest,
     CreateTableTagResponse,
-    DeleteFromTableRequest,
-    DeleteFromTableResponse,
     DeleteTableBranchRequest,
     DeleteTableBranchResponse,
     DeleteTableTagRequest,
@@ -43,8 +41,6 @@ from lance_namespace import (
     NamespaceExistsResponse,
     RestoreTableRequest,
     RestoreTableResponse,
-    UpdateTableRequest,
-    UpdateTableResponse,
     UpdateTableSchemaMetadataRequest,
     UpdateTableSchemaMetadataResponse,
     UpdateTableTagRequest,
@@ -73,12 +69,6 @@ class NativeOperations:
         return self._pylance.as_is("describe_transaction", request)
 
     # -- their errors translated, the generic operation as the fallback -----------------------
-
-    def update_table(self, request: UpdateTableRequest) -> UpdateTableResponse:
-        return self._delegated("update_table", request)
-
-    def delete_from_table(self, request: DeleteFromTableRequest) -> DeleteFromTableResponse:
-        return self._delegated("delete_from_table", request)
 
     def list_table_indices(self, request: ListTableIndicesRequest) -> ListTableIndicesResponse:
         return self._delegated("list_table_indices", request)

@@ -1,10 +1,9 @@
 """What the `dir` backend needs around pylance's native `DirectoryNamespace` (whose operations
 it delegates one by one in `backends.directory.delegated`): the quoting the native listings
-need, and what the native table operations ignore
-without a word (`natively_ignored`), so that a request asking for it is served by the generic
-operation (`MetadataNamespace`'s, pylance on the opened dataset) instead: a branch (natively
-every operation acts on main), a page (natively every listing answers whole), an update's
-properties (natively dropped), a plan's full-text query (natively the plan of a
+need, and what the native table operations ignore without a word (`natively_ignored`), so
+that a request asking for it is served by the generic operation (`MetadataNamespace`'s,
+pylance on the opened dataset) instead: a branch (natively every operation acts on main), a
+page (natively every listing answers whole), a plan's full-text query (natively the plan of a
 plain scan), a field of this server's extensions (`backends.core.extensions`), a vector query's
 offset (natively taken inside its k nearest), a query's aliased columns (natively in no set
 order) and a query of several vectors (natively all but the first are ignored). And the
@@ -23,7 +22,9 @@ invalid input, a missing source branch an internal error), AlterTableAddColumns 
 virtual columns taken for SQL expressions), AlterTableAlterColumns (data_type wanted as a JSON
 string), the table versions (dicts in and out, server paths as manifest paths),
 AlterTableBackfillColumns and the materialized views (a Python NotImplementedError, a 500),
-ListOperations and the code-0 answers.
+ListOperations and the code-0 answers; and the writes of rows and counts, which natively open
+the table by listing every version it keeps (the generic ones open it through the worker's
+remembered latest version, and mark inserts' and merges' commits).
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from lance_namespace import (
     NamespaceAlreadyExistsError,
     NamespaceNotFoundError,
     UnsupportedOperationError,
-    UpdateTableRequest,
 )
 from pydantic import BaseModel
 
@@ -66,8 +66,6 @@ def natively_ignored(request: Any) -> bool:
         return True
     if getattr(request, "limit", None) is not None or getattr(request, "page_token", None):
         return True
-    if isinstance(request, UpdateTableRequest) and request.properties:
-        return True  # natively dropped
     query = _query_of(request)
     planned = isinstance(request, AnalyzeTableQueryPlanRequest | ExplainTableQueryPlanRequest)
     return query is not None and _query_natively_ignored(query, planned)

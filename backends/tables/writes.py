@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import itertools
 import json
 import re
 import time
@@ -169,7 +170,7 @@ def merge_insert(
             return _merged(earlier.version, earlier.transaction.transaction_properties or {})
         note.write(dataset.version)
     deadline = time.monotonic() + timeout.total_seconds()
-    for attempt in range(1, _MERGE_ATTEMPTS + 1):
+    for attempt in itertools.count(1):
         with lance_errors(dataset.uri):
             transaction, counts = _merge_builder(dataset, request).execute_uncommitted(rows)
         mark = {**_mark(key), MERGE_COUNTS_MARK: json.dumps(
@@ -179,12 +180,12 @@ def merge_insert(
             merged = _committed(table, mark, functools.partial(
                 LanceDataset.commit, dataset, transaction, storage_options=table.options))
         except ConcurrentModificationError:
-            if attempt == _MERGE_ATTEMPTS or time.monotonic() >= deadline:
+            if attempt >= _MERGE_ATTEMPTS or time.monotonic() >= deadline:
                 raise
             dataset = checkout(table, latest_dataset(table), branch=request.branch)
-            continue
-        return _merged(merged.version, mark)
-    raise AssertionError("unreachable: the last attempt raises")
+        else:
+            return _merged(merged.version, mark)
+    raise AssertionError("itertools.count never ends")
 
 
 def _check_merge(request: MergeInsertIntoTableRequest) -> None:
