@@ -228,7 +228,7 @@ def _merged(table: Any) -> Any:
                          "score": pa.array([9.0, 9.5], pa.float32()), "name": ["m3", "m40"]})
     result = (table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
               .execute(incoming))
-    # num_attempts is not compared: Lance does not tell the server how many commits it tried.
+    # num_attempts is not compared: the protocol's answer has no field for it.
     return (result.version, result.num_updated_rows, result.num_inserted_rows,
             result.num_deleted_rows, result.num_rows)
 
