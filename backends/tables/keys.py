@@ -13,6 +13,7 @@ pass's cleanup)."""
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -49,18 +50,30 @@ class KeyNote:
     key: str
     branch: str | None = None
 
+    @functools.cached_property
     def _place(self) -> tuple[pafs.FileSystem, str]:
+        """The file system and path of the note (made once: an S3 file system is not free)."""
         filesystem, root = table_filesystem(self.table.location, self.table.options)
         digest = hashlib.sha256(f"{self.branch or ''}\0{self.key}".encode()).hexdigest()
         return filesystem, f"{root.rstrip('/')}/{NOTES_DIRECTORY}/{digest}.json"
+
+    def claim(self, dataset: LanceDataset | None) -> EarlierWrite | None:
+        """The earlier attempt's commit (`earlier_write`), or None once this attempt is noted
+        as starting from `dataset`'s version (0 for a table without data)."""
+        earlier = self.earlier_write(dataset)
+        if earlier is None:
+            self.write(0 if dataset is None else dataset.version)
+        return earlier
 
     def earlier_write(self, dataset: LanceDataset | None,
                       most: int = MOST_COMMITS_LOOKED_THROUGH) -> EarlierWrite | None:
         """The commit since the noted version whose transaction holds the key; None when
         there is no note (a new key) or no such commit (the earlier attempt did not take
         effect). `dataset` is the table at its latest version (None: it has no data)."""
+        if dataset is None:
+            return None
         started = self._started()
-        if started is None or dataset is None:
+        if started is None:
             return None
         since = dataset.version - started
         if since > most:
@@ -79,7 +92,7 @@ class KeyNote:
     def _started(self) -> int | None:
         """The version the noted attempt started from; None without a note. A note cut short
         (its writer killed while writing it) is none: that attempt never reached its commit."""
-        filesystem, path = self._place()
+        filesystem, path = self._place
         with lance_errors(self.table.location):
             try:
                 with filesystem.open_input_stream(path) as stream:
@@ -94,7 +107,7 @@ class KeyNote:
 
     def write(self, read_version: int) -> None:
         """Note that an attempt starts from `read_version` (before its commit)."""
-        filesystem, path = self._place()
+        filesystem, path = self._place
         note = json.dumps({"key": self.key, "branch": self.branch, "read_version": read_version,
                            "started": datetime.datetime.now(datetime.UTC).isoformat()})
         with lance_errors(self.table.location):

@@ -111,15 +111,12 @@ def insert_rows(
     """Append or overwrite; a declared table without data gets its first version. With an
     idempotency `key` an earlier attempt committed, the write took effect already: answered
     as it was, not done again (`backends.tables.keys`)."""
-    if key:
-        note = KeyNote(table, key, branch)
-        earlier = note.earlier_write(dataset)
-        if earlier is not None:
-            fragments = getattr(earlier.transaction.operation, "fragments", None) or []
-            return InsertIntoTableResponse(
-                version=earlier.version,
-                num_inserted_rows=sum(fragment.physical_rows or 0 for fragment in fragments))
-        note.write(0 if dataset is None else dataset.version)
+    earlier = KeyNote(table, key, branch).claim(dataset) if key else None
+    if earlier is not None:
+        fragments = getattr(earlier.transaction.operation, "fragments", None) or []
+        return InsertIntoTableResponse(
+            version=earlier.version,
+            num_inserted_rows=sum(fragment.physical_rows or 0 for fragment in fragments))
     if dataset is None:
         written = write_rows(rows, table, "create", table, key)
     else:
@@ -163,12 +160,9 @@ def merge_insert(
     _check_merge(request)
     timeout = _MERGE_RETRY_TIMEOUT if request.timeout is None else parse_duration(
         request.timeout, "timeout")
-    note = KeyNote(table, key, request.branch) if key else None
-    if note is not None:
-        earlier = note.earlier_write(dataset)
-        if earlier is not None:
-            return _merged(earlier.version, earlier.transaction.transaction_properties or {})
-        note.write(dataset.version)
+    earlier = KeyNote(table, key, request.branch).claim(dataset) if key else None
+    if earlier is not None:
+        return _merged(earlier.version, earlier.transaction.transaction_properties or {})
     deadline = time.monotonic() + timeout.total_seconds()
     for attempt in itertools.count(1):
         with lance_errors(dataset.uri):

@@ -40,9 +40,11 @@ def serving_identities(
 
 @contextlib.contextmanager
 def running_server(
-    impl: str = "dir", properties: dict[str, str] | None = None, **settings: object
+    impl: str = "dir", properties: dict[str, str] | None = None, lifespan: str = "off",
+    **settings: object,
 ) -> Iterator[str]:
-    """Serve backend `impl` with `properties`; yields the base URL, stops on exit."""
+    """Serve backend `impl` with `properties`; yields the base URL, stops on exit. With
+    `lifespan="on"` the application's background work (maintenance, trimming) runs too."""
     server_settings = Settings(impl=impl, properties=dict(properties or {}), **settings)
     namespace = load_namespace(impl, server_settings.properties, request_bounds(server_settings),
                                external_locations(server_settings))
@@ -51,7 +53,7 @@ def running_server(
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
