@@ -109,7 +109,7 @@ from backends.core.operations import IDEMPOTENCY_KEY, traits_of
 from backends.hooks import ServerHooks
 from backends.layouts import TableLayout
 from backends.sessions import SessionTables
-from backends.tables import history, indexes, lifecycle, reads, schema, writes
+from backends.tables import history, indexes, lifecycle, reads, schema, updates, writes
 from backends.tables.bodies import arrow_rows, read_arrow_stream
 from backends.tables.datasets import (
     TableLocation,
@@ -283,16 +283,23 @@ class MetadataNamespace(CloneTables, SessionTables, UnsupportedOperations, Serve
         self, request: MergeInsertIntoTableRequest, request_data: bytes
     ) -> MergeInsertIntoTableResponse:
         rows = read_arrow_stream(request_data)
-        table = self.locate(request)
-        dataset = open_dataset(table, branch=request.branch)
-        key = (request.context or {}).get(IDEMPOTENCY_KEY)
+        table, dataset, key = self._write_target(request)
         return self._rows_written(request, writes.merge_insert(table, dataset, request, rows, key))
 
     def update_table(self, request: UpdateTableRequest) -> UpdateTableResponse:
-        return self._rows_written(request, writes.update_rows(self.open(request), request))
+        table, dataset, key = self._write_target(request)
+        return self._rows_written(request, updates.update_rows(table, dataset, request, key))
 
     def delete_from_table(self, request: DeleteFromTableRequest) -> DeleteFromTableResponse:
-        return self._rows_written(request, writes.delete_rows(self.open(request), request))
+        table, dataset, key = self._write_target(request)
+        return self._rows_written(request, updates.delete_rows(table, dataset, request, key))
+
+    def _write_target(self, request: Any) -> tuple[TableLocation, LanceDataset, str | None]:
+        """The table a write of rows changes, opened at its branch's latest version, and the
+        write's idempotency key (if any)."""
+        table = self.locate(request)
+        dataset = open_dataset(table, branch=request.branch)
+        return table, dataset, (request.context or {}).get(IDEMPOTENCY_KEY)
 
     def rows_written(self, table_id: list[str]) -> None:
         """Called after every write of rows through the server (create, insert, merge,

@@ -264,6 +264,34 @@ def test_a_merge_whose_commit_answer_was_lost_is_answered_as_what_happened(
     assert table.column("name").to_pylist()[2:] == ["round 8"] * 4
 
 
+def test_updates_and_deletes_whose_commit_answer_was_lost_are_answered_as_what_happened(
+    s3_behind_proxy: tuple[str, FaultProxy],
+) -> None:
+    """Updates that compute from the row (`id = id + 100`) and deletes, whose commits S3
+    applied but whose answers it lost, are read back: each answered 200 (an update with its
+    count), and each took effect once."""
+    url, proxy = s3_behind_proxy
+    created = httpx.post(f"{url}/v1/table/t/create", headers=ARROW, timeout=60,
+                         content=arrow_stream(sample_table(6)))
+    assert created.status_code == 200, created.text
+    proxy.faults = _lose_commit_answers(namespace_manifest=False)
+    for _round in range(6):
+        answer = httpx.post(f"{url}/v1/table/t/update", timeout=60, json={
+            "predicate": "id % 100 < 3", "updates": [["id", "id + 100"]]})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["updated_rows"] == 3
+    for first in (3, 4):
+        answer = httpx.post(f"{url}/v1/table/t/delete", timeout=60,
+                            json={"predicate": f"id = {first}"})
+        assert answer.status_code == 200, answer.text
+    assert sum(seen.fault is Fault.DROP_ANSWER for seen in proxy.log) >= 2
+    proxy.faults = lambda method, path, action: None
+    answer = httpx.post(f"{url}/v1/table/t/query", timeout=60,
+                        json={"k": 100, "vector": {}, "columns": {"column_names": ["id"]}})
+    table = pa.ipc.open_file(pa.BufferReader(answer.content)).read_all()
+    assert sorted(table.column("id").to_pylist()) == [5, 600, 601, 602]
+
+
 def test_a_namespace_manifest_left_naming_a_deleted_file_is_repaired(
     s3_behind_proxy: tuple[str, FaultProxy],
 ) -> None:

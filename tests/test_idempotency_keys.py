@@ -1,4 +1,5 @@
-"""`Idempotency-Key` on InsertIntoTable and MergeInsertIntoTable: a retry of a write that took
+"""`Idempotency-Key` on InsertIntoTable, MergeInsertIntoTable, UpdateTable and
+DeleteFromTable: a retry of a write that took
 effect (its answer lost on the way: here, simply sent again) is answered as that write and
 writes nothing, however many commits others made since; an attempt that did not commit
 leaves the retry free to write; every other operation, and a plug-in's own insert, refuses
@@ -14,6 +15,7 @@ from typing import Any
 
 import httpx
 import lance
+import pyarrow as pa
 import pytest
 from lance_namespace import InsertIntoTableResponse, InvalidInputError, LanceNamespace
 
@@ -150,11 +152,59 @@ def test_a_keys_note_goes_with_the_versions_it_points_into(url: str) -> None:
     assert len(list(notes.iterdir())) == 1 and old.exists() is False
 
 
+def _update(url: str, key: str | None, predicate: str = "id >= 0") -> httpx.Response:
+    """`id = id + 1000` where `predicate`: sent twice without a key, it adds 2000."""
+    return httpx.post(f"{url}/v1/table/ns$t/update", timeout=60,
+                      headers={"Idempotency-Key": key} if key else {},
+                      json={"predicate": predicate, "updates": [["id", "id + 1000"]]})
+
+
+def _ids(url: str) -> list[int]:
+    answer = httpx.post(f"{url}/v1/table/ns$t/query", timeout=60,
+                        json={"k": 1000, "vector": {}, "columns": {"column_names": ["id"]}})
+    return sorted(pa.ipc.open_file(pa.BufferReader(answer.content)).read_all()
+                  .column("id").to_pylist())
+
+
+def test_a_keyed_update_sent_again_is_answered_as_done_and_updates_nothing(url: str) -> None:
+    first = _update(url, "bump-1")
+    assert first.status_code == 200, first.text
+    assert first.json()["updated_rows"] == 2
+    _insert(url, 1, 5, "another").raise_for_status()  # a write between the two
+    again = _update(url, "bump-1")
+    assert again.status_code == 200, again.text
+    assert again.json() == first.json()
+    assert _ids(url) == [5, 1000, 1001]
+    assert _update(url, None, "id >= 1000").status_code == 200  # without a key: again
+    assert _ids(url) == [5, 2000, 2001]
+
+
+def test_a_keyed_delete_sent_again_deletes_nothing_written_since(url: str) -> None:
+    first = httpx.post(f"{url}/v1/table/ns$t/delete", headers={"Idempotency-Key": "d-1"},
+                       json={"predicate": "id >= 0"}, timeout=60)
+    assert first.status_code == 200, first.text
+    _insert(url, 2, 10, "refill").raise_for_status()
+    again = httpx.post(f"{url}/v1/table/ns$t/delete", headers={"Idempotency-Key": "d-1"},
+                       json={"predicate": "id >= 0"}, timeout=60)
+    assert again.status_code == 200, again.text
+    assert again.json() == first.json()
+    assert _ids(url) == [10, 11]
+
+
+def test_updates_beside_each_other_each_land_once(url: str) -> None:
+    """Six clients add 1000 to the same rows at once: an update whose commit conflicts with
+    another's is done again on the then latest version, so none is lost."""
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(lambda n: _update(url, f"beside-{n}"), range(6)))
+    assert [answer.status_code for answer in answers] == [200] * 6, [a.text for a in answers]
+    assert _ids(url) == [6000, 6001]
+
+
 def test_a_key_on_an_operation_that_does_not_act_on_it_is_refused(url: str) -> None:
-    updated = httpx.post(f"{url}/v1/table/ns$t/update", headers={"Idempotency-Key": "k"},
-                         json={"updates": [["id", "id + 1"]]}, timeout=60)
-    assert updated.status_code == 400
-    assert "UpdateTable does not take an idempotency key" in updated.json()["error"]
+    tagged = httpx.post(f"{url}/v1/table/ns$t/tags/create", headers={"Idempotency-Key": "k"},
+                        json={"tag": "t1", "version": 1}, timeout=60)
+    assert tagged.status_code == 400
+    assert "CreateTableTag does not take an idempotency key" in tagged.json()["error"]
     counted = httpx.post(f"{url}/v1/table/ns$t/count_rows", json={},
                          headers={"Idempotency-Key": "k"}, timeout=30)
     assert counted.status_code == 400

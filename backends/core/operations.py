@@ -118,6 +118,8 @@ _EXPLICIT: dict[str, dict[str, object]] = {
     "rename_table": _LISTING,
     "insert_into_table": {"choices": {"mode": WriteMode}, "streamed_body": True, "keyed": True},
     "merge_insert_into_table": {"keyed": True},
+    "update_table": {"keyed": True},
+    "delete_from_table": {"keyed": True},
     "query_table": {"streamed_method": "stream_query_table"},
     "batch_commit_tables": {"subject": Subject.CATALOG, "level": Level.ADMIN},
     "batch_create_table_versions": {"subject": Subject.CATALOG, "level": Level.ADMIN},

@@ -1,6 +1,7 @@
-"""Writing rows: the first write of CreateTable, InsertIntoTable, MergeInsertIntoTable,
-UpdateTable and DeleteFromTable, done by pylance on the opened dataset; the inserts' and
-merges' commits marked, so that a lost answer is read back and a keyed retry recognised."""
+"""Writing rows: the first write of CreateTable, InsertIntoTable and MergeInsertIntoTable,
+done by pylance on the opened dataset; their commits (and those of UpdateTable and
+DeleteFromTable, `backends.tables.updates`) marked, so that a lost answer is read back and a keyed
+retry recognised."""
 
 from __future__ import annotations
 
@@ -17,16 +18,13 @@ from typing import Any
 import lance
 import pyarrow as pa
 from lance import LanceDataset
+from lance.dataset import Transaction
 from lance_namespace import (
     ConcurrentModificationError,
-    DeleteFromTableRequest,
-    DeleteFromTableResponse,
     InsertIntoTableResponse,
     InvalidInputError,
     MergeInsertIntoTableRequest,
     MergeInsertIntoTableResponse,
-    UpdateTableRequest,
-    UpdateTableResponse,
 )
 
 from backends.core.modes import WriteMode
@@ -43,7 +41,7 @@ MERGE_COUNTS_MARK = "lance_adapter.merge_counts"
 _MERGE_COUNTS = ("num_updated_rows", "num_inserted_rows", "num_deleted_rows")
 
 
-def _mark(key: str | None) -> dict[str, str]:
+def write_mark(key: str | None) -> dict[str, str]:
     """The transaction properties that tell this write's commit from any other's."""
     return {WRITE_MARK: uuid.uuid4().hex, **({KEY_MARK: key} if key else {})}
 
@@ -77,7 +75,7 @@ def write_rows(
     overwrite) or an opened dataset (append), marked (`_committed`); with its idempotency
     `key` in the mark too (`backends.tables.keys`)."""
     uri = target.location if isinstance(target, TableLocation) else target
-    mark = _mark(key)
+    mark = write_mark(key)
     data = rows.reader() if isinstance(rows, StreamedRows) else rows
     return _committed(table, mark, lambda: lance.write_dataset(
         data, uri, mode=mode, storage_options=table.options, session=table.session,
@@ -143,10 +141,36 @@ def parse_duration(text: str, field: str) -> datetime.timedelta:
     )
 
 
-# How long a merge is tried again on the then latest version when a concurrent commit
-# conflicts with it (Lance's own default); the request's `timeout` sets it.
-_MERGE_RETRY_TIMEOUT = datetime.timedelta(seconds=30)
-_MERGE_ATTEMPTS = 10
+# How long a merge or an update is tried again on the then latest version when a concurrent
+# commit conflicts with it, and how many times (Lance's own defaults); a merge's `timeout`
+# sets the time.
+RETRY_TIMEOUT = datetime.timedelta(seconds=30)
+_ATTEMPTS = 10
+
+
+def commit_retrying(
+    table: TableLocation, dataset: LanceDataset, branch: str | None,
+    timeout: datetime.timedelta,
+    prepare: Callable[[LanceDataset], tuple[Transaction, dict[str, str]]],
+) -> tuple[int, dict[str, str]]:
+    """Commit the transaction `prepare` makes on `dataset`, marked with the properties it
+    gives (`_committed`); when a concurrent commit conflicts with it, prepared again on the
+    then latest version of `branch` and committed, for up to `timeout`. The version committed
+    and its mark."""
+    deadline = time.monotonic() + timeout.total_seconds()
+    for attempt in itertools.count(1):
+        transaction, mark = prepare(dataset)
+        transaction.transaction_properties = mark
+        try:
+            committed = _committed(table, mark, functools.partial(
+                LanceDataset.commit, dataset, transaction, storage_options=table.options))
+        except ConcurrentModificationError:
+            if attempt >= _ATTEMPTS or time.monotonic() >= deadline:
+                raise
+            dataset = checkout(table, latest_dataset(table), branch=branch)
+        else:
+            return committed.version, mark
+    raise AssertionError("itertools.count never ends")
 
 
 def merge_insert(
@@ -158,28 +182,20 @@ def merge_insert(
     is answered as it was. A commit that conflicts with a concurrent one is merged again on
     the latest version, for up to `timeout`."""
     _check_merge(request)
-    timeout = _MERGE_RETRY_TIMEOUT if request.timeout is None else parse_duration(
+    timeout = RETRY_TIMEOUT if request.timeout is None else parse_duration(
         request.timeout, "timeout")
     earlier = KeyNote(table, key, request.branch).claim(dataset) if key else None
     if earlier is not None:
         return _merged(earlier.version, earlier.transaction.transaction_properties or {})
-    deadline = time.monotonic() + timeout.total_seconds()
-    for attempt in itertools.count(1):
+
+    def merged(dataset: LanceDataset) -> tuple[Transaction, dict[str, str]]:
         with lance_errors(dataset.uri):
             transaction, counts = _merge_builder(dataset, request).execute_uncommitted(rows)
-        mark = {**_mark(key), MERGE_COUNTS_MARK: json.dumps(
+        return transaction, {**write_mark(key), MERGE_COUNTS_MARK: json.dumps(
             {name: int(counts[name]) for name in _MERGE_COUNTS})}
-        transaction.transaction_properties = mark
-        try:
-            merged = _committed(table, mark, functools.partial(
-                LanceDataset.commit, dataset, transaction, storage_options=table.options))
-        except ConcurrentModificationError:
-            if attempt >= _MERGE_ATTEMPTS or time.monotonic() >= deadline:
-                raise
-            dataset = checkout(table, latest_dataset(table), branch=request.branch)
-        else:
-            return _merged(merged.version, mark)
-    raise AssertionError("itertools.count never ends")
+
+    version, mark = commit_retrying(table, dataset, request.branch, timeout, merged)
+    return _merged(version, mark)
 
 
 def _check_merge(request: MergeInsertIntoTableRequest) -> None:
@@ -219,27 +235,3 @@ def _merged(version: int, mark: dict[str, str]) -> MergeInsertIntoTableResponse:
     counts = json.loads(mark.get(MERGE_COUNTS_MARK) or "{}")
     return MergeInsertIntoTableResponse(
         version=version, **{name: int(counts.get(name, 0)) for name in _MERGE_COUNTS})
-
-
-def update_rows(dataset: LanceDataset, request: UpdateTableRequest) -> UpdateTableResponse:
-    if request.properties:
-        raise InvalidInputError(
-            "UpdateTable stores no table properties here (Lance keeps none with an update); "
-            "set them with AlterTable where the catalog keeps properties"
-        )
-    if not request.updates:
-        raise InvalidInputError("UpdateTable needs at least one [column, expression] in updates")
-    assignments = dict(request.updates)
-    if len(assignments) != len(request.updates):
-        raise InvalidInputError("UpdateTable names a column more than once in updates")
-    with lance_errors(dataset.uri):
-        result = dataset.update(assignments, where=request.predicate or None)
-    return UpdateTableResponse(updated_rows=result["num_rows_updated"], version=dataset.version)
-
-
-def delete_rows(dataset: LanceDataset, request: DeleteFromTableRequest) -> DeleteFromTableResponse:
-    if not request.predicate or not request.predicate.strip():
-        raise InvalidInputError("DeleteFromTable needs a predicate ('true' deletes every row)")
-    with lance_errors(dataset.uri):
-        dataset.delete(request.predicate)
-    return DeleteFromTableResponse(version=dataset.version)
