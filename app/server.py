@@ -83,6 +83,8 @@ class _Service:
     audit: AuditLog | None = None
     # The LanceDB database whose tables are the root's (`app.lancedb`).
     lancedb_root_database: str = ""
+    # Told of every write of rows, when maintenance is on: it compacts busy tables.
+    maintenance: MaintenanceWorker | None = None
 
 
 class OperationEndpoint:
@@ -102,8 +104,9 @@ class OperationEndpoint:
         method = operation.backend_method
         self.streams_body = bool(honours and honours(method, "streamed_body"))
         self.keyed = bool(honours and honours(method, "keyed"))
-        self.audited = service.audit is not None and not traits_of(
-            operation.backend_id).read_only
+        traits = traits_of(operation.backend_id)
+        self.audited = service.audit is not None and not traits.read_only
+        self.maintained = service.maintenance if traits.writes_rows else None
         named_endpoint(self, name)
 
     async def asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -130,6 +133,8 @@ class OperationEndpoint:
                 await self.service.dispatcher.call(self.operation, fields, data, dialect))
             response = await self._with_vended(fields, request.scope, response, grants)
             answer = self.answer(self.operation, response, dialect)
+            if self.maintained is not None:
+                self.maintained.written(fields.get("id") or [])
         except BaseException as error:
             if not (isinstance(error, Exception) or is_native_panic(error)):
                 raise
@@ -183,13 +188,14 @@ def operation_routes(
     settings: Settings,
     metrics: Metrics | None = None,
     vendor: CredentialVendor | None = None,
+    maintenance: MaintenanceWorker | None = None,
 ) -> LanceRoutes:
     """Every operation at its /v1/ route and at POST /<OperationId>, as one route table."""
     service = _Service(
         dispatcher, metrics or Metrics(), BodyLimits.from_settings(settings),
         settings.auth_mode != "off", vendor,
         AuditLog(settings.audit_log_file) if settings.audit_log else None,
-        settings.lancedb_root_database,
+        settings.lancedb_root_database, maintenance,
     )
     endpoints: dict[tuple[str, bool], Any] = {}
     for operation in operations:
@@ -347,15 +353,16 @@ def create_app(
     if vendor is not None:
         vendor.add_listener(lambda vend: metrics.observe_vend(vend.identity, vend.access,
                                                               vend.source))
-    app.lance_routes = operation_routes(operations, dispatcher, settings, metrics, vendor)
+    if settings.maintenance and maintains(namespace):
+        app.state.maintenance = MaintenanceWorker(namespace, settings, metrics, runtime_dir)
+    app.lance_routes = operation_routes(operations, dispatcher, settings, metrics, vendor,
+                                        getattr(app.state, "maintenance", None))
     app.router.routes.append(app.lance_routes)
     app.router.routes.extend(docs_routes())
     app.state.server_paths = tuple(storage_paths(namespace))  # hidden in every error answer
     readiness = Readiness.for_backend(namespace, settings, app.state.server_paths, redactor)
     app.router.routes.extend(health_routes(readiness, metrics))
     _add_middleware(app, settings, metrics, redactor)
-    if settings.maintenance and maintains(namespace):
-        app.state.maintenance = MaintenanceWorker(namespace, settings, metrics, runtime_dir)
     app.state.trimmer = MemoryTrimmer(settings.malloc_trim_interval)
     app.state.namespace = namespace
     app.state.settings = settings

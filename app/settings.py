@@ -213,6 +213,14 @@ class Settings(ServingSettings):
         'Seconds between two maintenance passes; must be positive (turn maintenance off with '
         '`maintenance: false`)',
     )
+    maintenance_after_writes: int = setting(
+        "", 32,
+        'Between the passes, a worker compacts a table (and brings its indexes up to date) '
+        'once it has written rows into it (insert, merge, update, delete) this many times '
+        'since it last did, so that many small writes do not slow its reads; `0`: only the '
+        'passes',
+        minimum=0,
+    )
     maintenance_min_small_fragments: int = setting(
         "", 8,
         'A table is compacted once it holds this many fragments of fewer rows than '

@@ -192,3 +192,43 @@ def test_a_start_sweeps_nothing_and_a_pass_only_what_is_abandoned(tmp_path: Path
     _maintain(root)
     assert not orphan.exists()
     assert lance.dataset(str(root / "kept.lance")).count_rows() == 2
+
+
+def _fragments(url: str, table: str) -> int:
+    described = httpx.post(f"{url}/v1/table/{table}/describe", json={}, timeout=30).json()
+    return len(lance.dataset(described["location"]).get_fragments())
+
+
+def test_a_table_written_often_is_compacted_between_the_passes(tmp_path: Path) -> None:
+    """With passes an hour apart, the worker that wrote rows into a table
+    `maintenance_after_writes` times compacts it at once: writes of any kind count (inserts,
+    upserts, deletes), refused ones do not, and another table's writes are its own count."""
+    with running_server("dir", {"root": str(tmp_path)}, lifespan="on",
+                        maintenance_interval=3600, maintenance_after_writes=4,
+                        maintenance_min_small_fragments=2) as url:
+        for table in ("busy", "quiet"):
+            httpx.post(f"{url}/v1/table/{table}/create", headers=ARROW, timeout=60,
+                       content=arrow_stream(sample_table(5))).raise_for_status()
+        refused = httpx.post(f"{url}/v1/table/busy/delete", json={"predicate": ""}, timeout=30)
+        assert refused.status_code == 400
+        httpx.post(f"{url}/v1/table/quiet/insert", headers=ARROW, timeout=60,
+                   content=arrow_stream(sample_table(1, 100))).raise_for_status()
+        for first in (200, 300):
+            httpx.post(f"{url}/v1/table/busy/insert", headers=ARROW, timeout=60,
+                       content=arrow_stream(sample_table(1, first))).raise_for_status()
+        httpx.post(f"{url}/v1/table/busy/merge_insert?on=id&when_matched_update_all=true"
+                   "&when_not_matched_insert_all=true", headers=ARROW, timeout=60,
+                   content=arrow_stream(sample_table(2, 4))).raise_for_status()
+        assert _fragments(url, "busy") == 4  # three writes: not due yet
+        httpx.post(f"{url}/v1/table/busy/delete", json={"predicate": "id = 0"},
+                   timeout=30).raise_for_status()
+        deadline = time.monotonic() + 60
+        while _fragments(url, "busy") > 1:
+            assert time.monotonic() < deadline, "the busy table was not compacted"
+            time.sleep(0.05)
+        exposition = httpx.get(f"{url}/metrics", timeout=10).text
+        assert metric(exposition, "lance_adapter_maintained_tables_total", action="compacted") == 1
+        assert metric(exposition, "lance_adapter_maintenance_passes_total") == 0
+        assert _fragments(url, "quiet") == 2
+        counted = httpx.post(f"{url}/v1/table/busy/count_rows", json={}, timeout=30).json()
+        assert counted == 5 + 2 + 1 - 1

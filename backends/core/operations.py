@@ -61,6 +61,9 @@ class Traits:
     # Takes an idempotency key (`IDEMPOTENCY_KEY` in its context), where the backend `honours`
     # it: a retry of a write that took effect is answered as that write, not done twice.
     keyed: bool = False
+    # Writes rows into a table that is there already: each is a small fragment (or deletion
+    # file) the table's maintenance compacts (`maintenance_after_writes`).
+    writes_rows: bool = False
     choices: Mapping[str, type[enum.StrEnum]] = field(default_factory=dict)
 
     @property
@@ -97,6 +100,8 @@ def operation_methods() -> list[str]:
 
 _READ_PREFIXES = ("describe_", "list_", "count_", "query_", "get_", "explain_", "analyze_")
 _LISTING = {"changes_listing": True}
+# A write of rows, which takes an idempotency key.
+_ROWS: dict[str, object] = {"keyed": True, "writes_rows": True}
 _EXPLICIT: dict[str, dict[str, object]] = {
     "list_namespaces": {"root_allowed": True},
     "describe_namespace": {"root_allowed": True},
@@ -116,10 +121,10 @@ _EXPLICIT: dict[str, dict[str, object]] = {
     "deregister_table": {"level": Level.ADMIN, **_LISTING},
     "drop_table": _LISTING,
     "rename_table": _LISTING,
-    "insert_into_table": {"choices": {"mode": WriteMode}, "streamed_body": True, "keyed": True},
-    "merge_insert_into_table": {"keyed": True},
-    "update_table": {"keyed": True},
-    "delete_from_table": {"keyed": True},
+    "insert_into_table": {"choices": {"mode": WriteMode}, "streamed_body": True, **_ROWS},
+    "merge_insert_into_table": _ROWS,
+    "update_table": _ROWS,
+    "delete_from_table": _ROWS,
     "query_table": {"streamed_method": "stream_query_table"},
     "batch_commit_tables": {"subject": Subject.CATALOG, "level": Level.ADMIN},
     "batch_create_table_versions": {"subject": Subject.CATALOG, "level": Level.ADMIN},
