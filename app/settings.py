@@ -214,7 +214,7 @@ class Settings(ServingSettings):
         '`maintenance: false`)',
     )
     maintenance_after_writes: int = setting(
-        "", 32,
+        "", 8,
         'Between the passes, a worker compacts a table (and brings its indexes up to date) '
         'once it has written rows into it (insert, merge, update, delete) this many times '
         'since it last did, so that many small writes do not slow its reads; `0`: only the '
