@@ -111,6 +111,8 @@ class HiveLayout(TableLayout):
 
     def home(self, table_id: Sequence[str]) -> tuple[str, ...] | None:
         *namespace, table = self.key(table_id)
+        if len(namespace) != (2 if self.catalog_level else 1):
+            return None  # no table has this id here: the backend's own call says so
         if self.catalog_level:
             catalog, database = namespace
             above = () if catalog == self.default_catalog else (catalog,)

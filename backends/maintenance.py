@@ -124,12 +124,19 @@ def _beside_writers(
 
 
 def _compact(dataset: LanceDataset, policy: MaintenancePolicy) -> LanceDataset:
-    """Rewrite the table's small fragments once, then commit the rewrite (`_beside_writers`):
-    appends committed meanwhile are kept, as Lance rebases a rewrite on them."""
+    """Rewrite the table's small fragments and commit the rewrite (`_beside_writers`):
+    appends committed meanwhile are kept, as Lance rebases a rewrite on them. An update or a
+    delete committed meanwhile into a fragment it rewrote preempts it (Lance cannot move the
+    rows it deleted into the rewritten files): then it is planned and done again on the
+    latest version, so that a table upserted without pause is still compacted."""
     options = CompactionOptions(target_rows_per_fragment=policy.target_rows_per_fragment)
-    plan = Compaction.plan(dataset, options)
-    rewrites = [task.execute(dataset) for task in plan.tasks]
-    return _beside_writers(dataset, lambda table: Compaction.commit(table, rewrites, options))
+
+    def compacted(table: LanceDataset) -> None:
+        plan = Compaction.plan(table, options)
+        rewrites = [task.execute(table) for task in plan.tasks]
+        Compaction.commit(table, rewrites, options)
+
+    return _beside_writers(dataset, compacted)
 
 
 def _unindexed_rows(dataset: LanceDataset) -> int:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.support.glue import s3_storage, start_moto
-from tests.support.kill_cycles import KINDS, Server, run_kind, run_replicas
+from tests.support.kill_cycles import KINDS, Server, run_kind
+from tests.support.kill_replicas import run_replicas
 
 
 def main() -> int:

@@ -44,6 +44,8 @@ class Minute:
     latencies: list[float] = field(default_factory=list)
     by_kind: dict[str, list[float]] = field(default_factory=dict)
     errors: int = 0
+    # The first answers that were not 200, as "<request> <status> <text>" (a few a minute).
+    failures: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -93,15 +95,18 @@ def _client(url: str, tables: int, growing: bool, stop: threading.Event,
             send = next(sends)
             begun = time.monotonic()
             try:
-                ok = send(client, n).status_code == 200
-            except httpx.HTTPError:
-                ok = False
+                answer = send(client, n)
+                ok, failure = answer.status_code == 200, f"{answer.status_code} {answer.text}"
+            except httpx.HTTPError as error:
+                ok, failure = False, repr(error)
             ended = time.monotonic()
             minute = minutes[min(int((ended - started) // 60), len(minutes) - 1)]
             with minute.lock:
                 minute.latencies.append(ended - begun)
                 minute.by_kind.setdefault(send.__name__, []).append(ended - begun)
                 minute.errors += not ok
+                if not ok and len(minute.failures) < 5:
+                    minute.failures.append(f"{send.__name__} {failure[:300]}")
 
 
 def _workers(supervisor: int) -> list[int]:
@@ -211,7 +216,11 @@ def _verdict(minutes: list[Minute], memory: list[list[tuple[float, int]]]) -> in
     print(f"last minute / first: throughput {throughput:.2f}x (target >= 0.80), p99 {p99:.2f}x "
           f"(target <= 1.20); workers' RSS after the first minute {rss:.2f}x (target < 1.10); "
           f"errors {sum(minute.errors for minute in minutes)}")
-    return 0 if throughput >= 0.8 and p99 <= 1.2 and rss < 1.1 else 1
+    for number, minute in enumerate(minutes, 1):
+        for failure in minute.failures:
+            print(f"minute {number}: {failure}")
+    errors = sum(minute.errors for minute in minutes)
+    return 0 if throughput >= 0.8 and p99 <= 1.2 and rss < 1.1 and not errors else 1
 
 
 def _p99(minute: Minute) -> float:

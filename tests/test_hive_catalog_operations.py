@@ -12,11 +12,12 @@ import lance_namespace as ln
 import pyarrow as pa
 import pytest
 
+from backends import load_namespace
 from backends.core.extensions import AlterNamespaceRequest, AlterTableRequest
 from backends.hive import Hive2Namespace, Hive3Namespace
 from tests.support.common import unique
 from tests.support.hive import HiveMetastoreProcess, create_raw_table, metastore_client
-from tests.support.lance_data import all_list_pages
+from tests.support.lance_data import all_list_pages, arrow_stream
 
 
 @pytest.fixture
@@ -300,3 +301,18 @@ def test_list_all_tables_of_hive3_names_the_catalog(hive3: Hive3Namespace, tmp_p
     after = f"hive${db[1]}"
     response = hive3.list_all_tables(ln.ListTablesRequest(page_token=after, limit=1))
     assert response.tables == [f"hive${db[1]}$t"]
+
+
+def test_a_table_id_of_the_wrong_depth_is_refused_with_a_code(
+    hive3_metastore: HiveMetastoreProcess, tmp_path: Path,
+) -> None:
+    """hive3's tables are `catalog$database$table`: CreateTable of `catalog$table` (a
+    LanceDB user's two-level habit) is refused with a code, never a 500."""
+    namespace = load_namespace("hive3", {"uri": hive3_metastore.uri,
+                                         "root": str(tmp_path / "lake")})
+    for table_id in (["hive", "t"], ["t"]):
+        with pytest.raises(ln.LanceNamespaceError) as refused:
+            namespace.create_table(ln.CreateTableRequest(id=table_id),
+                                   arrow_stream(pa.table({"id": [1]})))
+        assert not isinstance(refused.value, ln.InternalError), refused.value
+        assert "catalog" in str(refused.value) or "database" in str(refused.value)

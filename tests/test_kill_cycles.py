@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.glue import MotoEndpoint, s3_storage
-from tests.support.kill_cycles import KINDS, Server, run_kind, run_replicas
+from tests.support.kill_cycles import KINDS, Server, run_kind
+from tests.support.kill_replicas import run_replicas
 
 KILLS = 2
 

@@ -1,5 +1,6 @@
 """The optional client libraries, each installed by one extra of pyproject.toml (`Extra`):
-`glue` and `vending` bring boto3, `hive` pyiceberg's Thrift bindings of the Hive Metastore.
+`glue` and `vending` bring boto3, `hive` pyiceberg's Thrift bindings of the Hive Metastore,
+`kerberos` the SASL/GSSAPI client of a secured one.
 
 A module that needs one is imported only when what needs it is built (the registry imports a
 backend's package when it builds that backend; the vendor imports `backends.vending.sts` when
@@ -54,5 +55,8 @@ class Extra:
 GLUE = Extra("glue", "boto3", frozenset({"boto3", "botocore"}))
 HIVE = Extra("hive", "pyiceberg[hive]", frozenset({"pyiceberg", "hive_metastore", "thrift"}))
 VENDING = Extra("vending", "boto3", frozenset({"boto3", "botocore"}))
+# Kerberos to a secured Hive Metastore (`kerberos=true`): built from source against MIT
+# Kerberos (Debian: libkrb5-dev), so not in `[all]`.
+KERBEROS = Extra("kerberos", "kerberos and pure-sasl", frozenset({"kerberos", "puresasl"}))
 # Every extra of a catalog client, the ones `[all]` installs.
 EXTRAS: tuple[Extra, ...] = (GLUE, HIVE, VENDING)

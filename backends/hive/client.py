@@ -3,7 +3,9 @@ where metastore and transport failures become Lance errors."""
 
 from __future__ import annotations
 
+import os
 import queue
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -34,8 +36,9 @@ from lance_namespace import (
 from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
-from thrift.transport.TTransport import TTransportException
+from thrift.transport.TTransport import TSaslClientTransport, TTransportException
 
+from backends.core.extras import KERBEROS
 from backends.core.settings import ConfigurationError
 
 T = TypeVar("T")
@@ -129,6 +132,53 @@ class MetastoreAddress:
 
 
 @dataclass(frozen=True)
+class Kerberos:
+    """SASL/GSSAPI (Kerberos) to a secured metastore: its service principal is
+    `service/<host as in the uri>`; the client's credentials are the Kerberos ticket cache's
+    (`kinit`), or got from the client keytab (`KRB5_CLIENT_KTNAME`, which the backend sets
+    from `kerberos.keytab`) for `principal` (unset: the first the keytab or cache holds)."""
+
+    service: str = "hive"
+    principal: str | None = None
+
+    def check_installed(self) -> None:
+        """A one-sentence ConfigurationError, at start, when the libraries are missing."""
+        for module in ("kerberos", "puresasl"):
+            KERBEROS.load(module, "property 'kerberos'")
+
+    def transport(self, socket: TSocket.TSocket, host: str) -> TTransport.TTransportBase:
+        principal = {"principal": self.principal} if self.principal else {}
+        return TSaslClientTransport(socket, host, self.service, mechanism="GSSAPI", **principal)
+
+    def refusal(self, error: Exception) -> str:
+        """What a failed Kerberos handshake says, without the server's files (its cache)."""
+        text = " ".join(str(part[0]) if isinstance(part, tuple) else str(part)
+                        for part in getattr(error, "args", ()) or (error,))
+        if "credentials" in text.lower() and "no " in text.lower():
+            return ("Kerberos: the server has no credentials for the metastore (a ticket from "
+                    "kinit, or 'kerberos.keytab')")
+        return "Kerberos: " + re.sub(r"\s*\((?:default cache|ccache)[^)]*\)", "", text).strip()
+
+
+# MIT Kerberos gets a client's initial tickets from this keytab when it needs them.
+CLIENT_KEYTAB_VARIABLE = "KRB5_CLIENT_KTNAME"
+
+
+def use_client_keytab(path: str) -> None:
+    """Have Kerberos get the server's tickets from the keytab at `path`. MIT Kerberos reads
+    it from the process's environment, one for the process: a second, other keytab (another
+    backend's) is refused."""
+    current = os.environ.get(CLIENT_KEYTAB_VARIABLE)
+    if current and current != path:
+        raise ConfigurationError(
+            f"property 'kerberos.keytab': this process uses the keytab {CLIENT_KEYTAB_VARIABLE}"
+            " names already; one server has one client keytab")
+    if not os.path.isfile(path):
+        raise ConfigurationError(f"property 'kerberos.keytab': no such file: {path}")
+    os.environ[CLIENT_KEYTAB_VARIABLE] = path
+
+
+@dataclass(frozen=True)
 class Timeouts:
     """How long to wait for a connection and for an answer, in milliseconds."""
 
@@ -139,16 +189,26 @@ class Timeouts:
 class MetastoreConnection:
     """One open Thrift connection to a metastore."""
 
-    def __init__(self, address: MetastoreAddress, timeouts: Timeouts):
+    def __init__(self, address: MetastoreAddress, timeouts: Timeouts,
+                 kerberos: Kerberos | None = None):
         self.address = address
         socket = TSocket.TSocket(address.host, address.port)
         socket.setTimeout(timeouts.connect_ms)
-        self._transport = TTransport.TBufferedTransport(socket)
+        self._transport = (TTransport.TBufferedTransport(socket) if kerberos is None
+                           else kerberos.transport(socket, address.host))
+        self._open(kerberos)
         # The accelerated (C) protocol of thrift 0.13 breaks on Python >= 3.10 (PY_SSIZE_T_CLEAN).
         protocol = TBinaryProtocol.TBinaryProtocol(self._transport)
         self.client = ThriftHiveMetastore.Client(protocol)
-        self._transport.open()
         socket.setTimeout(timeouts.read_ms)
+
+    def _open(self, kerberos: Kerberos | None) -> None:
+        try:
+            self._transport.open()
+        except Exception as error:
+            if kerberos is None or _is_transport_failure(error):
+                raise
+            raise ConnectionRefusedError(kerberos.refusal(error)) from None
 
     def close(self) -> None:
         # Closing a broken socket may fail; the connection is discarded either way.
@@ -164,9 +224,11 @@ class MetastoreClientPool:
     connection, so the pool recovers by itself after a metastore restart.
     """
 
-    def __init__(self, addresses: Sequence[MetastoreAddress], size: int, timeouts: Timeouts):
+    def __init__(self, addresses: Sequence[MetastoreAddress], size: int, timeouts: Timeouts,
+                 kerberos: Kerberos | None = None):
         self._addresses = list(addresses)
         self._timeouts = timeouts
+        self._kerberos = kerberos
         self._slots = threading.BoundedSemaphore(size)
         self._idle: queue.LifoQueue[MetastoreConnection] = queue.LifoQueue()
         wait_ms = timeouts.connect_ms * len(self._addresses) + timeouts.read_ms
@@ -178,7 +240,13 @@ class MetastoreClientPool:
             try:
                 return self._run_with_retry(operation)
             except Exception as error:
-                raise translate_hms_error(error, subject) from error
+                translated = translate_hms_error(error, subject)
+                if self._kerberos is None and "read 0 bytes" in str(error):
+                    translated = ServiceUnavailableError(
+                        f"{translated} (the metastore closed the connection at the first call, "
+                        "as a metastore that requires Kerberos does: see the property "
+                        "'kerberos')")
+                raise translated from error
 
     def close(self) -> None:
         self._discard_idle()
@@ -235,7 +303,7 @@ class MetastoreClientPool:
             index = (start + offset) % len(self._addresses)
             address = self._addresses[index]
             try:
-                connection = MetastoreConnection(address, self._timeouts)
+                connection = MetastoreConnection(address, self._timeouts, self._kerberos)
             except Exception as error:
                 failures.append(f"{address.host}:{address.port} ({error})")
                 continue

@@ -16,7 +16,7 @@ from backends.core.settings import (
     setting,
     storage_settings,
 )
-from backends.hive.client import MetastoreAddress, Timeouts
+from backends.hive.client import Kerberos, MetastoreAddress, Timeouts
 
 DEFAULT_URI = "thrift://localhost:9083"
 
@@ -38,12 +38,41 @@ class HiveSettings(BackendSettings):
     pool_size: int = pool_size(3)
     connect_timeout_ms: int = connect_timeout_ms(10_000, Alias.seconds("client.connect-timeout"))
     read_timeout_ms: int = read_timeout_ms(60_000, Alias.seconds("client.read-timeout"))
+    kerberos: bool = setting(
+        "kerberos", False, "Authenticate to the metastore with Kerberos (SASL/GSSAPI), as a "
+        "metastore with `hive.metastore.sasl.enabled` requires. Needs the `kerberos` extra.",
+        aliases=(Alias("hive.kerberos-authentication"),),
+    )
+    kerberos_service_name: str = setting(
+        "kerberos.service-name", "hive", "The first part of the metastore's service principal "
+        "(`<service-name>/<host of the uri>@<realm>`, as in `hive.metastore.kerberos.principal`).",
+        aliases=(Alias("hive.kerberos-service-name"),),
+    )
+    kerberos_principal: str | None = setting(
+        "kerberos.principal", None, "The server's own principal (e.g. `lance-adapter@CORP.EXAMPLE`)"
+        ". Unset: the one the keytab or the ticket cache holds first.",
+    )
+    kerberos_keytab: str | None = setting(
+        "kerberos.keytab", None, "A keytab holding the server's principal: tickets are got "
+        "from it as needed (MIT Kerberos' client keytab, `KRB5_CLIENT_KTNAME`). Unset: the "
+        "ticket cache's (`kinit`, `KRB5CCNAME`).",
+        secret=True,  # where the server's key lies: kept out of logs and answers
+    )
     storage: Mapping[str, str] = storage_settings()
 
     def check(self) -> None:
+        if (self.kerberos_principal or self.kerberos_keytab) and not self.kerberos:
+            raise ConfigurationError(
+                "properties 'kerberos.principal' and 'kerberos.keytab' need 'kerberos=true'")
         if not self.uri:
             raise ConfigurationError("property 'uri' must name at least one metastore")
         self.addresses()
+
+    def kerberos_auth(self) -> Kerberos | None:
+        """How connections authenticate: None for a metastore without SASL."""
+        if not self.kerberos:
+            return None
+        return Kerberos(self.kerberos_service_name, self.kerberos_principal)
 
     def addresses(self) -> list[MetastoreAddress]:
         return [MetastoreAddress.parse(uri) for uri in self.uri]

@@ -9,6 +9,7 @@ import datetime
 import functools
 import itertools
 import json
+import random
 import re
 import time
 import uuid
@@ -167,6 +168,10 @@ def commit_retrying(
         except ConcurrentModificationError:
             if attempt >= _ATTEMPTS or time.monotonic() >= deadline:
                 raise
+            # Writers that conflicted once meet again if they retry at once: a random pause,
+            # longer with each attempt, sets them apart.
+            time.sleep(min(random.uniform(0, 0.02 * attempt),
+                           max(0.0, deadline - time.monotonic())))
             dataset = checkout(table, latest_dataset(table), branch=branch)
         else:
             return committed.version, mark

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -129,7 +130,7 @@ def _s3_as_local(buckets: tuple[str, ...], directory: Path) -> dict[str, str]:
 
 
 def _hive_site(derby_dir: Path, warehouse: Path, extra: dict[str, str]) -> str:
-    properties = {
+    return configuration_xml({
         "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={derby_dir};create=true",
         "datanucleus.schema.autoCreateAll": "true",
         "hive.metastore.schema.verification": "false",
@@ -138,7 +139,11 @@ def _hive_site(derby_dir: Path, warehouse: Path, extra: dict[str, str]) -> str:
         "datanucleus.connectionPoolingType": "DBCP",
         "hive.metastore.event.db.notification.api.auth": "false",
         **extra,
-    }
+    })
+
+
+def configuration_xml(properties: dict[str, str]) -> str:
+    """A Hadoop configuration file (hive-site.xml, core-site.xml) of `properties`."""
     body = "".join(
         f"  <property><name>{key}</name><value>{value}</value></property>\n"
         for key, value in properties.items()
@@ -156,14 +161,21 @@ class HiveMetastoreProcess:
 
     def __init__(self, workdir: Path, port: int | None = None,
                  s3_buckets: tuple[str, ...] = (), jars: str | None = None,
-                 site: dict[str, str] | None = None):
+                 site: dict[str, str] | None = None, java_flags: tuple[str, ...] = (),
+                 core_site: dict[str, str] | None = None):
         """`jars`: the metastore's class path (default: the pyspark wheel's HMS 2.3.10);
-        `site`: further hive-site.xml properties."""
+        `site`: further hive-site.xml properties; `core_site`: Hadoop's core-site.xml (e.g.
+        Kerberos, `tests/test_hive_kerberos.py`), whose metastore no plain client can probe:
+        its start is awaited by its port."""
         self.workdir = workdir
         self.port = port or free_port()
         self._process: subprocess.Popen | None = None
+        self._java_flags = java_flags
+        self._secured = core_site is not None
         conf_dir = workdir / "conf"
         conf_dir.mkdir(parents=True, exist_ok=True)
+        if core_site is not None:
+            (conf_dir / "core-site.xml").write_text(configuration_xml(core_site))
         extra = {**_s3_as_local(s3_buckets, workdir / "s3"), **(site or {})}
         (conf_dir / "hive-site.xml").write_text(
             _hive_site(workdir / "derby", workdir / "warehouse", extra)
@@ -177,7 +189,8 @@ class HiveMetastoreProcess:
     def start(self, timeout_seconds: float = START_TIMEOUT_SECONDS) -> None:
         log = open(self.workdir / "metastore.log", "ab")  # noqa: SIM115 - owned by the process
         self._process = subprocess.Popen(
-            [java_executable(), *JAVA_FLAGS, "-cp", self._classpath, METASTORE_MAIN,
+            [java_executable(), *JAVA_FLAGS, *self._java_flags, "-cp", self._classpath,
+             METASTORE_MAIN,
              "-p", str(self.port)],
             cwd=self.workdir,
             stdout=log,
@@ -197,6 +210,9 @@ class HiveMetastoreProcess:
             if self._process is not None and self._process.poll() is not None:
                 raise RuntimeError(f"metastore exited early; see {self.workdir}/metastore.log")
             try:
+                if self._secured:  # it listens once started
+                    socket.create_connection(("127.0.0.1", self.port), timeout=5).close()
+                    return
                 with metastore_client(self.port, timeout_seconds=10) as client:
                     client.get_all_databases()
                 return

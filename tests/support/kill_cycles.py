@@ -4,9 +4,11 @@ answered is all there or not there at all, and every listed table reads and drop
 
 Kinds: `insert` (InsertIntoTable, three writers on one table), `merge` (MergeInsertIntoTable,
 three writers each upserting its own keys), `create` (CreateTable), `rename` (RenameTable of
-root and namespace tables) and `drop` (DropTable). `run_kind` runs `kills` cycles of one kind
-with a seeded random kill moment; `tests/test_kill_cycles.py` runs a few of each,
-`bench/kill_faults.py` many (the figures of issue 49)."""
+root and namespace tables), `drop` (DropTable) and `update` (UpdateTable, three writers each
+counting up in its own rows with keyed `n = n + 1`). `run_kind` runs `kills` cycles of one
+kind with a seeded random kill moment; `tests/test_kill_cycles.py` runs a few of each,
+`bench/kill_faults.py` many (the figures of issue 49); two replicas on one root are
+`tests/support/kill_replicas.py`."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from tests.support.common import free_port
 from tests.support.lance_data import arrow_stream, sample_table
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
-KINDS = ("insert", "merge", "create", "rename", "drop")
+KINDS = ("insert", "merge", "create", "rename", "drop", "update")
 WRITERS = 3
 ROWS = 20  # rows an insert or a merge writes
 MOVED = 12  # tables a rename or a drop cycle works through
@@ -129,7 +131,7 @@ class Kind:
     check: Callable[[Server, int, Ledger], None]
 
 
-def _insert_writers(server: Server, cycle: int, ledger: Ledger,
+def insert_writers(server: Server, cycle: int, ledger: Ledger,
                     base: int = 0) -> list[Callable[[int], bool]]:
     def writer(index: int) -> Callable[[int], bool]:
         def step(attempt: int) -> bool:
@@ -149,16 +151,17 @@ def _keyed_insert(server: Server, first: int) -> httpx.Response:
 def _check_inserts(server: Server, cycle: int, ledger: Ledger) -> None:
     """Acknowledged inserts there once, unanswered ones whole or absent; then each unanswered
     one sent again with its key: all there exactly once."""
-    _check_inserted(server, cycle, ledger)
+    check_inserted(server, cycle, ledger)
     if not ledger.unanswered:
         return
-    _retried(server, cycle, ledger, ledger.unanswered)
+    sent_again(server, cycle, ledger, ledger.unanswered)
     retried = Ledger(ledger.carried, acked=[*ledger.acked, *ledger.unanswered])
-    _check_inserted(server, cycle, retried)
+    check_inserted(server, cycle, retried)
     ledger.violations.extend(f"{violation} (after the retries)" for violation in retried.violations)
 
 
-def _retried(server: Server, cycle: int, ledger: Ledger, unanswered: list[object]) -> list[object]:
+def sent_again(server: Server, cycle: int, ledger: Ledger,
+               unanswered: list[object]) -> list[object]:
     """Send each of the `unanswered` inserts again with its key (a violation unless 200)."""
     for first in unanswered:
         answer = _keyed_insert(server, first)  # type: ignore[arg-type]
@@ -168,7 +171,7 @@ def _retried(server: Server, cycle: int, ledger: Ledger, unanswered: list[object
     return unanswered
 
 
-def _check_inserted(server: Server, cycle: int, ledger: Ledger) -> None:
+def check_inserted(server: Server, cycle: int, ledger: Ledger) -> None:
     ids = server.rows("ns$t").column("id").to_pylist()
     if len(ids) != len(set(ids)):
         ledger.violations.append(f"cycle {cycle}: {len(ids) - len(set(ids))} rows twice")
@@ -214,7 +217,7 @@ def _check_merges(server: Server, cycle: int, ledger: Ledger) -> None:
         ledger.carried[index] = next(iter(mine))
 
 
-def _create_writers(server: Server, cycle: int, ledger: Ledger,
+def create_writers(server: Server, cycle: int, ledger: Ledger,
                     prefix: str = "c") -> list[Callable[[int], bool]]:
     def step(attempt: int) -> bool:
         name = f"ns${prefix}{cycle}_{attempt}"
@@ -225,7 +228,7 @@ def _create_writers(server: Server, cycle: int, ledger: Ledger,
 
 
 def _check_creates(server: Server, cycle: int, ledger: Ledger) -> None:
-    listed = {f"ns${name}" for name in _listed(server, "ns")}
+    listed = {f"ns${name}" for name in listed_tables(server, "ns")}
     for name in ledger.acked:
         if name not in listed:
             ledger.violations.append(f"cycle {cycle}: acknowledged table {name} not listed")
@@ -273,7 +276,7 @@ def _check_half_rename(server: Server, cycle: int, ledger: Ledger, old: str, new
     if server.post(f"/v1/table/{old}/drop").status_code != 200:
         ledger.violations.append(f"cycle {cycle}: the old name {old} of a half rename "
                                  "does not drop")
-    _check_rows(server, cycle, ledger, new, rows)
+    check_rows(server, cycle, ledger, new, rows)
 
 
 def _exists(server: Server, name: str) -> bool:
@@ -296,18 +299,18 @@ def _check_moved(operation: str) -> Callable[[Server, int, Ledger], None]:
                 ledger.violations.append(f"cycle {cycle}: table {index} is at {there}, not one "
                                          f"of {allowed}")
             for name in there:
-                _check_rows(server, cycle, ledger, name, index + 1)
+                check_rows(server, cycle, ledger, name, index + 1)
         _check_listed_read(server, cycle, ledger, "ns", None)
     return check
 
 
-def _listed(server: Server, namespace: str) -> list[str]:
+def listed_tables(server: Server, namespace: str) -> list[str]:
     answer = httpx.get(f"{server.url}/v1/namespace/{namespace}/table/list", timeout=60)
     answer.raise_for_status()
     return answer.json()["tables"]
 
 
-def _check_rows(server: Server, cycle: int, ledger: Ledger, name: str, rows: int | None) -> None:
+def check_rows(server: Server, cycle: int, ledger: Ledger, name: str, rows: int | None) -> None:
     counted = server.post(f"/v1/table/{name}/count_rows")
     if counted.status_code != 200 or (rows is not None and counted.json() != rows):
         ledger.violations.append(f"cycle {cycle}: table {name} counts {counted.status_code} "
@@ -316,11 +319,11 @@ def _check_rows(server: Server, cycle: int, ledger: Ledger, name: str, rows: int
 
 def _check_listed_read(server: Server, cycle: int, ledger: Ledger, namespace: str,
                        rows: int | None) -> None:
-    for name in _listed(server, namespace):
-        _check_rows(server, cycle, ledger, f"{namespace}${name}", rows)
+    for name in listed_tables(server, namespace):
+        check_rows(server, cycle, ledger, f"{namespace}${name}", rows)
 
 
-def _prepare_table(name: str, rows: pa.Table) -> Callable[[Server, int], None]:
+def prepare_table(name: str, rows: pa.Table) -> Callable[[Server, int], None]:
     def prepare(server: Server, cycle: int) -> None:
         if cycle == 0:
             server.post(f"/v1/table/{name}/create", headers=ARROW,
@@ -328,16 +331,66 @@ def _prepare_table(name: str, rows: pa.Table) -> Callable[[Server, int], None]:
     return prepare
 
 
+def _counted_rows() -> pa.Table:
+    """The rows the update writers count in: `n` 0 everywhere."""
+    return sample_table(WRITERS * ROWS).append_column("n", pa.array([0] * (WRITERS * ROWS)))
+
+
+def _keyed_update(server: Server, writer: int, key: str) -> httpx.Response:
+    """`n = n + 1` in writer `writer`'s rows, keyed (a retry is answered as done)."""
+    first = writer * ROWS
+    return server.post("/v1/table/ns$u/update", headers={"Idempotency-Key": key}, json={
+        "predicate": f"id >= {first} AND id < {first + ROWS}", "updates": [["n", "n + 1"]]})
+
+
+def _update_writers(server: Server, cycle: int, ledger: Ledger) -> list[Callable[[int], bool]]:
+    def writer(index: int) -> Callable[[int], bool]:
+        def step(attempt: int) -> bool:
+            key = f"c{cycle}w{index}a{attempt}"
+            _sent(ledger, (index, key), lambda: _keyed_update(server, index, key))
+            return True
+        return step
+    return [writer(index) for index in range(WRITERS)]
+
+
+def _check_updates(server: Server, cycle: int, ledger: Ledger) -> None:
+    """Each writer's rows all at one count (no update half done); the unanswered updates
+    sent again with their keys; then each count is its acknowledged and retried updates,
+    each once."""
+    for index, key in ledger.unanswered:  # type: ignore[misc]
+        answer = _keyed_update(server, index, key)
+        if answer.status_code != 200:
+            ledger.violations.append(f"cycle {cycle}: the retry of {key} answered "
+                                     f"{answer.status_code} {answer.text[:200]}")
+    location = server.post("/v1/table/ns$u/describe").json()["location"]
+    rows = lance.dataset(location, storage_options=server.storage or None).to_table(
+        columns=["id", "n"])
+    if sorted(rows.column("id").to_pylist()) != list(range(WRITERS * ROWS)):
+        ledger.violations.append(f"cycle {cycle}: the updated table holds {rows.num_rows} rows")
+    for index in range(WRITERS):
+        counts = {n for key, n in zip(rows.column("id").to_pylist(),
+                                      rows.column("n").to_pylist(), strict=True)
+                  if index * ROWS <= key < (index + 1) * ROWS}
+        sent = sum(1 for writer, _ in [*ledger.acked, *ledger.unanswered]  # type: ignore[misc]
+                   if writer == index)
+        expected = int(ledger.carried.get(index, 0)) + sent  # type: ignore[call-overload]
+        if counts != {expected}:
+            ledger.violations.append(f"cycle {cycle}: writer {index}'s rows count "
+                                     f"{sorted(counts)}, not {expected}")
+        ledger.carried[index] = max(counts) if counts else expected
+
+
 _MERGED = sample_table(WRITERS * ROWS).set_column(
     1, "name", pa.array(["initial"] * (WRITERS * ROWS)))
 
 
 KIND_STEPS = {
-    "insert": Kind(_prepare_table("ns$t", sample_table(1, -1)), _insert_writers, _check_inserts),
-    "merge": Kind(_prepare_table("ns$m", _MERGED), _merge_writers, _check_merges),
-    "create": Kind(lambda server, cycle: None, _create_writers, _check_creates),
+    "insert": Kind(prepare_table("ns$t", sample_table(1, -1)), insert_writers, _check_inserts),
+    "merge": Kind(prepare_table("ns$m", _MERGED), _merge_writers, _check_merges),
+    "create": Kind(lambda server, cycle: None, create_writers, _check_creates),
     "rename": Kind(_prepare_moved, _moving_writers("rename"), _check_moved("rename")),
     "drop": Kind(_prepare_moved, _moving_writers("drop"), _check_moved("drop")),
+    "update": Kind(prepare_table("ns$u", _counted_rows()), _update_writers, _check_updates),
 }
 
 
@@ -364,7 +417,7 @@ def run_kind(server: Server, kind: str, kills: int, seed: int) -> KindReport:
         steps.prepare(server, cycle)
         ledger = Ledger(carried)
         stop = threading.Event()
-        threads = [threading.Thread(target=_loop, args=(stop, step))
+        threads = [threading.Thread(target=loop, args=(stop, step))
                    for step in steps.writers(server, cycle, ledger)]
         for thread in threads:
             thread.start()
@@ -386,63 +439,7 @@ def run_kind(server: Server, kind: str, kills: int, seed: int) -> KindReport:
     return KindReport(kind, kills, totals[0], totals[1], violations, totals[2])
 
 
-def _loop(stop: threading.Event, step: Callable[[int], bool]) -> None:
+def loop(stop: threading.Event, step: Callable[[int], bool]) -> None:
     attempt = 0
     while not stop.is_set() and step(attempt):
         attempt += 1
-
-
-def run_replicas(killed: Server, steady: Server, restarts: int, seed: int) -> KindReport:
-    """Two replicas on one root: `steady` creates tables and inserts into `ns$t` throughout,
-    while `killed` inserts into it too and is killed at random moments (drawn from `seed`)
-    and restarted `restarts` times, each of its unanswered inserts sent again with its key
-    once it is back. Then: every table `steady` acknowledged is listed and reads through
-    both, and every insert acknowledged (first or on its retry) reads back exactly once."""
-    chooser = random.Random(f"{seed}-replicas")
-    steady.post("/v1/namespace/ns/create")
-    _prepare_table("ns$t", sample_table(1, -1))(steady, 0)
-    kept, dying = Ledger({}), Ledger({})
-    kept_stop = threading.Event()
-    # `steady` never pauses, also while `killed` is down and retrying: its retries look
-    # through every commit made since their first attempts (`backends.tables.keys`).
-    kept_threads = [threading.Thread(target=_loop, args=(kept_stop, step)) for step in
-                    [*_create_writers(steady, 0, kept, "r"),
-                     *_insert_writers(steady, 0, kept, base=500_000_000)]]
-    for thread in kept_threads:
-        thread.start()
-    retried: list[int] = []
-    try:
-        for cycle in range(restarts):
-            dying.first_ack.clear()
-            stop = threading.Event()
-            threads = [threading.Thread(target=_loop, args=(stop, step))
-                       for step in _insert_writers(killed, cycle, dying)]
-            for thread in threads:
-                thread.start()
-            if not dying.first_ack.wait(timeout=120):
-                dying.violations.append(f"restart {cycle}: nothing acknowledged within 120 s")
-            stop.wait(chooser.uniform(0.0, 0.25))
-            stop.set()
-            killed.kill()
-            for thread in threads:
-                thread.join(timeout=120)
-            killed.start()
-            # As a client would, at once: each unanswered insert sent again with its key.
-            retried.extend(_retried(killed, cycle, dying, dying.unanswered[len(retried):]))
-    finally:
-        kept_stop.set()
-        for thread in kept_threads:
-            thread.join(timeout=120)
-    tables = [name for name in kept.acked if isinstance(name, str)]
-    inserts = [first for first in kept.acked if isinstance(first, int)]
-    merged = Ledger({}, acked=[*inserts, *dying.acked, *dying.unanswered])
-    _check_inserted(steady, restarts, merged)
-    for server in (killed, steady):
-        listed = {f"ns${name}" for name in _listed(server, "ns")}
-        merged.violations.extend(f"table {name} not listed by {server.url}"
-                                 for name in tables if name not in listed)
-        for name in tables:
-            _check_rows(server, restarts, merged, name, 5)
-    merged.violations.extend(f"the steady replica answered {refusal}" for refusal in kept.refused)
-    return KindReport("replicas", restarts, len(kept.acked) + len(dying.acked),
-                      len(dying.unanswered), [*dying.violations, *merged.violations])
