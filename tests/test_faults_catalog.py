@@ -235,16 +235,24 @@ def test_a_commit_whose_answer_was_lost_is_answered_as_what_happened(
     assert sorted(ids) == [0, 1, 2, *range(100, 112)]
 
 
+def _table_losing_commit_answers(
+    s3_behind_proxy: tuple[str, FaultProxy], rows: int,
+) -> tuple[str, FaultProxy]:
+    """The table `t` of `rows` rows, made; from now on S3 loses its commits' answers."""
+    url, proxy = s3_behind_proxy
+    created = httpx.post(f"{url}/v1/table/t/create", headers=ARROW, timeout=60,
+                         content=arrow_stream(sample_table(rows)))
+    assert created.status_code == 200, created.text
+    proxy.faults = _lose_commit_answers(namespace_manifest=False)
+    return url, proxy
+
+
 def test_a_merge_whose_commit_answer_was_lost_is_answered_as_what_happened(
     s3_behind_proxy: tuple[str, FaultProxy],
 ) -> None:
     """Upserts whose commit S3 applied but whose answer it lost are read back too: each is
     answered 200 with its counts, and the table holds each key once, as the last one set it."""
-    url, proxy = s3_behind_proxy
-    created = httpx.post(f"{url}/v1/table/t/create", headers=ARROW, timeout=60,
-                         content=arrow_stream(sample_table(3)))
-    assert created.status_code == 200, created.text
-    proxy.faults = _lose_commit_answers(namespace_manifest=False)
+    url, proxy = _table_losing_commit_answers(s3_behind_proxy, rows=3)
     for round_ in range(9):
         rows = sample_table(4, 2).set_column(1, "name", pa.array([f"round {round_}"] * 4))
         answer = httpx.post(
@@ -270,11 +278,7 @@ def test_updates_and_deletes_whose_commit_answer_was_lost_are_answered_as_what_h
     """Updates that compute from the row (`id = id + 100`) and deletes, whose commits S3
     applied but whose answers it lost, are read back: each answered 200 (an update with its
     count), and each took effect once."""
-    url, proxy = s3_behind_proxy
-    created = httpx.post(f"{url}/v1/table/t/create", headers=ARROW, timeout=60,
-                         content=arrow_stream(sample_table(6)))
-    assert created.status_code == 200, created.text
-    proxy.faults = _lose_commit_answers(namespace_manifest=False)
+    url, proxy = _table_losing_commit_answers(s3_behind_proxy, rows=6)
     for _round in range(6):
         answer = httpx.post(f"{url}/v1/table/t/update", timeout=60, json={
             "predicate": "id % 100 < 3", "updates": [["id", "id + 100"]]})

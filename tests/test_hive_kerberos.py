@@ -1,10 +1,10 @@
 """The Hive backends on a secured metastore: the real Hive Metastore 3.1.3 requiring Kerberos
 (`hive.metastore.sasl.enabled`, its service principal `hive/127.0.0.1`) with a real MIT
 Kerberos KDC (`tests/support/kdc.py`). The server, run as `lance-adapter serve`, authenticates
-with its keytab (`kerberos.keytab`) or with the ticket cache a `kinit` filled, and serves the
-whole table life cycle through the metastore; without Kerberos, without credentials or with
-the wrong service principal it is refused with a sentence (503, code 17), and `/readyz`
-says so."""
+with its keytab (`kerberos.keytab`; as `hive3` and as `hive2`) or with the ticket cache a
+`kinit` filled, and serves the whole table life cycle through the metastore; without
+Kerberos, without credentials or with the wrong service principal it is refused with a
+sentence (503, code 17), and `/readyz` says so."""
 
 from __future__ import annotations
 
@@ -80,10 +80,10 @@ def metastore(realm: Realm) -> Iterator[HiveMetastoreProcess]:
 
 
 def _serve(realm: Realm, metastore: HiveMetastoreProcess, tmp_path: Path, *properties: str,
-           **environment: str):
-    """`lance-adapter serve --impl hive3` on the secured metastore, with its own (empty
+           impl: str = "hive3", **environment: str):
+    """`lance-adapter serve --impl <impl>` on the secured metastore, with its own (empty
     unless given) ticket cache."""
-    arguments = ["--impl", "hive3", "--prop", f"uri={metastore.uri}",
+    arguments = ["--impl", impl, "--prop", f"uri={metastore.uri}",
                  "--prop", f"root={tmp_path / 'lake'}"]
     for prop in properties:
         arguments += ["--prop", prop]
@@ -97,29 +97,32 @@ def _ok(answer: httpx.Response) -> httpx.Response:
     return answer
 
 
+@pytest.mark.parametrize(("impl", "database"), [("hive3", "hive$kerberos_db"),
+                                                 ("hive2", "kerberos_db2")])
 def test_the_server_serves_a_kerberos_metastore_with_its_keytab(
-    realm: Realm, metastore: HiveMetastoreProcess, tmp_path: Path,
+    realm: Realm, metastore: HiveMetastoreProcess, tmp_path: Path, impl: str, database: str,
 ) -> None:
     adapter = _serve(realm, metastore, tmp_path, "kerberos=true",
                      f"kerberos.keytab={realm.adapter_keytab}",
-                     f"kerberos.principal={ADAPTER_PRINCIPAL}")
+                     f"kerberos.principal={ADAPTER_PRINCIPAL}", impl=impl)
+    table = f"{database}$trips"
     try:
         url = adapter.url
         _ok(httpx.get(f"{url}/readyz", timeout=60))
-        _ok(httpx.post(f"{url}/v1/namespace/hive$kerberos_db/create", json={}, timeout=120))
-        _ok(httpx.post(f"{url}/v1/table/hive$kerberos_db$trips/create", headers=ARROW, timeout=120,
+        _ok(httpx.post(f"{url}/v1/namespace/{database}/create", json={}, timeout=120))
+        _ok(httpx.post(f"{url}/v1/table/{table}/create", headers=ARROW, timeout=120,
                        content=arrow_stream(sample_table(3))))
-        _ok(httpx.post(f"{url}/v1/table/hive$kerberos_db$trips/insert", headers=ARROW, timeout=120,
+        _ok(httpx.post(f"{url}/v1/table/{table}/insert", headers=ARROW, timeout=120,
                        content=arrow_stream(sample_table(2, 10))))
-        listed = _ok(httpx.get(f"{url}/v1/namespace/hive$kerberos_db/table/list", timeout=60))
+        listed = _ok(httpx.get(f"{url}/v1/namespace/{database}/table/list", timeout=60))
         assert listed.json()["tables"] == ["trips"]
-        counted = _ok(httpx.post(f"{url}/v1/table/hive$kerberos_db$trips/count_rows", json={},
-                                 timeout=60))
+        counted = _ok(httpx.post(f"{url}/v1/table/{table}/count_rows", json={}, timeout=60))
         assert counted.json() == 5
-        _ok(httpx.post(f"{url}/v1/table/hive$kerberos_db$trips/drop", json={}, timeout=120))
-        _ok(httpx.post(f"{url}/v1/namespace/hive$kerberos_db/drop", json={}, timeout=120))
-        assert "kerberos_db" not in _ok(httpx.get(
-            f"{url}/v1/namespace/hive/list", timeout=60)).json()["namespaces"]
+        _ok(httpx.post(f"{url}/v1/table/{table}/drop", json={}, timeout=120))
+        _ok(httpx.post(f"{url}/v1/namespace/{database}/drop", json={}, timeout=120))
+        parent, _, name = database.rpartition("$")
+        assert name not in _ok(httpx.get(f"{url}/v1/namespace/{parent or '$'}/list",
+                                         timeout=60)).json()["namespaces"]
     finally:
         assert adapter.stopped_cleanly()
 

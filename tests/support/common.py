@@ -49,6 +49,18 @@ def free_port() -> int:
     return holder.getsockname()[1]
 
 
+def stop_process(process: subprocess.Popen | None, grace_seconds: float = 20) -> None:
+    """Stop a server the tests started: SIGTERM, then SIGKILL after `grace_seconds`."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=grace_seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
 def unique(prefix: str) -> str:
     """`prefix` with a random suffix: a name no other test (or earlier run) has used."""
     return f"{prefix}_{uuid.uuid4().hex[:10]}"

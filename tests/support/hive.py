@@ -28,7 +28,7 @@ from hive_metastore.ttypes import GetTableRequest, SerDeInfo, StorageDescriptor,
 from thrift.protocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
-from tests.support.common import free_port
+from tests.support.common import free_port, stop_process
 from tests.support.vending import BUCKET as VENDING_BUCKET
 
 JAVA_FLAGS = [
@@ -222,14 +222,7 @@ class HiveMetastoreProcess:
         raise RuntimeError(f"metastore did not serve within {timeout_seconds}s")
 
     def stop(self) -> None:
-        if self._process is None:
-            return
-        self._process.terminate()
-        try:
-            self._process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(timeout=10)
+        stop_process(self._process)
         self._process = None
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.support.common import free_port, skip_unless_ci
+from tests.support.common import free_port, skip_unless_ci, stop_process
 from tests.support.hive import HiveMetastoreProcess
 from tests.support.maven import maven_classpath
 
@@ -130,14 +130,7 @@ class MotoProcess:
         raise RuntimeError(f"moto_server did not serve within {MOTO_START_TIMEOUT_SECONDS}s")
 
     def stop(self) -> None:
-        if self._process is None:
-            return
-        self._process.terminate()
-        try:
-            self._process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(timeout=10)
+        stop_process(self._process, grace_seconds=15)
         self._process = None
 
 

@@ -31,7 +31,7 @@ import pytest
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
-from tests.support.common import free_port
+from tests.support.common import free_port, stop_process
 from tests.support.hive import java_executable
 from tests.support.maven import maven_classpath
 from tests.support.rest_catalog_stand_in import serve
@@ -88,17 +88,6 @@ def _tail(log: Path, size: int = 4000) -> str:
     return log.read_text(errors="replace")[-size:] if log.exists() else ""
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=STOP_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=STOP_TIMEOUT_SECONDS)
-
-
 @contextmanager
 def running_iceberg_rest_server(workdir: Path) -> Iterator[IcebergRestServer]:
     """Start the reference server with its state and log under `workdir`; stop it on exit."""
@@ -119,7 +108,7 @@ def running_iceberg_rest_server(workdir: Path) -> Iterator[IcebergRestServer]:
         elapsed = time.monotonic() - started
         yield IcebergRestServer(url, warehouse, database, log, elapsed)
     finally:
-        _stop(process)
+        stop_process(process, STOP_TIMEOUT_SECONDS)
 
 
 class _SharedServer:

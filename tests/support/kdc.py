@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.support.common import free_port
+from tests.support.common import free_port, stop_process
 
 REALM = "ADAPTER.TEST"
 ENCTYPES = "aes256-cts-hmac-sha1-96 aes128-cts-hmac-sha1-96"
@@ -113,12 +113,5 @@ class Kdc:
         return path
 
     def stop(self) -> None:
-        if self._process is None:
-            return
-        self._process.terminate()
-        try:
-            self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(timeout=10)
+        stop_process(self._process, grace_seconds=10)
         self._process = None
