@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 import yaml
-from lance_namespace import LanceNamespace
+from lance_namespace import LanceNamespace, LanceNamespaceError
 
 from app.auth import check_forwarding
 from app.config import external_locations, lance_session, load_settings, request_bounds
@@ -203,8 +203,12 @@ def maintain(settings: Settings) -> int:
     if not maintains(namespace):
         raise ConfigurationError(f"the {settings.impl} backend cannot be maintained: it does "
                                  "not list and open its tables")
-    outcomes = maintain_all(namespace, maintenance_policy(settings),
-                            lambda done: print(json.dumps(asdict(done)), flush=True))
+    try:
+        outcomes = maintain_all(namespace, maintenance_policy(settings),
+                                lambda done: print(json.dumps(asdict(done)), flush=True))
+    except LanceNamespaceError as error:  # the catalog did not list its tables
+        print(f"lance-adapter: maintenance could not list the tables: {error}", file=sys.stderr)
+        return 1
     return 1 if any(outcome.error for outcome in outcomes) else 0
 
 

@@ -153,8 +153,14 @@ class MaintenanceWorker:
         return True
 
     def run_pass(self) -> list[TableMaintenance]:
-        """One pass over every table, now."""
-        outcomes = maintain_all(self.namespace, self.policy, self._observe)
+        """One pass over every table, now; a catalog that does not list its tables leaves the
+        pass to the next interval (the thread goes on)."""
+        try:
+            outcomes = maintain_all(self.namespace, self.policy, self._observe)
+        except Exception as error:
+            logger.warning("maintenance pass stopped: the tables could not be listed: %s",
+                           error)
+            return []
         self.metrics.maintenance_passes.inc()
         changed = [outcome for outcome in outcomes if outcome.actions]
         logger.info("maintenance pass: %d tables, %d changed, %d failed", len(outcomes),

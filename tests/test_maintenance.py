@@ -21,12 +21,15 @@ import pytest
 from lancedb.index import IvfFlat
 
 from app.config import load_settings
+from app.maintenance import MaintenanceWorker
+from app.observability import Metrics
 from app.server import create_app
 from app.settings import Settings
 from backends import load_namespace
 from backends.core.settings import ConfigurationError
 from tests.support.adapter import metric, running_server
 from tests.support.cli import CLI, cli_environment, start_adapter
+from tests.support.common import free_port
 from tests.support.lance_data import arrow_stream, sample_table
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
@@ -232,3 +235,22 @@ def test_a_table_written_often_is_compacted_between_the_passes(tmp_path: Path) -
         assert _fragments(url, "quiet") == 2
         counted = httpx.post(f"{url}/v1/table/busy/count_rows", json={}, timeout=30).json()
         assert counted == 5 + 2 + 1 - 1
+
+
+def test_a_catalog_that_does_not_list_its_tables_stops_a_pass_with_a_sentence(
+    tmp_path: Path,
+) -> None:
+    """`lance-adapter maintain` on a metastore that does not answer: one sentence and exit 1,
+    no traceback; the server's worker logs it and goes on to its next pass."""
+    unreachable = f"uri=thrift://127.0.0.1:{free_port()}"
+    done = subprocess.run(
+        [CLI, "maintain", "--impl", "hive2", "--prop", unreachable, "--prop",
+         f"root={tmp_path}", "--prop", "client.connect-timeout-ms=2000"],
+        env=cli_environment(), capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    assert "maintenance could not list the tables" in done.stderr
+    assert "Traceback" not in done.stderr
+    namespace = load_namespace("hive2", {"uri": unreachable.split("=", 1)[1],
+                                         "client.connect-timeout-ms": "2000"})
+    worker = MaintenanceWorker(namespace, Settings(), Metrics())
+    assert worker.run_pass() == []
