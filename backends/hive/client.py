@@ -3,7 +3,6 @@ where metastore and transport failures become Lance errors."""
 
 from __future__ import annotations
 
-import os
 import queue
 import re
 import threading
@@ -135,8 +134,9 @@ class MetastoreAddress:
 class Kerberos:
     """SASL/GSSAPI (Kerberos) to a secured metastore: its service principal is
     `service/<host as in the uri>`; the client's credentials are the Kerberos ticket cache's
-    (`kinit`), or got from the client keytab (`KRB5_CLIENT_KTNAME`, which the backend sets
-    from `kerberos.keytab`) for `principal` (unset: the first the keytab or cache holds)."""
+    (`kinit`), or got as needed from the client keytab MIT Kerberos finds (`KRB5_CLIENT_KTNAME`
+    in the server's environment, or `default_client_keytab_name` in krb5.conf), for
+    `principal` (unset: the first the keytab or cache holds)."""
 
     service: str = "hive"
     principal: str | None = None
@@ -156,26 +156,8 @@ class Kerberos:
                         for part in getattr(error, "args", ()) or (error,))
         if "credentials" in text.lower() and "no " in text.lower():
             return ("Kerberos: the server has no credentials for the metastore (a ticket from "
-                    "kinit, or 'kerberos.keytab')")
+                    "kinit, or a client keytab: KRB5_CLIENT_KTNAME)")
         return "Kerberos: " + re.sub(r"\s*\((?:default cache|ccache)[^)]*\)", "", text).strip()
-
-
-# MIT Kerberos gets a client's initial tickets from this keytab when it needs them.
-CLIENT_KEYTAB_VARIABLE = "KRB5_CLIENT_KTNAME"
-
-
-def use_client_keytab(path: str) -> None:
-    """Have Kerberos get the server's tickets from the keytab at `path`. MIT Kerberos reads
-    it from the process's environment, one for the process: a second, other keytab (another
-    backend's) is refused."""
-    current = os.environ.get(CLIENT_KEYTAB_VARIABLE)
-    if current and current != path:
-        raise ConfigurationError(
-            f"property 'kerberos.keytab': this process uses the keytab {CLIENT_KEYTAB_VARIABLE}"
-            " names already; one server has one client keytab")
-    if not os.path.isfile(path):
-        raise ConfigurationError(f"property 'kerberos.keytab': no such file: {path}")
-    os.environ[CLIENT_KEYTAB_VARIABLE] = path
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ from backends.core.modes import CreateMode, DropBehavior, DropMode, RegisterMode
 from backends.core.paging import page_of_table_ids, paginate, within_scope
 from backends.core.properties import PropertyChanges
 from backends.core.settings import BackendSettings
-from backends.hive.client import MetastoreClientPool, use_client_keytab
+from backends.hive.client import MetastoreClientPool
 from backends.hive.metastore import Metastore
 from backends.hive.names import (
     DEFAULT_CATALOG,
@@ -98,8 +98,6 @@ class _HiveNamespace(MetadataNamespace):
         kerberos = settings.kerberos_auth()
         if kerberos is not None:
             kerberos.check_installed()
-        if settings.kerberos_keytab:
-            use_client_keytab(settings.kerberos_keytab)
         pool = MetastoreClientPool(settings.addresses(), settings.pool_size, settings.timeouts,
                                    kerberos)
         owner = settings.owner or _current_user()

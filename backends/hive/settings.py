@@ -50,20 +50,14 @@ class HiveSettings(BackendSettings):
     )
     kerberos_principal: str | None = setting(
         "kerberos.principal", None, "The server's own principal (e.g. `lance-adapter@CORP.EXAMPLE`)"
-        ". Unset: the one the keytab or the ticket cache holds first.",
-    )
-    kerberos_keytab: str | None = setting(
-        "kerberos.keytab", None, "A keytab holding the server's principal: tickets are got "
-        "from it as needed (MIT Kerberos' client keytab, `KRB5_CLIENT_KTNAME`). Unset: the "
-        "ticket cache's (`kinit`, `KRB5CCNAME`).",
-        secret=True,  # where the server's key lies: kept out of logs and answers
+        ". Unset: the one the client keytab (`KRB5_CLIENT_KTNAME`) or the ticket cache holds "
+        "first.",
     )
     storage: Mapping[str, str] = storage_settings()
 
     def check(self) -> None:
-        if (self.kerberos_principal or self.kerberos_keytab) and not self.kerberos:
-            raise ConfigurationError(
-                "properties 'kerberos.principal' and 'kerberos.keytab' need 'kerberos=true'")
+        if self.kerberos_principal and not self.kerberos:
+            raise ConfigurationError("property 'kerberos.principal' needs 'kerberos=true'")
         if not self.uri:
             raise ConfigurationError("property 'uri' must name at least one metastore")
         self.addresses()
