@@ -178,10 +178,10 @@ class MetastoreConnection:
         socket.setTimeout(timeouts.connect_ms)
         self._transport = (TTransport.TBufferedTransport(socket) if kerberos is None
                            else kerberos.transport(socket, address.host))
-        self._open(kerberos)
         # The accelerated (C) protocol of thrift 0.13 breaks on Python >= 3.10 (PY_SSIZE_T_CLEAN).
         protocol = TBinaryProtocol.TBinaryProtocol(self._transport)
         self.client = ThriftHiveMetastore.Client(protocol)
+        self._open(kerberos)
         socket.setTimeout(timeouts.read_ms)
 
     def _open(self, kerberos: Kerberos | None) -> None:
