@@ -6,6 +6,7 @@ schemes."""
 
 from __future__ import annotations
 
+import datetime
 import shutil
 from pathlib import Path
 
@@ -108,12 +109,12 @@ def test_at_most_capacity_tables_are_remembered(tmp_path: Path) -> None:
     assert _ids(latest.open(str(tmp_path / "a.lance"), None, session)) == list(range(5))
 
 
-@pytest.mark.parametrize("commits", [1, 3, 8, 9, 20])
+@pytest.mark.parametrize("commits", [1, 2, 3, 8, 9, 20, 63, 64, 65, 130])
 def test_several_commits_since_the_last_open_are_all_read(
     tmp_path: Path, v2_names: bool, commits: int
 ) -> None:
-    """The remembered version moves on by naming the next versions (up to 8), else the table
-    is opened as Lance opens it: either way at its latest version."""
+    """The remembered version moves on by naming the versions after it (steps doubling,
+    then halving), however many were committed since: at its latest version."""
     path = tmp_path / "t.lance"
     latest, session = _opened_once(path, v2_names)
     for commit in range(commits):
@@ -130,3 +131,21 @@ def test_a_table_made_again_with_more_versions_reads_as_the_new_one(tmp_path: Pa
     _write(path, _rows(100, 1), "create", True)
     _write(path, _rows(200, 1), "append", True)
     assert _ids(latest.open(str(path), None, session)) == [100, 200]
+
+
+def test_a_tagged_table_whose_later_versions_were_cleaned_up_opens_at_its_latest(
+    tmp_path: Path, v2_names: bool
+) -> None:
+    """A cleanup keeps the remembered version when it is tagged and removes the untagged
+    ones after it: a missing next version does not mean that none came after."""
+    path = tmp_path / "t.lance"
+    latest, session = _opened_once(path, v2_names)
+    lance.dataset(str(path)).tags.create("first", 1)
+    for commit in range(4):
+        _write(path, _rows(5 + commit * 5), "append", v2_names)
+    lance.dataset(str(path)).cleanup_old_versions(
+        older_than=datetime.timedelta(0), error_if_tagged_old_versions=False)
+    assert not any((path / "_versions" / name).exists() for name in manifest_names(2))
+    opened = latest.open(str(path), None, session)
+    assert opened.version == 5
+    assert _ids(opened) == list(range(25))
