@@ -58,6 +58,7 @@ from app.oidc import TokenVerifier
 from app.requests import read_operation_request, read_route_request, refuse_idempotency_key
 from app.responses import render, render_model
 from app.routing import LanceRoutes, RouteTable, route_path
+from app.session_renewal import SessionRenewer
 from app.settings import Settings
 from app.spec import Operation, load_operations
 from backends import IMPLS
@@ -303,11 +304,13 @@ class LanceFirst:
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """The application's background work (the maintenance worker, when on, and the memory
-    trimmer) runs while it serves."""
+    """The application's background work (the maintenance worker, when on, the memory
+    trimmer and the Lance session's renewer) runs while it serves."""
     worker: MaintenanceWorker | None = getattr(app.state, "maintenance", None)
     trimmer: MemoryTrimmer = app.state.trimmer
+    renewer: SessionRenewer = app.state.renewer
     trimmer.start()
+    renewer.start()
     if worker is not None:
         worker.start()
     try:
@@ -316,6 +319,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         if worker is not None:
             await asyncio.to_thread(worker.stop)
         await asyncio.to_thread(trimmer.stop)
+        await asyncio.to_thread(renewer.stop)
 
 
 def create_app(
@@ -364,6 +368,7 @@ def create_app(
     app.router.routes.extend(health_routes(readiness, metrics))
     _add_middleware(app, settings, metrics, redactor)
     app.state.trimmer = MemoryTrimmer(settings.malloc_trim_interval)
+    app.state.renewer = SessionRenewer(namespace, settings, app.state.trimmer.trim)
     app.state.namespace = namespace
     app.state.settings = settings
     app.state.metrics = metrics

@@ -156,6 +156,16 @@ class ServingSettings(DeclaredSettings):
         "adds about 45 KiB) is rarely read again",
         minimum=1,
     )
+    lance_session_renewal: float = setting(
+        "", 60.0,
+        "Seconds between the times each worker checks whether the table versions it opened "
+        "since its Lance session began have filled the metadata cache, and if so starts a fresh"
+        " session (the indexes prewarmed are loaded into it first): Lance's caches admit a new "
+        "entry only when it is read more often than the one it would evict, so under steady "
+        "writes the entries of past versions keep the new ones out (`bench/README.md`, Soak); "
+        "0 never",
+        minimum=0,
+    )
     body_read_timeout: float = setting(
         "", 30.0,
         "Seconds a request's whole body may take to arrive; a slower one gets 408 / code 13 and "

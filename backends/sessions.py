@@ -8,19 +8,39 @@ storage, and cached entries are keyed by the files they were read from.
 
 PrewarmTableIndex (LanceDB's `prewarm_index`) loads an index into that session ahead of the
 first search.
+
+A session is renewed (`renew_lance_session`) once the versions its worker opened have filled
+its metadata cache: Lance's caches admit a new entry only when it is read more often than the
+one it would evict, so once a busy table's past versions fill the cache, the entries of its
+new versions are kept out and every request reads them again (bench/README.md, Soak: the
+later minutes at 0.62-0.75x the first, 1.06x with a fresh session each minute). The indexes
+prewarmed are loaded into the new session before it serves.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+import lance
 
 from backends.core.extensions import PrewarmTableIndexRequest, PrewarmTableIndexResponse
 from backends.tables import indexes
-from backends.tables.datasets import TableLocation
+from backends.tables.datasets import TableLocation, open_dataset
 from backends.tables.latest import LatestVersions
 
 if TYPE_CHECKING:
     from lance import Session
+
+# What one version a worker opens adds to Lance's metadata cache (its manifest, its new data
+# and deletion files' metadata), measured: about 45 KiB.
+VERSION_CACHE_BYTES = 45 * 1024
+# An index prewarmed: its table's location and storage options, and its name.
+_Prewarmed = tuple[str, tuple[tuple[str, str], ...], str]
+# The most prewarmed indexes loaded again into a renewed session (the latest prewarmed kept).
+MOST_PREWARMED = 256
 
 
 class SessionTables:
@@ -29,12 +49,18 @@ class SessionTables:
     lance_session: Session | None = None
     latest_versions: LatestVersions | None = None
     open: Any
+    locate: Any
+    # The indexes prewarmed, by (location, storage options, index name), for a renewal.
+    _prewarmed: OrderedDict[_Prewarmed, None] | None = None
+    _prewarmed_lock: threading.Lock | None = None
 
     def use_lance_session(self, session: Session | None) -> None:
         """Open every table with `session` from now on, and remember the latest version of
         each local one (`backends.tables.latest`); the server calls it once, before serving."""
         self.lance_session = session
         self.latest_versions = None if session is None else LatestVersions()
+        if self._prewarmed_lock is None:
+            self._prewarmed, self._prewarmed_lock = OrderedDict(), threading.Lock()
 
     def opened_table(
         self, table_id: list[str], location: str, storage_options: dict[str, str] | None = None,
@@ -47,6 +73,50 @@ class SessionTables:
             latest=self.latest_versions,
         )
 
+    def renew_lance_session(
+        self, new_session: Callable[[], Session], metadata_cache_bytes: int
+    ) -> bool:
+        """Open every table with a new session from `new_session` when the versions opened
+        since this one began would have filled a metadata cache of `metadata_cache_bytes`
+        (see the module's docstring); whether it was renewed. The indexes prewarmed are
+        loaded into the new one first; requests in flight finish with the old one."""
+        latest = self.latest_versions
+        if latest is None or latest.versions_seen * VERSION_CACHE_BYTES < metadata_cache_bytes:
+            return False
+        session = new_session()
+        for location, options, index_name in self._prewarmed_indexes():
+            try:
+                dataset = lance.dataset(location, storage_options=dict(options) or None,
+                                        session=session)
+                indexes.prewarm_index(dataset, index_name)
+            except Exception:  # dropped or changed since: no longer prewarmed
+                self._forget_prewarmed((location, options, index_name))
+        self.use_lance_session(session)
+        return True
+
     def prewarm_table_index(self, request: PrewarmTableIndexRequest) -> PrewarmTableIndexResponse:
-        indexes.prewarm_index(self.open(request), request.index_name)
+        table = self.locate(request)
+        indexes.prewarm_index(open_dataset(table), request.index_name)
+        self._remember_prewarmed(
+            (table.location, tuple(sorted(table.storage_options.items())), str(request.index_name)))
         return PrewarmTableIndexResponse()
+
+    def _remember_prewarmed(self, key: _Prewarmed) -> None:
+        if self._prewarmed is None or self._prewarmed_lock is None:
+            return  # no session: nothing is renewed
+        with self._prewarmed_lock:
+            self._prewarmed[key] = None
+            self._prewarmed.move_to_end(key)
+            while len(self._prewarmed) > MOST_PREWARMED:
+                self._prewarmed.popitem(last=False)
+
+    def _forget_prewarmed(self, key: _Prewarmed) -> None:
+        if self._prewarmed is not None and self._prewarmed_lock is not None:
+            with self._prewarmed_lock:
+                self._prewarmed.pop(key, None)
+
+    def _prewarmed_indexes(self) -> list[_Prewarmed]:
+        if self._prewarmed is None or self._prewarmed_lock is None:
+            return []
+        with self._prewarmed_lock:
+            return list(self._prewarmed)

@@ -12,7 +12,8 @@ request's p99 in the first and last minute, and the last minute against the firs
 and p99 (issue 49's target: within 20%) and RSS growth after the first minute (target: < 10%).
 
     .venv/bin/python bench/soak.py [--minutes 10] [--clients 16] [--tables 4]
-        [--maintenance-interval 60] [--growing] [--indexes] [--setting NAME=VALUE ...]
+        [--maintenance-interval 60] [--growing] [--indexes] [--directory DIR]
+        [--setting NAME=VALUE ...]
 """
 
 from __future__ import annotations
@@ -133,11 +134,14 @@ def main() -> int:
                              "cost of each unindexed search and filter")
     parser.add_argument("--indexes", action="store_true",
                         help="a vector index and an index of `id` on each table")
+    parser.add_argument("--directory", default=None,
+                        help="where the root is made (default: the system's temporary "
+                             "directory; /dev/shm to take the disk's write-back out)")
     parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
                         help="a server setting (e.g. maintenance_version_retention=120)")
     arguments = parser.parse_args()
     settings = dict(setting.split("=", 1) for setting in arguments.setting)
-    with tempfile.TemporaryDirectory(prefix="soak-") as work:
+    with tempfile.TemporaryDirectory(prefix="soak-", dir=arguments.directory) as work:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         cli = str(Path(sys.executable).parent / "lance-adapter")

@@ -1,6 +1,8 @@
 """One Lance session per worker, shared by every table the backend opens: an index loaded
 once (by PrewarmTableIndex, or the first search) stays loaded for the native and the generic
-operations alike, and a table dropped and created again at the same path reads as new."""
+operations alike, and a table dropped and created again at the same path reads as new. A
+session is renewed once the versions opened would have filled its metadata cache, with the
+indexes prewarmed loaded into the new one first."""
 
 from __future__ import annotations
 
@@ -12,10 +14,13 @@ from lance_namespace import (
     CreateTableIndexRequest,
     CreateTableRequest,
     DropTableRequest,
+    InsertIntoTableRequest,
     QueryTableRequest,
 )
 from lance_namespace_urllib3_client.models import QueryTableRequestVector
 
+from app.session_renewal import SessionRenewer
+from app.settings import Settings
 from backends import load_namespace
 from backends.core.extensions import PrewarmTableIndexRequest
 
@@ -88,3 +93,76 @@ def test_a_server_of_one_worker_opens_its_tables_with_a_session(tmp_path: Path) 
     served = served_namespace(Settings(impl="dir", properties={"root": str(tmp_path)}))
     assert served.backend.lance_session is not None
     assert served.backend.latest_versions is not None
+
+
+def _renewable(tmp_path: Path) -> tuple[object, list[lance.Session]]:
+    """A dir backend whose sessions are made by `new_session` (each recorded)."""
+    made: list[lance.Session] = []
+    namespace = load_namespace("dir", {"root": str(tmp_path)}, session=_new_session(made))
+    return namespace, made
+
+
+def _new_session(made: list[lance.Session]) -> lance.Session:
+    session = lance.Session(index_cache_size_bytes=1 << 28, metadata_cache_size_bytes=1 << 26)
+    made.append(session)
+    return session
+
+
+def _write_versions(namespace, table: str, count: int) -> None:
+    for round_ in range(count):
+        namespace.insert_into_table(InsertIntoTableRequest(id=[table]), _rows(1, round_))
+        _search(namespace, table)  # opens the new version
+
+
+def test_a_session_is_renewed_once_the_versions_opened_would_fill_its_metadata_cache(
+    tmp_path: Path,
+) -> None:
+    namespace, made = _renewable(tmp_path)
+    namespace.create_table(CreateTableRequest(id=["t"]), _rows(10))
+    _write_versions(namespace, "t", 6)
+    # Seven versions seen: about 315 KiB of metadata, which a 1 MiB cache still holds.
+    assert not namespace.renew_lance_session(lambda: _new_session(made), 1 << 20)
+    assert len(made) == 1
+    assert namespace.renew_lance_session(lambda: _new_session(made), 256 << 10)
+    assert len(made) == 2 and namespace.lance_session is made[1]
+    # The new session serves the latest version, and starts counting again.
+    assert len(_search(namespace, k=20)) == 16
+    assert not namespace.renew_lance_session(lambda: _new_session(made), 256 << 10)
+
+
+def test_the_indexes_prewarmed_are_loaded_into_the_renewed_session_first(
+    tmp_path: Path,
+) -> None:
+    namespace, made = _renewable(tmp_path)
+    _indexed(namespace, "warmed")
+    _indexed(namespace, "searched")
+    _indexed(namespace, "dropped")
+    for table in ("warmed", "dropped"):
+        namespace.prewarm_table_index(PrewarmTableIndexRequest(id=[table],
+                                                               index_name="vector_idx"))
+    _search(namespace, "searched")
+    namespace.drop_table(DropTableRequest(id=["dropped"]))
+    assert namespace.renew_lance_session(lambda: _new_session(made), 1)
+    renewed = made[-1]
+    loaded = renewed.index_cache_size_bytes()
+    assert loaded > 2_000  # the prewarmed index, before any search
+    _search(namespace, "warmed")
+    assert renewed.index_cache_size_bytes() - loaded < 2_000
+    _search(namespace, "searched")  # only searched: loaded again by its search
+    assert renewed.index_cache_size_bytes() - loaded > 2_000
+    # The dropped table's index is no longer loaded into the next session.
+    _write_versions(namespace, "warmed", 1)
+    assert namespace.renew_lance_session(lambda: _new_session(made), 1)
+    assert 2_000 < made[-1].index_cache_size_bytes() < loaded + 2_000
+
+
+def test_the_server_renews_a_session_only_when_asked_to(tmp_path: Path) -> None:
+    namespace, made = _renewable(tmp_path)
+    namespace.create_table(CreateTableRequest(id=["t"]), _rows(10))
+    _write_versions(namespace, "t", 3)
+    never = SessionRenewer(namespace, Settings(impl="dir", lance_session_renewal=0))
+    assert not never.check()
+    renewer = SessionRenewer(namespace, Settings(impl="dir", lance_metadata_cache_bytes=1))
+    assert renewer.check() and renewer.renewals == 1
+    assert namespace.lance_session is not made[0]
+    assert not renewer.check()  # nothing opened since

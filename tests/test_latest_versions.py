@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from backends.tables.latest import LatestVersions, manifest_names
+from tests.support.glue import MotoEndpoint, s3_storage
 
 
 def _rows(start: int, count: int = 5) -> pa.Table:
@@ -149,3 +150,29 @@ def test_a_tagged_table_whose_later_versions_were_cleaned_up_opens_at_its_latest
     opened = latest.open(str(path), None, session)
     assert opened.version == 5
     assert _ids(opened) == list(range(25))
+
+
+def test_new_versions_of_object_store_tables_are_counted(clean_moto: MotoEndpoint) -> None:
+    """An object-store table is opened as Lance opens it; each version not seen before counts
+    (the Lance session is renewed by that count, `backends.sessions`)."""
+    clean_moto.client("s3").create_bucket(Bucket="lake")  # type: ignore[attr-defined]
+    storage, location = s3_storage(clean_moto.url), "s3://lake/t.lance"
+    lance.write_dataset(_rows(0), location, storage_options=storage)
+    latest, session = LatestVersions(), lance.Session()
+    assert _ids(latest.open(location, storage, session)) == list(range(5))
+    latest.open(location, storage, session)
+    assert latest.versions_seen == 1
+    lance.write_dataset(_rows(5), location, mode="append", storage_options=storage)
+    assert _ids(latest.open(location, storage, session)) == list(range(10))
+    assert latest.versions_seen == 2
+
+
+def test_new_versions_of_local_tables_are_counted(tmp_path: Path) -> None:
+    path = tmp_path / "t.lance"
+    latest, session = _opened_once(path)
+    latest.open(str(path), None, session)
+    assert latest.versions_seen == 1
+    for commit in range(3):
+        _write(path, _rows(5 + commit * 5), "append", True)
+    latest.open(str(path), None, session)
+    assert latest.versions_seen == 2  # moved on once, to the newest

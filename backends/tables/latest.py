@@ -115,7 +115,13 @@ class LatestVersions:
 
     def __init__(self, capacity: int = 1024) -> None:
         self._capacity = capacity
+        # Versions newly remembered (a first open, or a move to a newer one): each brought
+        # its manifest and files into the Lance session's metadata cache.
+        self.versions_seen = 0
         self._known: OrderedDict[tuple[str, tuple[tuple[str, str], ...]], _Known] = OrderedDict()
+        # The version each object-store table was last opened at, to count the new ones.
+        self._remote_versions: OrderedDict[tuple[str, tuple[tuple[str, str], ...]], int] = (
+            OrderedDict())
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -127,10 +133,12 @@ class LatestVersions:
         """The dataset at `location` at its latest version (Lance's errors as Lance raises
         them)."""
         directory = _local(location)
-        if directory is None:
-            return lance.dataset(location, storage_options=dict(options or {}) or None,
-                                 session=session)
         key = (location, tuple(sorted((options or {}).items())))
+        if directory is None:
+            dataset = lance.dataset(location, storage_options=dict(options or {}) or None,
+                                    session=session)
+            self._seen_remote(key, dataset.version)
+            return dataset
         known = self._still_latest(key)
         if known is not None:
             return known.dataset.checkout_version(known.dataset.version)
@@ -184,8 +192,21 @@ class LatestVersions:
         self._keep(key, known)
         return known
 
+    def _seen_remote(self, key: tuple, version: int) -> None:
+        """An object-store table opened at `version`: counted when it is not the version its
+        last open found (only the version is kept: such a table is opened as Lance opens
+        it)."""
+        with self._lock:
+            if self._remote_versions.get(key) != version:
+                self.versions_seen += 1
+            self._remote_versions[key] = version
+            self._remote_versions.move_to_end(key)
+            while len(self._remote_versions) > self._capacity:
+                self._remote_versions.popitem(last=False)
+
     def _keep(self, key: tuple, known: _Known) -> None:
         with self._lock:
+            self.versions_seen += 1
             self._known[key] = known
             self._known.move_to_end(key)
             while len(self._known) > self._capacity:

@@ -1,0 +1,65 @@
+"""Each worker's Lance session renewed once the table versions it opened have filled the
+session's metadata cache (`backends.sessions`), checked every `lance_session_renewal` seconds
+on a thread of the worker's own. What the old session held is handed back to the system as
+soon as it is renewed (the worker's `MemoryTrimmer`), so that a worker does not hold two
+sessions' worth of memory until its next trim."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from app.config import lance_session
+from app.settings import Settings
+
+logger = logging.getLogger("lance_adapter")
+
+
+class SessionRenewer:
+    """A thread asking the backend to renew its Lance session every `interval` seconds,
+    until stopped; nothing for a backend without sessions (`renew_lance_session`) or an
+    interval of 0."""
+
+    def __init__(
+        self, namespace: Any, settings: Settings, renewed: Callable[[], object] = lambda: None,
+    ) -> None:
+        self.interval = settings.lance_session_renewal
+        self._renewed = renewed
+        self.renewals = 0
+        renew = getattr(namespace, "renew_lance_session", None)
+        self._renew = renew if callable(renew) and self.interval > 0 else None
+        self._settings = settings
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._renew is not None:
+            self._thread = threading.Thread(target=self._run, name="lance-session",
+                                            daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.check()
+
+    def check(self) -> bool:
+        """Renew now if the cache is due; whether it was renewed."""
+        if self._renew is None:
+            return False
+        try:
+            renewed = bool(self._renew(lambda: lance_session(self._settings),
+                                       self._settings.lance_metadata_cache_bytes))
+        except Exception as error:  # the old session goes on serving
+            logger.warning("the Lance session could not be renewed: %s", error)
+            return False
+        if renewed:
+            self.renewals += 1
+            self._renewed()
+        return renewed
