@@ -1,8 +1,9 @@
 """Each worker's Lance session renewed once the table versions it opened have filled the
 session's metadata cache (`backends.sessions`), checked every `lance_session_renewal` seconds
-on a thread of the worker's own. What the old session held is handed back to the system as
-soon as it is renewed (the worker's `MemoryTrimmer`), so that a worker does not hold two
-sessions' worth of memory until its next trim."""
+on a thread of the worker's own. What the old session held is handed back to the system a few
+seconds after it is renewed, once the requests that began with it have ended (the worker's
+`MemoryTrimmer`), so that a worker does not hold two sessions' worth of memory until its next
+periodic trim."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from app.config import lance_session
 from app.settings import Settings
 
 logger = logging.getLogger("lance_adapter")
+# Seconds after a renewal by which the requests begun with the old session have ended (the
+# longest a search or a write takes here), when its memory is handed back.
+RELEASED_WITHIN = 5.0
 
 
 class SessionRenewer:
@@ -23,10 +27,10 @@ class SessionRenewer:
     interval of 0."""
 
     def __init__(
-        self, namespace: Any, settings: Settings, renewed: Callable[[], object] = lambda: None,
+        self, namespace: Any, settings: Settings, released: Callable[[], object] = lambda: None,
     ) -> None:
         self.interval = settings.lance_session_renewal
-        self._renewed = renewed
+        self._released = released
         self.renewals = 0
         renew = getattr(namespace, "renew_lance_session", None)
         self._renew = renew if callable(renew) and self.interval > 0 else None
@@ -47,7 +51,8 @@ class SessionRenewer:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            self.check()
+            if self.check() and not self._stop.wait(min(RELEASED_WITHIN, self.interval)):
+                self._released()
 
     def check(self) -> bool:
         """Renew now if the cache is due; whether it was renewed."""
@@ -59,7 +64,5 @@ class SessionRenewer:
         except Exception as error:  # the old session goes on serving
             logger.warning("the Lance session could not be renewed: %s", error)
             return False
-        if renewed:
-            self.renewals += 1
-            self._renewed()
+        self.renewals += renewed
         return renewed

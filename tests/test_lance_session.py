@@ -6,6 +6,7 @@ indexes prewarmed loaded into the new one first."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import lance
@@ -166,3 +167,21 @@ def test_the_server_renews_a_session_only_when_asked_to(tmp_path: Path) -> None:
     assert renewer.check() and renewer.renewals == 1
     assert namespace.lance_session is not made[0]
     assert not renewer.check()  # nothing opened since
+
+
+def test_the_renewing_thread_hands_the_old_sessions_memory_back_after_a_renewal(
+    tmp_path: Path,
+) -> None:
+    namespace, made = _renewable(tmp_path)
+    namespace.create_table(CreateTableRequest(id=["t"]), _rows(10))
+    _write_versions(namespace, "t", 3)
+    released = threading.Event()
+    renewer = SessionRenewer(
+        namespace, Settings(impl="dir", lance_session_renewal=0.05,
+                            lance_metadata_cache_bytes=1), released.set)
+    renewer.start()
+    try:
+        assert released.wait(30)
+    finally:
+        renewer.stop()
+    assert renewer.renewals == 1 and namespace.lance_session is not made[0]
