@@ -24,8 +24,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
-import threading
 from collections.abc import Callable
+
+from app.periodic import PeriodicThread
 
 logger = logging.getLogger("lance_adapter")
 _M_ARENA_MAX = -8  # glibc's malloc.h
@@ -51,31 +52,23 @@ def limit_malloc_arenas(count: int) -> bool:
     return bool(mallopt(_M_ARENA_MAX, count))
 
 
-class MemoryTrimmer:
+class MemoryTrimmer(PeriodicThread):
     """A thread handing the memory malloc holds free back to the system (`malloc_trim`) every
     `interval` seconds, until stopped; nothing where the C library is not glibc or the
     interval is 0."""
 
+    name = "malloc-trim"
+
     def __init__(self, interval: float) -> None:
-        self.interval = interval
+        super().__init__(interval)
         self.trims = 0
         self._trim = _glibc_function("malloc_trim") if interval > 0 else None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
-        if self._trim is not None:
-            self._thread = threading.Thread(target=self._run, name="malloc-trim", daemon=True)
-            self._thread.start()
+    def active(self) -> bool:
+        return self._trim is not None
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.trim()
+    def tick(self) -> None:
+        self.trim()
 
     def trim(self) -> bool:
         """Trim now; whether malloc gave memory back."""

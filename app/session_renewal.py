@@ -8,11 +8,11 @@ periodic trim."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from app.config import lance_session
+from app.periodic import PeriodicThread
 from app.settings import Settings
 
 logger = logging.getLogger("lance_adapter")
@@ -21,38 +21,29 @@ logger = logging.getLogger("lance_adapter")
 RELEASED_WITHIN = 5.0
 
 
-class SessionRenewer:
+class SessionRenewer(PeriodicThread):
     """A thread asking the backend to renew its Lance session every `interval` seconds,
     until stopped; nothing for a backend without sessions (`renew_lance_session`) or an
     interval of 0."""
 
+    name = "lance-session"
+
     def __init__(
         self, namespace: Any, settings: Settings, released: Callable[[], object] = lambda: None,
     ) -> None:
-        self.interval = settings.lance_session_renewal
-        self._released = released
+        super().__init__(settings.lance_session_renewal)
         self.renewals = 0
+        self._released = released
         renew = getattr(namespace, "renew_lance_session", None)
         self._renew = renew if callable(renew) and self.interval > 0 else None
         self._settings = settings
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
-        if self._renew is not None:
-            self._thread = threading.Thread(target=self._run, name="lance-session",
-                                            daemon=True)
-            self._thread.start()
+    def active(self) -> bool:
+        return self._renew is not None
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            if self.check() and not self._stop.wait(min(RELEASED_WITHIN, self.interval)):
-                self._released()
+    def tick(self) -> None:
+        if self.check() and not self.stopping_within(min(RELEASED_WITHIN, self.interval)):
+            self._released()
 
     def check(self) -> bool:
         """Renew now if the cache is due; whether it was renewed."""

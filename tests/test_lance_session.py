@@ -96,10 +96,14 @@ def test_a_server_of_one_worker_opens_its_tables_with_a_session(tmp_path: Path) 
     assert served.backend.latest_versions is not None
 
 
-def _renewable(tmp_path: Path) -> tuple[object, list[lance.Session]]:
-    """A dir backend whose sessions are made by `new_session` (each recorded)."""
+def _renewable(tmp_path: Path, versions: int = 0) -> tuple[object, list[lance.Session]]:
+    """A dir backend whose sessions are made by `new_session` (each recorded); with
+    `versions`, a table `t` written and opened that many times after its creation."""
     made: list[lance.Session] = []
     namespace = load_namespace("dir", {"root": str(tmp_path)}, session=_new_session(made))
+    if versions:
+        namespace.create_table(CreateTableRequest(id=["t"]), _rows(10))
+        _write_versions(namespace, "t", versions)
     return namespace, made
 
 
@@ -118,9 +122,7 @@ def _write_versions(namespace, table: str, count: int) -> None:
 def test_a_session_is_renewed_once_the_versions_opened_would_fill_its_metadata_cache(
     tmp_path: Path,
 ) -> None:
-    namespace, made = _renewable(tmp_path)
-    namespace.create_table(CreateTableRequest(id=["t"]), _rows(10))
-    _write_versions(namespace, "t", 6)
+    namespace, made = _renewable(tmp_path, versions=6)
     # Seven versions seen: about 315 KiB of metadata, which a 1 MiB cache still holds.
     assert not namespace.renew_lance_session(lambda: _new_session(made), 1 << 20)
     assert len(made) == 1
@@ -158,9 +160,7 @@ def test_the_indexes_prewarmed_are_loaded_into_the_renewed_session_first(
 
 
 def test_the_server_renews_a_session_only_when_asked_to(tmp_path: Path) -> None:
-    namespace, made = _renewable(tmp_path)
-    namespace.create_table(CreateTableRequest(id=["t"]), _rows(10))
-    _write_versions(namespace, "t", 3)
+    namespace, made = _renewable(tmp_path, versions=3)
     never = SessionRenewer(namespace, Settings(impl="dir", lance_session_renewal=0))
     assert not never.check()
     renewer = SessionRenewer(namespace, Settings(impl="dir", lance_metadata_cache_bytes=1))
@@ -172,9 +172,7 @@ def test_the_server_renews_a_session_only_when_asked_to(tmp_path: Path) -> None:
 def test_the_renewing_thread_hands_the_old_sessions_memory_back_after_a_renewal(
     tmp_path: Path,
 ) -> None:
-    namespace, made = _renewable(tmp_path)
-    namespace.create_table(CreateTableRequest(id=["t"]), _rows(10))
-    _write_versions(namespace, "t", 3)
+    namespace, made = _renewable(tmp_path, versions=3)
     released = threading.Event()
     renewer = SessionRenewer(
         namespace, Settings(impl="dir", lance_session_renewal=0.05,
