@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import lance
 
 from backends.core.extensions import PrewarmTableIndexRequest, PrewarmTableIndexResponse
+from backends.core.recent import keep_recent
 from backends.tables import indexes
 from backends.tables.datasets import TableLocation, open_dataset
 from backends.tables.latest import LatestVersions
@@ -50,17 +51,16 @@ class SessionTables:
     latest_versions: LatestVersions | None = None
     open: Any
     locate: Any
-    # The indexes prewarmed, by (location, storage options, index name), for a renewal.
-    _prewarmed: OrderedDict[_Prewarmed, None] | None = None
-    _prewarmed_lock: threading.Lock | None = None
+    # The indexes prewarmed, for a renewal (made by `use_lance_session`).
+    _prewarmed: _PrewarmedIndexes | None = None
 
     def use_lance_session(self, session: Session | None) -> None:
         """Open every table with `session` from now on, and remember the latest version of
         each local one (`backends.tables.latest`); the server calls it once, before serving."""
         self.lance_session = session
         self.latest_versions = None if session is None else LatestVersions()
-        if self._prewarmed_lock is None:
-            self._prewarmed, self._prewarmed_lock = OrderedDict(), threading.Lock()
+        if self._prewarmed is None:
+            self._prewarmed = _PrewarmedIndexes()
 
     def opened_table(
         self, table_id: list[str], location: str, storage_options: dict[str, str] | None = None,
@@ -84,39 +84,43 @@ class SessionTables:
         if latest is None or latest.versions_seen * VERSION_CACHE_BYTES < metadata_cache_bytes:
             return False
         session = new_session()
-        for location, options, index_name in self._prewarmed_indexes():
-            try:
-                dataset = lance.dataset(location, storage_options=dict(options) or None,
-                                        session=session)
-                indexes.prewarm_index(dataset, index_name)
-            except Exception:  # dropped or changed since: no longer prewarmed
-                self._forget_prewarmed((location, options, index_name))
+        if self._prewarmed is not None:
+            self._prewarmed.load_into(session)
         self.use_lance_session(session)
         return True
 
     def prewarm_table_index(self, request: PrewarmTableIndexRequest) -> PrewarmTableIndexResponse:
         table = self.locate(request)
         indexes.prewarm_index(open_dataset(table), request.index_name)
-        self._remember_prewarmed(
-            (table.location, tuple(sorted(table.storage_options.items())), str(request.index_name)))
+        if self._prewarmed is not None:
+            self._prewarmed.remember(table, str(request.index_name))
         return PrewarmTableIndexResponse()
 
-    def _remember_prewarmed(self, key: _Prewarmed) -> None:
-        if self._prewarmed is None or self._prewarmed_lock is None:
-            return  # no session: nothing is renewed
-        with self._prewarmed_lock:
-            self._prewarmed[key] = None
-            self._prewarmed.move_to_end(key)
-            while len(self._prewarmed) > MOST_PREWARMED:
-                self._prewarmed.popitem(last=False)
 
-    def _forget_prewarmed(self, key: _Prewarmed) -> None:
-        if self._prewarmed is not None and self._prewarmed_lock is not None:
-            with self._prewarmed_lock:
-                self._prewarmed.pop(key, None)
+class _PrewarmedIndexes:
+    """The indexes prewarmed in one worker (the latest `MOST_PREWARMED`), by their table's
+    location and storage options and their name; safe to share between threads."""
 
-    def _prewarmed_indexes(self) -> list[_Prewarmed]:
-        if self._prewarmed is None or self._prewarmed_lock is None:
-            return []
-        with self._prewarmed_lock:
-            return list(self._prewarmed)
+    def __init__(self) -> None:
+        self._indexes: OrderedDict[_Prewarmed, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, table: TableLocation, index_name: str) -> None:
+        key = (table.location, tuple(sorted(table.storage_options.items())), index_name)
+        with self._lock:
+            keep_recent(self._indexes, key, None, MOST_PREWARMED)
+
+    def load_into(self, session: Session) -> None:
+        """Load each into `session`; one whose table was dropped or changed since is no
+        longer prewarmed."""
+        with self._lock:
+            prewarmed = list(self._indexes)
+        for key in prewarmed:
+            location, options, index_name = key
+            try:
+                indexes.prewarm_index(lance.dataset(
+                    location, storage_options=dict(options) or None, session=session),
+                    index_name)
+            except Exception:
+                with self._lock:
+                    self._indexes.pop(key, None)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from lance_namespace import DescribeTableResponse
 
+from backends.core.recent import keep_recent
 from backends.directory.orphans import MANIFEST_DIRECTORY
 from backends.tables.latest import LatestVersions
 
@@ -54,10 +55,8 @@ class RememberedEntries:
             return hit[1].model_copy(deep=True)
         found = look_up()
         with self._lock:
-            self._entries[key] = (state, found.model_copy(deep=True))
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
+            keep_recent(self._entries, key, (state, found.model_copy(deep=True)),
+                        self._capacity)
         return found
 
     def _state(self) -> Hashable | None:
