@@ -67,7 +67,8 @@ class MaintenanceWorker:
     ) -> None:
         self.namespace = namespace
         self.policy = maintenance_policy(settings)
-        self._between_passes = dataclasses.replace(self.policy, version_retention=0)
+        self._between_passes = dataclasses.replace(
+            self.policy, version_retention=0, tiered=True)
         self.interval = settings.maintenance_interval
         self.metrics = metrics
         self.lock_path = None if runtime_dir is None else runtime_dir / LOCK_FILE

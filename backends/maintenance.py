@@ -12,6 +12,7 @@ reported and the pass goes on with the next table.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import logging
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lance import LanceDataset
+from lance.fragment import FragmentMetadata
 from lance.optimize import Compaction, CompactionOptions
 from lance_namespace import DescribeTableRequest, ListTablesRequest
 
@@ -49,6 +51,9 @@ class MaintenancePolicy:
     # What an interrupted create left in storage is removed once nothing in it changed for
     # this many seconds: far longer than any create in flight, here or in another replica.
     abandoned_after: float = 3600.0
+    # Compact by tiers (`_tiered_exclusions`), leaving the larger fragments alone: between
+    # the passes, so that a table written without pause is not rewritten whole each time.
+    tiered: bool = False
 
 
 @dataclass
@@ -71,11 +76,9 @@ def maintain_table(
     """One maintenance pass over the table `dataset` (its latest version)."""
     done = TableMaintenance(name)
     with lance_errors(dataset.uri):
-        fragments = dataset.get_fragments()
+        fragments = [fragment.metadata for fragment in dataset.get_fragments()]
         done.fragments_before = len(fragments)
-        small = sum(1 for fragment in fragments
-                    if fragment.metadata.physical_rows < policy.target_rows_per_fragment)
-        if small >= policy.min_small_fragments and len(fragments) > 1:
+        if _compaction_due(fragments, policy):
             dataset = _compact(dataset, policy)
             done.compacted = True
             done.actions.append("compacted")
@@ -123,16 +126,79 @@ def _beside_writers(
     return dataset
 
 
+def _live_rows(fragment: FragmentMetadata) -> int:
+    deleted = fragment.deletion_file.num_deleted_rows if fragment.deletion_file else 0
+    return max(fragment.physical_rows - deleted, 0)
+
+
+def _tier(rows: int, policy: MaintenancePolicy) -> int:
+    """The tier of a fragment of `rows` live rows: their order of magnitude in powers of
+    `min_small_fragments` (with 8: 1 to 7 rows tier 0, 8 to 63 tier 1, 64 to 511 tier 2)."""
+    base = max(policy.min_small_fragments, 2)
+    tier = 0
+    while rows >= base:
+        rows //= base
+        tier += 1
+    return tier
+
+
+def _tiered_exclusions(
+    fragments: list[FragmentMetadata], policy: MaintenancePolicy
+) -> list[int] | None:
+    """The fragments a tiered compaction leaves alone, or None if it has nothing to do.
+    The lowest tier holding `min_small_fragments` fragments is merged with the tiers below
+    it, and so is each tier above that the merged fragment would fill in turn, as a
+    log-structured merge does: a row is rewritten about once per tier (the log of the
+    table's rows) instead of at every compaction, and the writes in flight on the larger
+    fragments are not preempted by it."""
+    tiers: dict[int, list[FragmentMetadata]] = collections.defaultdict(list)
+    for fragment in fragments:
+        if fragment.physical_rows < policy.target_rows_per_fragment:
+            tiers[_tier(_live_rows(fragment), policy)].append(fragment)
+    full = [tier for tier, members in tiers.items()
+            if len(members) >= policy.min_small_fragments]
+    if not full:
+        return None
+    top = min(full)
+    while True:
+        merged = sum(_live_rows(fragment) for tier, members in tiers.items() if tier <= top
+                     for fragment in members)
+        above = _tier(merged, policy)
+        if above <= top or len(tiers.get(above, ())) + 1 < policy.min_small_fragments:
+            break
+        top = above
+    compacted = {fragment.id for tier, members in tiers.items() if tier <= top
+                 for fragment in members}
+    return [fragment.id for fragment in fragments if fragment.id not in compacted]
+
+
+def _compaction_due(fragments: list[FragmentMetadata], policy: MaintenancePolicy) -> bool:
+    if len(fragments) < 2:
+        return False
+    if policy.tiered:
+        return _tiered_exclusions(fragments, policy) is not None
+    small = sum(1 for fragment in fragments
+                if fragment.physical_rows < policy.target_rows_per_fragment)
+    return small >= policy.min_small_fragments
+
+
 def _compact(dataset: LanceDataset, policy: MaintenancePolicy) -> LanceDataset:
     """Rewrite the table's small fragments and commit the rewrite (`_beside_writers`):
     appends committed meanwhile are kept, as Lance rebases a rewrite on them. An update or a
     delete committed meanwhile into a fragment it rewrote preempts it (Lance cannot move the
     rows it deleted into the rewritten files): then it is planned and done again on the
     latest version, so that a table upserted without pause is still compacted."""
-    options = CompactionOptions(target_rows_per_fragment=policy.target_rows_per_fragment)
-
     def compacted(table: LanceDataset) -> None:
+        options = CompactionOptions(target_rows_per_fragment=policy.target_rows_per_fragment)
+        if policy.tiered:
+            excluded = _tiered_exclusions(
+                [fragment.metadata for fragment in table.get_fragments()], policy)
+            if excluded is None:
+                return
+            options["excluded_fragment_ids"] = excluded
         plan = Compaction.plan(table, options)
+        if not plan.tasks:
+            return
         rewrites = [task.execute(table) for task in plan.tasks]
         Compaction.commit(table, rewrites, options)
 

@@ -27,6 +27,7 @@ from app.server import create_app
 from app.settings import Settings
 from backends import load_namespace
 from backends.core.settings import ConfigurationError
+from backends.maintenance import MaintenancePolicy, maintain_table
 from tests.support.adapter import metric, running_server
 from tests.support.cli import CLI, cli_environment, start_adapter
 from tests.support.common import free_port
@@ -254,3 +255,44 @@ def test_a_catalog_that_does_not_list_its_tables_stops_a_pass_with_a_sentence(
                                          "client.connect-timeout-ms": "2000"})
     worker = MaintenanceWorker(namespace, Settings(), Metrics())
     assert worker.run_pass() == []
+
+
+def _upsert(root: Path, ids: list[int], value: float) -> None:
+    rows = pa.table({"id": pa.array(ids, pa.int64()), "v": [value] * len(ids)})
+    (lance.dataset(str(root)).merge_insert("id").when_matched_update_all()
+     .when_not_matched_insert_all().execute(rows))
+
+
+def test_between_the_passes_a_table_is_compacted_by_tiers(tmp_path: Path) -> None:
+    """Between the passes (`tiered`), the small fragments of the latest writes are merged and
+    a large fragment is left alone, so that a compaction does not rewrite (and preempt the
+    writes in flight on) the whole table each time; tiers full in turn are merged upwards,
+    and a full pass still compacts everything into one fragment."""
+    root = tmp_path / "t"
+    lance.write_dataset(pa.table({"id": pa.array(range(4096), pa.int64()),
+                                  "v": [0.0] * 4096}), str(root))
+    between = MaintenancePolicy(min_small_fragments=4, version_retention=0, tiered=True)
+    for write in range(3):
+        _upsert(root, [5000 + write], 1.0)
+    assert not maintain_table(lance.dataset(str(root)), between).compacted  # 3 of 4
+    _upsert(root, [0], 2.0)  # an update: a deletion in the large fragment
+    done = maintain_table(lance.dataset(str(root)), between)
+    fragments = lance.dataset(str(root)).get_fragments()
+    assert done.compacted and (done.fragments_before, done.fragments_after) == (5, 2)
+    assert fragments[0].fragment_id == 0  # the large one, not rewritten
+    assert sorted(fragment.count_rows() for fragment in fragments) == [4, 4095]
+
+    # Three more groups of four one-row writes: the 4-row tier fills and is merged upwards.
+    for group in range(3):
+        for write in range(4):
+            _upsert(root, [6000 + group * 4 + write], 3.0)
+        assert maintain_table(lance.dataset(str(root)), between).compacted
+    rows = sorted(fragment.count_rows() for fragment in lance.dataset(str(root)).get_fragments())
+    assert rows == [16, 4095]
+
+    full_pass = MaintenancePolicy(min_small_fragments=2, version_retention=0)
+    done = maintain_table(lance.dataset(str(root)), full_pass)
+    assert done.compacted and done.fragments_after == 1
+    table = lance.dataset(str(root)).to_table()
+    assert table.num_rows == 4096 + 3 + 12
+    assert table.filter(pa.compute.equal(table["id"], 0))["v"].to_pylist() == [2.0]
