@@ -45,6 +45,14 @@ class BatchedStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
         except Exception:  # as `StreamHandler.emit` does: logging never fails the caller
             self.handleError(record)
 
+    def queue_line(self, line: str) -> None:
+        """Queue an access line formatted by its caller (`direct_sink`), as `emit` queues
+        the line of an access record."""
+        with self.lock:  # type: ignore[union-attr]
+            self._queued.append(line)
+            if len(self._queued) >= self._most:
+                self.flush()
+
     def flush(self) -> None:
         """Write what is queued. Under the handler's lock (re-entered from `emit`): lines
         queued meanwhile wait, so no batch overtakes another."""
@@ -68,3 +76,23 @@ class BatchedStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self.flush()
         finally:
             super().close()
+
+
+def direct_sink(logger: logging.Logger) -> BatchedStreamHandler | None:
+    """The one handler `logger`'s info lines reach, when it is a `BatchedStreamHandler`
+    queueing that logger's lines and nothing (no filter, no other handler) stands between:
+    then a line may be queued to it directly, without a `LogRecord` (the access log, once per
+    request). None otherwise (a test's capturing handler, an operator's configuration)."""
+    handlers: list[logging.Handler] = []
+    current: logging.Logger | None = logger
+    while current is not None:
+        if current.filters or current.disabled:
+            return None
+        handlers.extend(current.handlers)
+        current = current.parent if current.propagate else None  # type: ignore[assignment]
+    if len(handlers) != 1 or not isinstance(handlers[0], BatchedStreamHandler):
+        return None
+    handler = handlers[0]
+    if handler.filters or handler.level > logging.INFO or handler._batched != logger.name:
+        return None
+    return handler

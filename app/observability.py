@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 import itertools
 import logging
+import os
 import random
 import re
 import time
@@ -28,6 +29,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.batched_log import direct_sink
 from backends.core.secrets import CREDENTIAL_WORDS
 
 ACCESS_LOGGER = logging.getLogger("lance_adapter.access")
@@ -122,22 +124,32 @@ class JsonFormatter(logging.Formatter):
         self.redactor = Redactor()
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "pid": record.process,
-            "message": record.getMessage(),
-        }
-        request_id = REQUEST_ID.get()
-        if request_id is not None:
-            entry["request_id"] = request_id
+        entry = _entry(record.created, record.levelname.lower(), record.name, record.process,
+                       record.getMessage())
         access = getattr(record, "access", None)
         if access:
             entry.update(access)
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return self.redactor(orjson.dumps(entry, default=str).decode())
+
+    def access_line(self, access: dict[str, Any]) -> str:
+        """The line `format` gives an access record, built without one."""
+        entry = _entry(time.time(), "info", ACCESS_LOGGER.name, os.getpid(), "request")
+        entry.update(access)
+        return self.redactor(orjson.dumps(entry, default=str).decode())
+
+
+def _entry(created: float, level: str, logger: str, pid: int | None,
+           message: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "ts": datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds"),
+        "level": level, "logger": logger, "pid": pid, "message": message,
+    }
+    request_id = REQUEST_ID.get()
+    if request_id is not None:
+        entry["request_id"] = request_id
+    return entry
 
 
 def log_config(level: str) -> dict[str, Any]:
@@ -337,6 +349,10 @@ class ObservabilityMiddleware:
         self.access_log = access_log
         self.root_path = root_path
         self.access_log_sample = access_log_sample
+        # The access line queued for the log's writer directly, where the logging
+        # configuration lets it (`direct_sink`): a LogRecord a request costs a worker about
+        # a fifth of a cached DescribeTable's CPU.
+        self._sink = direct_sink(ACCESS_LOGGER)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -373,7 +389,7 @@ class ObservabilityMiddleware:
                                      seconds)
         if self._logs(status) and ACCESS_LOGGER.isEnabledFor(logging.INFO):
             client = scope.get("client")
-            ACCESS_LOGGER.info("request", extra={"access": {
+            access = {
                 "method": scope["method"],
                 "path": scope["path"],
                 "operation": operation,
@@ -381,7 +397,12 @@ class ObservabilityMiddleware:
                 "code": code,
                 "duration_ms": round(seconds * 1000, 3),
                 "client": client[0] if client else None,
-            }})
+            }
+            sink = self._sink
+            if sink is not None and isinstance(sink.formatter, JsonFormatter):
+                sink.queue_line(sink.formatter.access_line(access))
+            else:
+                ACCESS_LOGGER.info("request", extra={"access": access})
 
     def _logs(self, status: int) -> bool:
         if not self.access_log:

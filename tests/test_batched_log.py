@@ -9,9 +9,11 @@ import logging
 import threading
 from collections.abc import Iterator
 
+import orjson
 import pytest
 
-from app.batched_log import BatchedStreamHandler
+from app.batched_log import BatchedStreamHandler, direct_sink
+from app.observability import ACCESS_LOGGER, JsonFormatter
 
 BATCHED = "tests.batched_log.access"
 
@@ -105,3 +107,39 @@ def test_a_closed_stream_never_fails_the_caller(slow: logging.Logger, stream: Wa
     monkeypatch.setattr(logging, "raiseExceptions", False)  # logging's own report, silenced
     stream.close()
     slow.warning("to a closed stream")  # written at once: fails, reported, not raised
+
+
+def test_an_access_line_queued_directly_is_the_line_its_record_would_give(
+    stream: Watched,
+) -> None:
+    """The access log's line goes to the handler without a LogRecord where nothing stands
+    between (`direct_sink`), and reads as the record's line would; with a filter on the
+    logger, or a second handler, the record goes through logging as before."""
+    name = "tests.batched_log.direct"
+    logger = logging.getLogger(name)
+    logger.propagate = False
+    handler = BatchedStreamHandler(stream, interval=3600, batched=name)
+    saved, logger.handlers = logger.handlers, [handler]
+    try:
+        assert direct_sink(logger) is handler
+        formatter = JsonFormatter()
+        access = {"method": "POST", "path": "/v1/table/t/describe", "status": 200, "code": None}
+        handler.queue_line(formatter.access_line(access))
+        record = logging.LogRecord(ACCESS_LOGGER.name, logging.INFO, __file__, 1, "request",
+                                   None, None)
+        record.access = access
+        handler.flush()
+        direct = orjson.loads(stream.getvalue())
+        through_logging = orjson.loads(formatter.format(record))
+        assert direct.pop("ts")[:16] == through_logging.pop("ts")[:16]  # to the minute
+        assert direct == through_logging
+
+        logger.addHandler(logging.StreamHandler(io.StringIO()))
+        assert direct_sink(logger) is None
+        logger.handlers = [handler]
+        logger.addFilter(lambda record: True)
+        assert direct_sink(logger) is None
+    finally:
+        logger.filters.clear()
+        logger.handlers = saved
+        handler.close()
