@@ -8,7 +8,8 @@ degrades; with `--growing` an append of 20 new rows (InsertIntoTable), under whi
 search and filter reads more rows every minute. `--indexes` gives each table a vector index
 and an index of `id`. Prints per minute: requests per second, p50 and p99 latency, errors,
 and each worker's RSS (the minute's mean and peak of a read every 5 s) and open file
-descriptors (read from /proc). At the end, each kind of
+descriptors (read from /proc); below, from the server's metrics, each operation's mean
+backend call in the minute and the maintenance done. At the end, each kind of
 request's p99 in the first and last minute, and the last minute against the first: throughput
 and p99 (issue 49's target: within 20%) and RSS growth after the first minute, the last
 minute's mean against the second's (target: < 10%).
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -112,6 +114,46 @@ def _client(url: str, tables: int, growing: bool, stop: threading.Event,
                     minute.failures.append(f"{send.__name__} {failure[:300]}")
 
 
+_SAMPLE = re.compile(r'^lance_adapter_(backend_call_duration_seconds_(?:sum|count)|'
+                     r'maintained_tables_total|maintenance_passes_total)\{?([^}]*)\}? (\S+)$')
+
+
+def _server_figures(url: str) -> dict[str, float]:
+    """From the server's metrics (all workers'): each operation's backend calls (their count
+    and seconds), the tables maintained by action and the maintenance passes, so far."""
+    figures: dict[str, float] = {}
+    try:
+        text = httpx.get(f"{url}/metrics", timeout=30).text
+    except httpx.HTTPError:
+        return figures
+    for line in text.splitlines():
+        found = _SAMPLE.match(line)
+        if found is None:
+            continue
+        name, labels, value = found.groups()
+        label = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        key = f"{name}:{label.get('operation') or label.get('action') or ''}"
+        figures[key] = figures.get(key, 0.0) + float(value)
+    return figures
+
+
+def _server_minute(before: dict[str, float], after: dict[str, float]) -> str:
+    """What the server did in a minute: each operation's mean backend call, and the
+    maintenance done."""
+    def delta(key: str) -> float:
+        return after.get(key, 0.0) - before.get(key, 0.0)
+    calls = sorted(key.split(":", 1)[1] for key in after
+                   if key.startswith("backend_call_duration_seconds_count:"))
+    means = "  ".join(
+        f"{operation} {delta('backend_call_duration_seconds_sum:' + operation) * 1000 / count:.1f}"
+        for operation in calls
+        if (count := delta(f"backend_call_duration_seconds_count:{operation}")) > 0)
+    actions = "  ".join(f"{key.split(':', 1)[1]} {delta(key):.0f}" for key in sorted(after)
+                        if key.startswith("maintained_tables_total:") and delta(key))
+    return (f"         backend ms: {means}; maintained: {actions or 'nothing'}, passes "
+            f"{delta('maintenance_passes_total:'):.0f}")
+
+
 def _workers(supervisor: int) -> list[int]:
     """The supervisor's worker processes (not its small helpers: multiprocessing's tracker)."""
     children = Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text().split()
@@ -191,14 +233,18 @@ def _soak(url: str, supervisor: int, arguments: argparse.Namespace) -> int:
     memory: list[list[tuple[float, float, int]]] = []
     print("minute  req/s    p50 ms   p99 ms  errors  workers' RSS MiB (mean, peak) / fds",
           flush=True)
+    figures = [_server_figures(url)]
     for index in range(arguments.minutes):
         memory.append(_sampled_minute(supervisor, started + 60 * (index + 1), stop))
+        figures.append(_server_figures(url))
         if index > 0:
             _report(index, minutes[index - 1], memory[index - 1])
+            print(_server_minute(figures[index - 1], figures[index]), flush=True)
     stop.set()
     for client in clients:
         client.join(timeout=120)
     _report(arguments.minutes, minutes[-1], memory[-1])
+    print(_server_minute(figures[-2], figures[-1]), flush=True)
     return _verdict(minutes, memory)
 
 
