@@ -352,7 +352,9 @@ class ObservabilityMiddleware:
         # The access line queued for the log's writer directly, where the logging
         # configuration lets it (`direct_sink`): a LogRecord a request costs a worker about
         # a fifth of a cached DescribeTable's CPU.
-        self._sink = direct_sink(ACCESS_LOGGER)
+        sink = direct_sink(ACCESS_LOGGER)
+        self._sink = sink if sink is not None and isinstance(sink.formatter, JsonFormatter) \
+            else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -398,9 +400,8 @@ class ObservabilityMiddleware:
                 "duration_ms": round(seconds * 1000, 3),
                 "client": client[0] if client else None,
             }
-            sink = self._sink
-            if sink is not None and isinstance(sink.formatter, JsonFormatter):
-                sink.queue_line(sink.formatter.access_line(access))
+            if self._sink is not None:
+                self._sink.queue_line(self._sink.formatter.access_line(access))  # type: ignore[union-attr]
             else:
                 ACCESS_LOGGER.info("request", extra={"access": access})
 

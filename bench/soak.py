@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.rest_adapter_bench import CHECKOUT, free_port, wait_ready
@@ -114,8 +114,9 @@ def _client(url: str, tables: int, growing: bool, stop: threading.Event,
                     minute.failures.append(f"{send.__name__} {failure[:300]}")
 
 
-_SAMPLE = re.compile(r'^lance_adapter_(backend_call_duration_seconds_(?:sum|count)|'
-                     r'maintained_tables_total|maintenance_passes_total)\{?([^}]*)\}? (\S+)$')
+_FIGURES = ("lance_adapter_backend_call_duration_seconds_sum",
+            "lance_adapter_backend_call_duration_seconds_count",
+            "lance_adapter_maintained_tables_total", "lance_adapter_maintenance_passes_total")
 
 
 def _server_figures(url: str) -> dict[str, float]:
@@ -126,14 +127,13 @@ def _server_figures(url: str) -> dict[str, float]:
         text = httpx.get(f"{url}/metrics", timeout=30).text
     except httpx.HTTPError:
         return figures
-    for line in text.splitlines():
-        found = _SAMPLE.match(line)
-        if found is None:
-            continue
-        name, labels, value = found.groups()
-        label = dict(re.findall(r'(\w+)="([^"]*)"', labels))
-        key = f"{name}:{label.get('operation') or label.get('action') or ''}"
-        figures[key] = figures.get(key, 0.0) + float(value)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name not in _FIGURES:
+                continue
+            name = sample.name.removeprefix("lance_adapter_")
+            label = sample.labels.get("operation") or sample.labels.get("action") or ""
+            figures[f"{name}:{label}"] = figures.get(f"{name}:{label}", 0.0) + sample.value
     return figures
 
 
