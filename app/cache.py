@@ -2,8 +2,9 @@
 the events it reports (`CacheEvents`: hits, misses, validations, evictions).
 
 What is cached: the answers to DescribeTable, TableExists, ListTables, ListNamespaces and
-DescribeNamespace (and their spec aliases), keyed by operation and every request field that
-can change the answer (id, version, load_detailed_metadata, paging, identity, context...).
+DescribeNamespace (and their spec aliases), and CountTableRows where the backend stamps it
+(`STAMPED_ONLY`), keyed by operation and every request field that can change the answer
+(id, version, predicate, load_detailed_metadata, paging, identity, context...).
 
 Why it is correct:
 - Writes through this server: every operation that is not read-only bumps the write counters
@@ -17,9 +18,10 @@ Why it is correct:
   its counters moved while it ran, so an answer read before a write is never stored after it.
 - Changes made elsewhere: where the backend gives a stamper (`cache_stamper`, `backends.hooks`)
   every hit is validated against the storage (a local `dir` root: the modification times of
-  the root, of the manifest's `_versions` directory and, for DescribeTable, of the table's
-  `_versions` directory). Anything else has no validator here and is not stored, unless the
-  operator opts in to `metadata_cache_ttl` seconds of blindness.
+  the root, of the manifest's `_versions` directory and, for DescribeTable and CountTableRows,
+  of the table's directory and its `_versions` directory). Anything else has no validator
+  here and is not stored, unless the operator opts in to `metadata_cache_ttl` seconds of
+  blindness (never a count: its stamp is the only bound).
 """
 
 from __future__ import annotations
@@ -40,9 +42,11 @@ import orjson
 from backends.core.operations import Subject, traits_of
 from backends.hooks import Stamp, Stamper
 
-CACHED_OPERATIONS = frozenset(
-    {"DescribeTable", "TableExists", "ListTables", "ListNamespaces", "DescribeNamespace"}
-)
+CACHED_OPERATIONS = frozenset({"DescribeTable", "TableExists", "ListTables", "ListNamespaces",
+                               "DescribeNamespace", "CountTableRows"})
+# Answers that depend on a table's data: stored only with the backend's stamp, whatever
+# `metadata_cache_ttl` says (a time bound alone would hide other writers' rows).
+STAMPED_ONLY = frozenset({"CountTableRows"})
 # Context headers that differ on every request and never change an answer.
 PER_REQUEST_CONTEXT = frozenset({"header.x-request-id", "header.traceparent", "header.tracestate"})
 GENERATION_FILE = "metadata-generations"
@@ -140,7 +144,7 @@ def read_scopes(operation_id: str, fields: Mapping[str, Any]) -> tuple[str, ...]
     identifier = _request_id(fields)
     if identifier is None:
         return (EVERYTHING,)
-    if operation_id in ("DescribeTable", "TableExists") and identifier:
+    if operation_id in ("DescribeTable", "TableExists", "CountTableRows") and identifier:
         return (EVERYTHING, *_enclosing(identifier[:-1]), f"table:{_joined(identifier)}")
     if operation_id == "ListTables":
         return (EVERYTHING, *_enclosing(identifier), f"tables:{_joined(identifier)}")
@@ -185,6 +189,7 @@ class _locked:
 @dataclass
 class _Entry:
     answer: Any
+    table_id: list[str] | None
     stored_at: float
     stamp: Stamp | None
     slots: tuple[int, ...]
@@ -197,6 +202,7 @@ class PendingRead:
 
     key: bytes
     operation_id: str
+    table_id: list[str] | None
     slots: tuple[int, ...]
     counters: tuple[int, ...]  # the slots' write counters when the read began
     started_ns: int
@@ -259,14 +265,15 @@ class MetadataCache:
             return None if age <= self.ttl else "expired"
         if age > self.validated_ttl:
             return "expired"
-        fresh = self.stamper(operation_id, entry.answer) == entry.stamp
+        fresh = self.stamper(operation_id, entry.table_id, entry.answer) == entry.stamp
         self.events.cache_validation(operation_id, fresh)
         return None if fresh else "changed"
 
     def begin(self, key: bytes, operation_id: str, fields: Mapping[str, Any]) -> PendingRead:
         slots = tuple(slot_of(scope) for scope in read_scopes(operation_id, fields))
         counters = self.generations.snapshot(slots)
-        return PendingRead(key, operation_id, slots, counters, time.time_ns())
+        return PendingRead(key, operation_id, _request_id(fields), slots, counters,
+                           time.time_ns())
 
     def store(self, pending: PendingRead, answer: Any) -> None:
         if self.generations.snapshot(pending.slots) != pending.counters:
@@ -276,13 +283,13 @@ class MetadataCache:
             stamp = self._trusted_stamp(pending, answer)
             if stamp is None:
                 return  # the storage changed too recently to vouch for this answer
-        elif self.ttl <= 0:
+        elif self.ttl <= 0 or pending.operation_id in STAMPED_ONLY:
             return
         if len(self._entries) >= self.max_entries:
             del self._entries[next(iter(self._entries))]
             self.events.cache_eviction("capacity", 1)
         self._entries[pending.key] = _Entry(
-            answer, self._clock(), stamp, pending.slots, pending.counters
+            answer, pending.table_id, self._clock(), stamp, pending.slots, pending.counters
         )
 
     def invalidate(self, operation_id: str, fields: Mapping[str, Any]) -> None:
@@ -292,8 +299,8 @@ class MetadataCache:
 
     def _trusted_stamp(self, pending: PendingRead, answer: Any) -> Stamp | None:
         """The storage stamp, if the storage last changed well before the read began."""
-        stamp = self.stamper(pending.operation_id, answer)
-        if newest_change(stamp) >= pending.started_ns - CLOCK_MARGIN_NS:
+        stamp = self.stamper(pending.operation_id, pending.table_id, answer)
+        if stamp is None or newest_change(stamp) >= pending.started_ns - CLOCK_MARGIN_NS:
             return None
         return stamp
 

@@ -173,7 +173,8 @@ class Settings(ServingSettings):
     metadata_cache: bool = setting(
         "", True,
         'Cache DescribeTable, TableExists, ListTables, ListNamespaces and DescribeNamespace '
-        'answers of the built-in backends (see [Metadata cache](operations.md#metadata-cache))',
+        'answers of the built-in backends, and CountTableRows on a local `dir` root '
+        '(see [Metadata cache](operations.md#metadata-cache))',
     )
     metadata_cache_ttl: float = setting(
         "", 0.0,

@@ -12,8 +12,9 @@ from typing import Any, Self
 
 # Modification times (ns) of what an answer depends on; None where a path does not exist.
 Stamp = tuple[int | None, ...]
-# What a change to an answer touches (`app.cache` validates hits so): (operation id, answer).
-Stamper = Callable[[str, Any], Stamp]
+# What a change to an answer touches (`app.cache` validates hits so): (operation id, the
+# request's id, answer) -> the stamp, or None when the backend cannot vouch for the answer now.
+Stamper = Callable[[str, list[str] | None, Any], Stamp | None]
 
 
 class ServerHooks:

@@ -1,6 +1,10 @@
 """A soak: `lance-adapter serve` on a `dir` root (`--workers 2`, maintenance on every
 `--maintenance-interval` seconds) under a mixed load of `--clients` clients for `--minutes`
-minutes: each request is, in turn, a write of 20 rows, a vector search (k=10), a filtered
+minutes, each sending its next request when answered (the server saturated: a minute's
+throughput and p99 then move with whatever else the two cores do in it) or, with `--rate`, on a
+schedule of that many requests a second (a production-like load below saturation, under
+which a server degrading shows as growing latency and then falling throughput). Each
+request is, in turn, a write of 20 rows, a vector search (k=10), a filtered
 query, a count, a DescribeTable and a ListTables, over `--tables` tables of 5,000 rows. The
 write is an upsert of 20 of the table's rows (MergeInsertIntoTable), so that the tables keep
 their size and a request costs the same in the last minute as in the first unless the server
@@ -14,7 +18,7 @@ request's p99 in the first and last minute, and the last minute against the firs
 and p99 (issue 49's target: within 20%) and RSS growth after the first minute, the last
 minute's mean against the second's (target: < 10%).
 
-    .venv/bin/python bench/soak.py [--minutes 10] [--clients 16] [--tables 4]
+    .venv/bin/python bench/soak.py [--minutes 10] [--clients 16] [--tables 4] [--rate R]
         [--maintenance-interval 60] [--growing] [--indexes] [--directory DIR]
         [--setting NAME=VALUE ...]
 """
@@ -88,17 +92,37 @@ def _requests(url: str, tables: int, growing: bool) -> itertools.cycle:
     return itertools.cycle([insert, search, filtered, count, describe, listing])
 
 
+@dataclass(frozen=True)
+class Load:
+    """Who sends: `clients` clients, each sending its next request when its last is answered
+    (the server saturated), or, at a `rate` of requests per second, at the times a schedule
+    gives them in turn (a latency then counts from the scheduled time, so that a server
+    falling behind shows in it rather than in fewer requests sent)."""
+
+    clients: int
+    rate: float | None = None
+
+    def due(self, started: float, client: int, sent: int) -> float | None:
+        """When the client's `sent`-th request is due (None: as soon as it can)."""
+        if self.rate is None:
+            return None
+        return started + (sent * self.clients + client) / self.rate
+
+
 def _client(url: str, tables: int, growing: bool, stop: threading.Event,
-            minutes: list[Minute], started: float, offset: int) -> None:
+            minutes: list[Minute], started: float, offset: int, load: Load) -> None:
     sends = _requests(url, tables, growing)
     for _ in range(offset):
         next(sends)
     with httpx.Client(timeout=60) as client:
-        for n in itertools.count(offset * 1000):
+        for sent, n in enumerate(itertools.count(offset * 1000)):
+            due = load.due(started, offset, sent)
+            if due is not None:
+                stop.wait(max(0.0, due - time.monotonic()))
             if stop.is_set():
                 return
             send = next(sends)
-            begun = time.monotonic()
+            begun = time.monotonic() if due is None else due
             try:
                 answer = send(client, n)
                 ok, failure = answer.status_code == 200, f"{answer.status_code} {answer.text}"
@@ -172,6 +196,9 @@ def main() -> int:
     parser.add_argument("--minutes", type=int, default=10)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--tables", type=int, default=4)
+    parser.add_argument("--rate", type=float, default=None,
+                        help="requests per second, sent on a schedule (default: each client "
+                             "sends when answered, which saturates the server)")
     parser.add_argument("--maintenance-interval", type=int, default=60)
     parser.add_argument("--growing", action="store_true",
                         help="appends instead of upserts: the tables grow, and with them the "
@@ -225,8 +252,9 @@ def _soak(url: str, supervisor: int, arguments: argparse.Namespace) -> int:
     minutes = [Minute() for _ in range(arguments.minutes)]
     stop = threading.Event()
     started = time.monotonic()
+    load = Load(arguments.clients, arguments.rate)
     clients = [threading.Thread(target=_client, args=(url, arguments.tables, arguments.growing,
-                                                      stop, minutes, started, index))
+                                                      stop, minutes, started, index, load))
                for index in range(arguments.clients)]
     for client in clients:
         client.start()

@@ -128,6 +128,54 @@ def test_outside_writes_to_a_local_root_are_seen_on_the_next_request(
     assert cache_metrics(dir_client)["changed"] == 1  # the cached answer failed validation
 
 
+def counted(client: httpx.Client, predicate: str | None = None) -> int:
+    response = client.post(f"/v1/table/{TABLE}/count_rows",
+                           json={} if predicate is None else {"predicate": predicate})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_a_count_on_a_local_root_is_answered_from_the_cache_until_rows_change(
+    dir_client: httpx.Client, tmp_path: Path
+) -> None:
+    """A count is validated against the table's own directories: a write through the
+    server, and one by pylance beside it, are counted on the next request."""
+    settle(tmp_path / "root")
+    assert counted(dir_client) == 3 and counted(dir_client, "id > 0") == 2
+    before = cache_metrics(dir_client, "CountTableRows")
+    assert counted(dir_client) == 3 and counted(dir_client, "id > 0") == 2
+    after = cache_metrics(dir_client, "CountTableRows")
+    assert after["hits"] == before["hits"] + 2
+    assert after["fresh"] == before["fresh"] + 2
+    assert after["backend calls"] == before["backend calls"]
+    inserted = dir_client.post(f"/v1/table/{TABLE}/insert",
+                               content=arrow_stream(sample_table(2, start=10)))
+    assert inserted.status_code == 200, inserted.text
+    assert counted(dir_client) == 5
+    settle(tmp_path / "root")
+    assert counted(dir_client) == 5
+    assert counted(dir_client) == 5  # from the cache again
+    outside = DirectoryNamespace(root=str(tmp_path / "root"))
+    outside.insert_into_table(
+        InsertIntoTableRequest(id=["ns", "t"]), arrow_stream(sample_table(1, start=50)))
+    assert counted(dir_client) == 6
+    assert cache_metrics(dir_client, "CountTableRows")["changed"] == 1
+
+
+def test_a_count_is_never_kept_on_a_time_bound_alone(tmp_path: Path) -> None:
+    """Without a stamp from the backend, `metadata_cache_ttl` keeps metadata answers, but
+    never a count: rows written by another tool would be hidden."""
+    cache = MetadataCache(Generations(), ttl=60, validated_ttl=60, max_entries=10)
+    fields = {"id": ["ns", "t"]}
+    key = cache.key("CountTableRows", fields)
+    cache.store(cache.begin(key, "CountTableRows", fields), 3)
+    assert cache.lookup(key, "CountTableRows") is MISS
+    unvouched = MetadataCache(Generations(), ttl=60, validated_ttl=60, max_entries=10,
+                              stamper=lambda operation, table, answer: None)
+    unvouched.store(unvouched.begin(key, "CountTableRows", fields), 3)
+    assert unvouched.lookup(key, "CountTableRows") is MISS
+
+
 def test_answers_differ_by_identity_and_request_fields() -> None:
     cache = MetadataCache(Generations(), ttl=60, validated_ttl=60, max_entries=10)
     plain = {"id": ["ns", "t"], "identity": None}
@@ -146,7 +194,8 @@ def test_answers_differ_by_identity_and_request_fields() -> None:
     assert cache.key("DescribeTable", with_request_id) == cache.key(
         "DescribeTable", other_request_id
     )
-    assert cache.key("CountTableRows", plain) is None
+    assert cache.key("CountTableRows", plain) != cache.key(
+        "CountTableRows", {**plain, "predicate": "id > 1"})
     assert cache.key("DropTable", plain) is None
     assert "DescribeTable" in CACHED_OPERATIONS
 

@@ -59,6 +59,14 @@ class RememberedEntries:
                         self._capacity)
         return found
 
+    def remembered(self, table_id: list[str]) -> DescribeTableResponse | None:
+        """The table's entry if it is remembered and still current, without looking it up
+        (a few `stat` calls: the metadata cache asks on the event loop)."""
+        state = self._state()
+        with self._lock:
+            hit = self._entries.get(tuple(table_id))
+        return None if hit is None or state is None or hit[0] != state else hit[1]
+
     def _state(self) -> Hashable | None:
         manifest: Hashable = "no manifest yet"  # root tables found by their directories alone
         if os.path.lexists(self._manifest):

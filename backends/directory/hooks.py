@@ -13,6 +13,7 @@ from lance_namespace import ListTablesRequest
 
 from backends.core.messages import readable
 from backends.core.settings import ConfigurationError
+from backends.directory.entries import RememberedEntries
 from backends.directory.settings import DirectorySettings
 from backends.directory.stamps import directory_stamper
 from backends.hooks import ServerHooks, Stamper
@@ -31,10 +32,12 @@ def check_writable(root: Path) -> None:
 
 
 class DirectoryHooks(ServerHooks):
-    """The hooks of `DirectoryBackend` (which sets `_local_root` and `_configured_root`)."""
+    """The hooks of `DirectoryBackend` (which sets `_local_root`, `_configured_root` and
+    `_entries`)."""
 
     _local_root: Path | None = None
     _configured_root = ""
+    _entries: RememberedEntries | None = None
     list_tables: object
 
     @classmethod
@@ -73,4 +76,13 @@ class DirectoryHooks(ServerHooks):
         return [] if root is None else [("root_writable", lambda: check_writable(root))]
 
     def cache_stamper(self) -> Stamper | None:
-        return None if self._local_root is None else directory_stamper(self._local_root)
+        if self._local_root is None:
+            return None
+        return directory_stamper(self._local_root, self.remembered_location)
+
+    def remembered_location(self, table_id: list[str]) -> str | None:
+        """Where the table is, when its catalog entry is remembered and current (the
+        metadata cache's stamps of counts ask, on the event loop: never a lookup)."""
+        entries = self._entries
+        entry = None if entries is None else entries.remembered(table_id)
+        return None if entry is None else entry.location

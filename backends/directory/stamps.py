@@ -13,6 +13,7 @@ from typing import Any
 from lance_namespace import InvalidInputError
 
 from backends.core.locations import resolve_stored
+from backends.hooks import Stamp, Stamper
 
 
 def _modified_ns(path: Path) -> int | None:
@@ -34,23 +35,32 @@ def _local_path(location: str | None) -> Path | None:
     return Path(place.uri) if place.scheme == "file" else None
 
 
-def directory_stamper(root: Path) -> Callable[[str, Any], tuple[int | None, ...]]:
+def directory_stamper(
+    root: Path, remembered_location: Callable[[list[str]], str | None]
+) -> Stamper:
     """Stamps of a local `dir` root: what a change to a namespace, listing or table touches.
 
     A table version, a manifest version (create, drop, declare, register, namespaces) and a
     table or namespace directory all appear as a new file in a directory whose modification
-    time the stamp holds.
+    time the stamp holds. A count depends on its table's data too: it is stamped only when
+    `remembered_location` knows where the table is (without a lookup) and that is on the
+    local file system, where a commit shows in the table's `_versions` directory.
     """
     root = root.absolute()
     watched = (root, root / "__manifest" / "_versions")
 
-    def stamp(operation_id: str, answer: Any) -> tuple[int | None, ...]:
+    def stamp(operation_id: str, table_id: list[str] | None, answer: Any) -> Stamp | None:
         times = tuple(_modified_ns(path) for path in watched)
-        if operation_id != "DescribeTable":
+        if operation_id == "CountTableRows":
+            table = _local_path(remembered_location(table_id) if table_id else None)
+            if table is None:
+                return None
+        elif operation_id == "DescribeTable":
+            table = _local_path(getattr(answer, "location", None))
+            if table is None:
+                return (*times, None, None)
+        else:
             return times
-        table = _local_path(getattr(answer, "location", None))
-        if table is None:
-            return (*times, None, None)
         return (*times, _modified_ns(table), _modified_ns(table / "_versions"))
 
     return stamp

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from app.config import external_locations, request_bounds
+from app.config import external_locations, lance_session, request_bounds
 from app.observability import JsonFormatter
 from app.server import create_app
 from app.settings import Settings
@@ -43,11 +43,13 @@ def running_server(
     impl: str = "dir", properties: dict[str, str] | None = None, lifespan: str = "off",
     **settings: object,
 ) -> Iterator[str]:
-    """Serve backend `impl` with `properties`; yields the base URL, stops on exit. With
+    """Serve backend `impl` with `properties`, its tables opened with a Lance session as
+    `lance-adapter serve` opens them; yields the base URL, stops on exit. With
     `lifespan="on"` the application's background work (maintenance, trimming) runs too."""
     server_settings = Settings(impl=impl, properties=dict(properties or {}), **settings)
     namespace = load_namespace(impl, server_settings.properties, request_bounds(server_settings),
-                               external_locations(server_settings))
+                               external_locations(server_settings),
+                               lance_session(server_settings))
     app = create_app(namespace, server_settings)
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
