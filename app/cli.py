@@ -14,6 +14,7 @@ import logging.config
 import socket
 import sys
 import typing
+from collections.abc import Mapping
 from dataclasses import asdict
 from importlib.metadata import version
 from pathlib import Path
@@ -24,7 +25,7 @@ import yaml
 from lance_namespace import LanceNamespace, LanceNamespaceError
 
 from app.auth import check_forwarding
-from app.config import external_locations, lance_session, load_settings, request_bounds
+from app.config import external_locations, lance_session, load_settings, served_backend
 from app.connections import uvicorn_options
 from app.credentials import load_rules
 from app.maintenance import maintains, maintenance_policy
@@ -111,7 +112,8 @@ def _announce(namespace: LanceNamespace, settings: Settings, port: int) -> None:
     """One start-up line naming the backend, its root or endpoint, and the address."""
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     logging.getLogger("lance_adapter").info(
-        "serving impl '%s' (%s) at %s://%s:%d%s", settings.impl, namespace.namespace_id(),
+        "serving impl '%s' (%s) at %s://%s:%d%s",
+        "catalogs" if settings.catalogs else settings.impl, namespace.namespace_id(),
         "https" if tls_on(settings) else "http", host, port, settings.root_path,
     )
 
@@ -126,8 +128,7 @@ def settings_from_arguments(arguments: argparse.Namespace) -> Settings:
 def served_namespace(settings: Settings) -> GuardedNamespace:
     """The backend `serve` loads: checked before workers start, and the one that serves with
     one worker, so it opens its tables with a Lance session as every worker does."""
-    return load_namespace(settings.impl, settings.properties, request_bounds(settings),
-                          external_locations(settings), lance_session(settings))
+    return served_backend(settings, lance_session(settings))
 
 
 def serve(settings: Settings) -> None:
@@ -172,24 +173,32 @@ def serve(settings: Settings) -> None:
 
 
 def effective_settings(settings: Settings) -> dict[str, Any]:
-    """`settings`, its backend's properties checked as the backend reads them (without
-    connecting), as a config file would hold them, with every secret masked."""
-    settings_class = getattr(resolve_impl(settings.impl), "settings_class", None)
-    if settings_class is not None:
-        settings_class.from_properties(settings.properties)
-    check_vending(settings.properties)
-    secret_keys = {
-        declared.key for _, declared in (settings_class.declared() if settings_class else [])
-        if declared.secret and not declared.is_prefix
-    }
+    """`settings`, its backend's properties (each catalog's) checked as the backend reads them
+    (without connecting), as a config file would hold them, with every secret masked."""
     effective = asdict(settings)
-    effective["properties"] = {
-        key: MASK if key in secret_keys or is_credential(key) else value
-        for key, value in settings.properties.items()
+    effective["properties"] = _masked(settings.impl, settings.properties)
+    effective["catalogs"] = {
+        name: {"impl": catalog.get("impl", ""), **_masked(catalog.get("impl", ""), {
+            key: value for key, value in catalog.items() if key != "impl"})}
+        for name, catalog in settings.catalogs.items()
     }
     if settings.auth_tokens:
         effective["auth_tokens"] = MASK
     return effective
+
+
+def _masked(impl: str, properties: Mapping[str, str]) -> dict[str, str]:
+    """The properties of backend `impl`, checked, their secrets masked."""
+    settings_class = getattr(resolve_impl(impl), "settings_class", None)
+    if settings_class is not None:
+        settings_class.from_properties(properties)
+    check_vending(properties)
+    secret_keys = {
+        declared.key for _, declared in (settings_class.declared() if settings_class else [])
+        if declared.secret and not declared.is_prefix
+    }
+    return {key: MASK if key in secret_keys or is_credential(key) else value
+            for key, value in properties.items()}
 
 
 def print_config(settings: Settings) -> None:

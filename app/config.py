@@ -18,10 +18,15 @@ import yaml
 from lance_namespace import LanceNamespaceError
 
 from app.settings import Settings
+from backends import IMPLS, load_namespace, resolve_impl
 from backends.core.access import AccessPolicy
 from backends.core.bounds import RequestBounds
 from backends.core.external import ExternalLocation, parse_external_locations
+from backends.core.names import check_name
 from backends.core.settings import ConfigurationError, is_mapping
+from backends.federation import FederatedNamespace
+from backends.vending import CredentialVendor, check_vending, credential_vendor
+from backends.vending.catalogs import CatalogVendors
 
 ENV_PREFIX = "LANCE_ADAPTER_"
 ENV_PROPERTY_PREFIX = "LANCE_ADAPTER_PROP_"
@@ -112,6 +117,67 @@ def lance_session(settings: Settings) -> lance.Session:
     """The Lance session (index and metadata caches) of one worker process."""
     return lance.Session(index_cache_size_bytes=settings.lance_index_cache_bytes,
                          metadata_cache_size_bytes=settings.lance_metadata_cache_bytes)
+
+
+def served_backend(settings: Settings, session: lance.Session | None = None) -> Any:
+    """The backend the server serves: `impl` with its `properties` behind the guard, or with
+    `catalogs`, each catalog so, under a top-level namespace of its name
+    (`backends.federation`)."""
+    bounds, external = request_bounds(settings), external_locations(settings)
+    if not settings.catalogs:
+        return load_namespace(settings.impl, settings.properties, bounds, external, session)
+    if settings.properties:
+        raise ConfigurationError("set either 'properties' (one backend) or 'catalogs' "
+                                 "(several), not both")
+    if settings.lancedb_root_database in settings.catalogs:
+        raise ConfigurationError(
+            f"setting 'catalogs': catalog {settings.lancedb_root_database!r} has the name of "
+            "the LanceDB root database (`lancedb_root_database`), which names the root: "
+            "rename the catalog or set lancedb_root_database to another name")
+    catalogs, impls = {}, {}
+    for name, configured in settings.catalogs.items():
+        properties = dict(configured)
+        impls[name] = impl = properties.pop("impl", "")
+        _check_catalog(name, impl, properties)
+        catalogs[name] = load_namespace(impl, properties, bounds, external, session)
+    # A catalog's probe ends in time for `/readyz` to answer within its own bound.
+    return FederatedNamespace(catalogs, impls, settings.readiness_timeout * 0.8)
+
+
+def served_vendor(settings: Settings, namespace: Any) -> CredentialVendor | CatalogVendors | None:
+    """The credential vending `vending.*` configures: the backend's, or each catalog's own
+    (`backends.vending.catalogs`); None when nothing vends."""
+    if not settings.catalogs:
+        return credential_vendor(settings.properties, namespace)
+    vendors = {}
+    for name, configured in settings.catalogs.items():
+        properties = {key: value for key, value in configured.items() if key != "impl"}
+        vendor = credential_vendor(properties, namespace.catalogs[name])
+        if vendor is not None:
+            vendors[name] = vendor
+    return CatalogVendors(vendors) if vendors else None
+
+
+def backend_properties(settings: Settings) -> list[Mapping[str, str]]:
+    """The properties of every backend served: `properties`, or each catalog's (whose
+    credentials no log line shows)."""
+    if not settings.catalogs:
+        return [settings.properties]
+    return [dict(catalog) for catalog in settings.catalogs.values()]
+
+
+def _check_catalog(name: str, impl: str, properties: Mapping[str, str]) -> None:
+    try:
+        check_name(name, "catalog name")
+    except LanceNamespaceError as error:
+        raise ConfigurationError(f"setting 'catalogs': {error}") from None
+    if impl not in IMPLS:
+        raise ConfigurationError(f"setting 'catalogs': catalog {name!r} needs an 'impl' of "
+                                 f"{', '.join(IMPLS)}, got {impl!r}")
+    check_vending(properties)
+    start_check = getattr(resolve_impl(impl), "check_properties_at_start", None)
+    if start_check is not None:
+        start_check(properties)
 
 
 def external_locations(settings: Settings) -> tuple[ExternalLocation, ...]:

@@ -44,10 +44,15 @@ class Dispatcher:
         aliases: dict[str, str] | None = None,
         cache: MetadataCache | None = None,
         observe: Callable[[str, bool, float], None] | None = None,
+        observe_catalog: Callable[[str, str, bool], None] | None = None,
     ) -> None:
         self.namespace = namespace
         self.cache = cache
         self._observe = observe
+        # A server of several catalogs names the catalog of each id (`catalog_of`): each
+        # operation is counted by catalog, `observe_catalog(catalog, operation_id, ok)`.
+        self._catalog_of = getattr(namespace, "catalog_of", None) if observe_catalog else None
+        self._observe_catalog = observe_catalog
         # The spec's other names of operations (GetTable -> DescribeTable), for ListOperations.
         self._aliases = aliases or {}
         self._pool = ThreadPoolExecutor(max_concurrency, thread_name_prefix="backend")
@@ -60,6 +65,20 @@ class Dispatcher:
     async def call(
         self, operation: Operation, fields: dict[str, Any], data: Any,
         dialect: Dialect = SPEC,
+    ) -> Any:
+        catalog = None if self._catalog_of is None else self._catalog_of(fields.get("id"))
+        if catalog is None or self._observe_catalog is None:
+            return await self._call(operation, fields, data, dialect)
+        ok = False
+        try:
+            answer = await self._call(operation, fields, data, dialect)
+            ok = True
+            return answer
+        finally:
+            self._observe_catalog(catalog, operation.operation_id, ok)
+
+    async def _call(
+        self, operation: Operation, fields: dict[str, Any], data: Any, dialect: Dialect
     ) -> Any:
         key = None if self.cache is None else self.cache.key(operation.backend_id, fields)
         if key is not None:

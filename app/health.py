@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import anyio
 from lance_namespace import LanceNamespace, LanceNamespaceError, ListNamespacesRequest
@@ -22,7 +22,8 @@ HEALTH_PATHS = ("/healthz", "/readyz", "/metrics")
 _MOST_REASON = 300  # characters of a failed check's reason in the /readyz answer
 
 
-Probe = Callable[[], None]
+# A probe raises when the backend cannot serve; it may return what is down meanwhile.
+Probe = Callable[[], Mapping[str, str] | None]
 
 
 def backend_probe(namespace: LanceNamespace) -> Probe:
@@ -48,6 +49,9 @@ class Readiness:
         self._running = "backend"  # the check under way, named when time runs out
         # One probe at a time: a hung backend cannot pile up probe threads.
         self._limiter = anyio.CapacityLimiter(1)
+        # What the backend's probe reported down while the server stays ready (a server of
+        # several catalogs: the catalogs that do not answer), from the last probe.
+        self.degraded: dict[str, str] = {}
 
     @classmethod
     def for_backend(cls, namespace: LanceNamespace, settings: Settings,
@@ -61,7 +65,9 @@ class Readiness:
     def _run_checks(self) -> None:
         for name, check in self._checks:
             self._running = name
-            check()
+            report = check()
+            if name == "backend":
+                self.degraded = dict(report) if isinstance(report, Mapping) else {}
 
     async def problem(self) -> dict[str, str] | None:
         """None when every check answered in time, else the check that did not and why."""
@@ -96,7 +102,8 @@ def health_routes(readiness: Readiness, metrics: Metrics) -> list[Route]:
     async def readyz(_: Request) -> Response:
         problem = await readiness.problem()
         if problem is None:
-            return JSONResponse({"status": "ready"}, headers=_NO_STORE)
+            degraded = {"degraded": readiness.degraded} if readiness.degraded else {}
+            return JSONResponse({"status": "ready", **degraded}, headers=_NO_STORE)
         return JSONResponse({"status": "unavailable", **problem}, 503, _NO_STORE)
 
     async def metrics_endpoint(_: Request) -> Response:

@@ -211,6 +211,11 @@ class Metrics:
             "outcome (ok, error)",
             ["operation", "outcome"], buckets=LATENCY_BUCKETS, registry=self.registry,
         )
+        self.catalog_requests = Counter(
+            "lance_adapter_catalog_requests", "Operations on a server of several catalogs, by "
+            "catalog (the id's first part), operation and outcome (ok, error)",
+            ["catalog", "operation", "outcome"], registry=self.registry,
+        )
         self.in_flight = Gauge(
             "lance_adapter_requests_in_flight", "Requests being served right now",
             registry=self.registry, multiprocess_mode="livesum",
@@ -267,6 +272,9 @@ class Metrics:
             child = self.backend.labels(operation, "ok" if ok else "error")
             self._backend_children[(operation, ok)] = child
         child.observe(seconds)
+
+    def observe_catalog_request(self, catalog: str, operation: str, ok: bool) -> None:
+        self.catalog_requests.labels(catalog, operation, "ok" if ok else "error").inc()
 
     def observe_vend(self, identity: str | None, access: str, source: str) -> None:
         if identity is None:

@@ -31,6 +31,7 @@ from app.auth import (
 from app.bodies import BodyLimits, release_body
 from app.browser_guard import BrowserGuard
 from app.cache import GENERATION_FILE, Generations, MetadataCache
+from app.config import backend_properties, served_vendor
 from app.credentials import Credentials
 from app.dialect import Dialect
 from app.dispatch import Dispatcher
@@ -65,7 +66,8 @@ from backends import IMPLS
 from backends.core.access import Grants, check_access
 from backends.core.operations import Level, Subject, traits_of
 from backends.core.secrets import credential_values, without_credentials
-from backends.vending import CredentialVendor, credential_vendor, with_vended
+from backends.vending import CredentialVendor, with_vended
+from backends.vending.catalogs import CatalogVendors
 
 RequestReader = Callable[
     [Operation, Request, BodyLimits, Dialect, bool], Awaitable[tuple[dict[str, Any], Any]]
@@ -79,7 +81,7 @@ class _Service:
     metrics: Metrics
     max_body: BodyLimits
     auth_on: bool
-    vendor: CredentialVendor | None = None
+    vendor: CredentialVendor | CatalogVendors | None = None
     # One line per call that changes anything and per vend, when on (`app.audit`).
     audit: AuditLog | None = None
     # The LanceDB database whose tables are the root's (`app.lancedb`).
@@ -168,13 +170,13 @@ class OperationEndpoint:
         """The answer with credentials for the caller's access, when vending is on and the
         request asks for them (or leaves it unset, with `vending.unasked`); keys that write
         only for a caller who may write the table."""
-        vendor = self.service.vendor
+        table_id = fields.get("id") or []
+        vendor = None if self.service.vendor is None else self.service.vendor.for_table(table_id)
         location = getattr(response, "location", None)
         if (vendor is None or not traits_of(self.operation.backend_id).vends
                 or not location or not vendor.asked(fields.get("vend_credentials"))):
             return response
         caller_token = (fields.get("identity") or {}).get("auth_token")
-        table_id = fields.get("id") or []
         may_write = grants is None or grants.allows(Level.WRITE, table_id, Subject.TABLE)
         vended = await self.service.dispatcher.run("VendCredentials", functools.partial(
             vendor.vend, location, scope.get(PRINCIPAL_KEY), table_id, caller_token, may_write))
@@ -349,11 +351,13 @@ def create_app(
     dispatcher = Dispatcher(
         namespace, settings.max_concurrency, settings.backend_timeout, aliases,
         metadata_cache(settings, metrics, namespace, runtime_dir), metrics.observe_backend,
+        metrics.observe_catalog_request,
     )
     redactor = Redactor()  # what no log line or readiness reason shows
-    redactor.add(credential_values(settings.properties))
+    for properties in backend_properties(settings):
+        redactor.add(credential_values(properties))
     use_redactor(redactor)
-    vendor = credential_vendor(settings.properties, namespace)
+    vendor = served_vendor(settings, namespace)
     if vendor is not None:
         vendor.add_listener(lambda vend: metrics.observe_vend(vend.identity, vend.access,
                                                               vend.source))
@@ -376,7 +380,11 @@ def create_app(
 
 
 def storage_paths(namespace: LanceNamespace) -> list[str]:
-    """Where the backend keeps data, when it says (`MetadataNamespace.storage_root`)."""
+    """Where the backend keeps data, when it says (`MetadataNamespace.storage_root`; several
+    catalogs' `storage_paths`)."""
+    several = getattr(namespace, "storage_paths", None)
+    if callable(several):
+        return list(several())
     root = getattr(namespace, "storage_root", None)
     found = root() if callable(root) else None
     return [found] if isinstance(found, str) else []

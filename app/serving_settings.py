@@ -41,6 +41,13 @@ class ServingSettings(DeclaredSettings):
         flag="--prop KEY=VALUE",
         shown_default='`{}` (`dir`: `root=./lance-data`)',
     )
+    catalogs: Mapping[str, Mapping[str, str]] = setting(
+        "", {},
+        'Several catalogs in one server, each a top-level namespace: its name -> its `impl` '
+        'and properties, e.g. `{"lake": {"impl": "hive2", "uri": "thrift://hms:9083"}, '
+        '"scratch": {"impl": "dir", "root": "/data"}}`; instead of `impl` and `properties` '
+        '(see [Several catalogs](operations.md#several-catalogs))',
+    )
     host: str = setting(
         "", '127.0.0.1',
         'Address to bind (`0.0.0.0` in the image)',

@@ -24,10 +24,9 @@ from pathlib import Path
 
 from prometheus_client.multiprocess import mark_process_dead
 
-from app.config import external_locations, lance_session, request_bounds
+from app.config import lance_session, served_backend
 from app.server import AdapterApp, create_app
 from app.settings import Settings
-from backends import load_namespace
 
 SETTINGS_FILE_ENV = "LANCE_ADAPTER_SETTINGS_FILE"
 SETTINGS_KEY_ENV = "LANCE_ADAPTER_SETTINGS_KEY"
@@ -140,6 +139,5 @@ def create_app_from_environment() -> AdapterApp:
     _end_with_supervisor(handover.supervisor_pid)
     settings = _read_settings(handover)
     atexit.register(mark_process_dead, os.getpid(), handover.metrics_dir)
-    namespace = load_namespace(settings.impl, settings.properties, request_bounds(settings),
-                               external_locations(settings), lance_session(settings))
+    namespace = served_backend(settings, lance_session(settings))
     return create_app(namespace, settings, handover.runtime_dir, handover.metrics_dir)

@@ -238,6 +238,17 @@ def test_compose_wires_each_adapter_to_its_backend(compose: dict[str, Any]) -> N
         "unity-secret")
     ports = [port["published"] for name in ADAPTERS for port in services[name]["ports"]]
     assert sorted(ports) == [str(port) for port in range(2333, 2339)]
+    # The same four catalog services as catalogs of one server, read as the server reads it.
+    federated = services["adapter-catalogs"]
+    catalogs = load_settings(environ=federated["environment"]).catalogs
+    assert {name: catalog["impl"] for name, catalog in catalogs.items()} == {
+        "scratch": "dir", "lake": "hive2", "aws": "glue", "ice": "iceberg"}
+    assert catalogs["lake"]["uri"] == services["adapter-hive2"]["environment"][
+        "LANCE_ADAPTER_PROP_URI"]
+    assert catalogs["ice"]["endpoint"] == "http://iceberg-rest:8181"
+    for name in ("lake", "aws", "ice"):
+        assert catalogs[name]["storage.aws_endpoint"] == "http://minio:9000"
+    assert set(federated["depends_on"]) >= {"hive-metastore", "glue", "iceberg-rest"}
 
 
 # ---------------------------------------------------------------- the Helm chart
@@ -362,6 +373,32 @@ def test_the_full_release_has_secrets_autoscaling_and_monitoring() -> None:
     assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
     assert manifests["PersistentVolumeClaim"][0]["spec"]["resources"]["requests"] == {
         "storage": "10Gi"}
+
+
+def test_the_chart_serves_several_catalogs_with_their_secrets_in_the_secret() -> None:
+    catalogs = {"lake": {"impl": "hive2", "uri": "thrift://hms:9083", "root": "/data/lake"},
+                "aws": {"impl": "glue", "region": "eu-west-1", "root": "s3://tables/lance"}}
+    manifests = render({"adapter": {"catalogs": catalogs},
+                        "credentials": {"catalogs": {"aws": {"secret_access_key": "glue-secret",
+                                                             "access_key_id": "AKIA1"}}}})
+    config = manifests["ConfigMap"][0]["data"]
+    assert not {"LANCE_ADAPTER_IMPL", "LANCE_ADAPTER_PROPERTIES", "LANCE_ADAPTER_CATALOGS"} & (
+        set(config))
+    assert "glue-secret" not in json.dumps(config)
+    (secret,) = [item["stringData"] for item in manifests["Secret"]]
+    # What the server reads from the pod's environment: both parts of each catalog.
+    settings = load_settings(environ={**config, **secret})
+    assert settings.catalogs["aws"] == {**catalogs["aws"], "secret_access_key": "glue-secret",
+                                        "access_key_id": "AKIA1"}
+    assert settings.catalogs["lake"] == catalogs["lake"] and settings.properties == {}
+    container = manifests["Deployment"][0]["spec"]["template"]["spec"]["containers"][0]
+    assert {"secretRef": {"name": "demo-lance-namespace-adapter-credentials"}} in (
+        container["envFrom"])
+    plain = render({"adapter": {"catalogs": catalogs}})["ConfigMap"][0]["data"]
+    assert json.loads(plain["LANCE_ADAPTER_CATALOGS"]) == catalogs
+    assert "LANCE_ADAPTER_PROPERTIES" not in plain
+    with pytest.raises(helm.HelmError, match=r"credentials\.catalogs needs adapter\.catalogs"):
+        render({"credentials": {"catalogs": {"aws": {"credential": "x"}}}})
 
 
 def test_the_chart_refuses_token_auth_without_tokens() -> None:

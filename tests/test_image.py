@@ -41,6 +41,7 @@ LOCAL_ADAPTERS = {
     "dir": ("local-adapter-dir", "LOCAL_DIR_PORT"),
     "hive2": ("local-adapter-hive2", "LOCAL_HIVE2_PORT"),
     "glue": ("local-adapter-glue", "LOCAL_GLUE_PORT"),
+    "catalogs": ("local-adapter-catalogs", "LOCAL_CATALOGS_PORT"),
 }
 # Building from nothing (apt, debootstrap, pip, the metastore's jars) takes minutes.
 pytestmark = pytest.mark.timeout(2400)
@@ -230,7 +231,7 @@ def compose(engine: Engine, ports: dict[str, str], *arguments: str,
 def local_stack(engine: Engine) -> Iterator[dict[str, str]]:
     """The local profile up (built from the repository); yields each adapter's URL."""
     ports = {variable: str(free_port()) for variable in
-             ("LOCAL_DIR_PORT", "LOCAL_HIVE2_PORT", "LOCAL_GLUE_PORT",
+             ("LOCAL_DIR_PORT", "LOCAL_HIVE2_PORT", "LOCAL_GLUE_PORT", "LOCAL_CATALOGS_PORT",
               "LOCAL_HMS_PORT", "LOCAL_MOTO_PORT")}
     compose(engine, ports, "down", "-v", "--remove-orphans")  # a killed run's leftovers
     services = [service for service, _ in LOCAL_ADAPTERS.values()]
@@ -251,10 +252,21 @@ def local_stack(engine: Engine) -> Iterator[dict[str, str]]:
         assert volumes.stdout.strip() == "", "compose down -v left volumes behind"
 
 
-@pytest.mark.parametrize("impl", list(LOCAL_ADAPTERS))
+@pytest.mark.parametrize("impl", [impl for impl in LOCAL_ADAPTERS if impl != "catalogs"])
 def test_the_local_stack_serves_a_table_on_each_backend(
     local_stack: dict[str, str], impl: str
 ) -> None:
     url = local_stack[impl]
     assert httpx.get(f"{url}/readyz", timeout=30).json() == {"status": "ready"}
     exercise_a_table(url, f"smoke_{impl}")
+
+
+def test_the_local_stack_serves_every_catalog_through_one_url(
+    local_stack: dict[str, str],
+) -> None:
+    url = local_stack["catalogs"]
+    assert httpx.get(f"{url}/readyz", timeout=30).json() == {"status": "ready"}
+    listed = httpx.get(f"{url}/v1/namespace/$/list", timeout=30).json()
+    assert listed["namespaces"] == ["aws", "hms", "lake"]
+    for catalog in listed["namespaces"]:
+        exercise_a_table(url, f"{catalog}$smoke")

@@ -54,9 +54,13 @@ def urls(workdir: Path) -> Iterator[dict[str, str]]:
     glue = glue_properties(moto_url, root=str(workdir / "glue-root"))
     external = {str(workdir / "legacy"): ""}
     try:
+        catalogs = {"lake": {"impl": "dir", "root": str(workdir / "lake-root")},
+                    "aws": {"impl": "glue", **glue_properties(
+                        moto_url, root=str(workdir / "aws-root"))}}
         with running_server("dir", {"root": str(workdir / "dir-root")}) as dir_url, \
-                running_server("glue", glue, external_locations=external) as glue_url:  # fmt: skip
-            yield {"dir": dir_url, "glue": glue_url}
+                running_server("glue", glue, external_locations=external) as glue_url, \
+                running_server(catalogs=catalogs) as federated_url:  # fmt: skip
+            yield {"dir": dir_url, "glue": glue_url, "federated": federated_url}
     finally:
         moto.stop()
 
@@ -117,6 +121,22 @@ def create_items(spark: SparkDriver, catalog: str, namespace: str, table: str = 
         f"TBLPROPERTIES ('embedding.arrow.fixed-size-list.size' = '{DIMENSION}')"
     )
     return qualified
+
+
+@pytest.mark.parametrize("catalog", ["lake", "aws"])
+def test_a_server_of_several_catalogs_serves_each_one(
+    sessions: dict[str, SparkDriver], urls: dict[str, str], catalog: str
+) -> None:
+    """One Spark catalog on a server of several: each of its catalogs is a top-level
+    namespace, whose namespaces hold the tables lance-spark writes and reads."""
+    spark = sessions["local"]
+    namespace = f"ls_{next(_names)}"
+    spark.sql(f"CREATE NAMESPACE federated.{catalog}.{namespace}")
+    table = create_items(spark, f"federated.{catalog}", namespace)
+    spark.sql(f"INSERT INTO {table} SELECT id, 'row', 1.0, array(0.0f, 0.0f, 0.0f, 0.0f) "
+              "FROM range(0, 50, 1, 2)")
+    assert spark.sql(f"SELECT count(*) AS n FROM {table}") == [{"n": 50}]
+    assert dataset(urls["federated"], catalog, namespace, "items").count_rows() == 50
 
 
 def vector(i: int) -> list[float]:

@@ -26,6 +26,7 @@ import pyarrow as pa
 from lance_namespace import InvalidInputError
 
 from backends.core.arrow_schema import arrow_schema_to_json
+from backends.core.names import ID_DELIMITER
 
 # The most rows a query can ask for (the spec's `k` is an int32); LanceDB sends isize::MAX
 # for a query without a limit, and no answer holds more rows than this anyway.
@@ -165,11 +166,14 @@ def lancedb_fields_from_arrow(operation_id: str, body: bytes) -> dict[str, Any] 
 
 def in_database(operation_id: str, fields: dict[str, Any], database: str) -> None:
     """The ids of a call to `database` put below its namespace: the call's own (ListAllTables,
-    `GET /v1/table/`, lists the database's tables) and a rename's new namespace."""
+    `GET /v1/table/`, lists the database's tables) and a rename's new namespace. A database
+    named by a whole id (`aws$sales`: a namespace inside a catalog of a server of several)
+    is that nested namespace."""
+    namespace = database.split(ID_DELIMITER)
     if operation_id == "ListAllTables":
-        fields["id"] = [database]
+        fields["id"] = namespace
         return
     for name in ("id", "new_namespace_id"):
         identifier = fields.get(name)
         if isinstance(identifier, list):
-            fields[name] = [database, *identifier]
+            fields[name] = [*namespace, *identifier]

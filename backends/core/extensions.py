@@ -36,6 +36,9 @@ class _Model(BaseModel):
 class ListOperationsRequest(_Model):
     identity: Identity | None = None
     context: dict[str, str] | None = None
+    # On a server of several catalogs: the operations served for this id (its catalog's);
+    # without it, those every catalog serves. One backend serves every id alike.
+    id: list[str] | None = None
 
 
 class ListOperationsResponse(_Model):

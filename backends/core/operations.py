@@ -130,7 +130,7 @@ _EXPLICIT: dict[str, dict[str, object]] = {
     "batch_create_table_versions": {"subject": Subject.CATALOG, "level": Level.ADMIN},
     "alter_transaction": {"subject": Subject.CATALOG, "level": Level.ADMIN},
     "describe_transaction": {"subject": Subject.CATALOG},
-    "list_operations": {"subject": Subject.NOTHING, "level": None},
+    "list_operations": {"subject": Subject.NOTHING, "level": None, "root_allowed": True},
 }
 
 

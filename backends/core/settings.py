@@ -266,7 +266,8 @@ def _parser(hint: Any) -> Callable[[Any], Any]:
     if typing.get_origin(base) is tuple:
         return _listed
     if is_mapping(base):
-        return _mapping
+        values = typing.get_args(base)
+        return _mapping_of_mappings if values and is_mapping(values[-1]) else _mapping
     return _text
 
 
@@ -291,6 +292,12 @@ def _mapping(raw: Any) -> dict[str, str]:
     if not isinstance(raw, Mapping):
         raise ValueError(raw)
     return {str(key): str(value) for key, value in raw.items()}
+
+
+def _mapping_of_mappings(raw: Any) -> dict[str, dict[str, str]]:
+    if not isinstance(raw, Mapping):
+        raise ValueError(raw)
+    return {str(key): _mapping(value) for key, value in raw.items()}
 
 
 def _text(raw: Any) -> str:

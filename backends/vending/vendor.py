@@ -112,6 +112,10 @@ class CredentialVendor:
         self._guard = threading.Lock()
         self._listeners: list[VendListener] = []
 
+    def for_table(self, table_id: Sequence[str]) -> CredentialVendor:
+        """The vendor of the table `table_id`: this one, for every table of its backend."""
+        return self
+
     def asked(self, vend_credentials: bool | None) -> bool:
         """Whether a request's `vend_credentials` asks for credentials."""
         if vend_credentials is None:

@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from app.config import external_locations, lance_session, request_bounds
+from app.config import lance_session, served_backend
 from app.observability import JsonFormatter
 from app.server import create_app
 from app.settings import Settings
-from backends import load_namespace
 
 
 @contextlib.contextmanager
@@ -47,9 +46,7 @@ def running_server(
     `lance-adapter serve` opens them; yields the base URL, stops on exit. With
     `lifespan="on"` the application's background work (maintenance, trimming) runs too."""
     server_settings = Settings(impl=impl, properties=dict(properties or {}), **settings)
-    namespace = load_namespace(impl, server_settings.properties, request_bounds(server_settings),
-                               external_locations(server_settings),
-                               lance_session(server_settings))
+    namespace = served_backend(server_settings, lance_session(server_settings))
     app = create_app(namespace, server_settings)
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -17,6 +17,7 @@ workers) never see each other's namespaces.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -56,6 +57,18 @@ class Conventions:
     # Whether RegisterTable keeps the properties it is given (dir's native RegisterTable drops
     # them: tests/contract/test_registration.py holds that as an expected failure).
     keeps_registered_properties: bool = True
+    # The catalog of a server of several this backend is (its ids lead with the name).
+    catalog: str | None = None
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """What a code-0 message names: the backend, or, for what a server of several
+        catalogs refuses itself (an operation that may span catalogs), that server."""
+        return (self.label, "several catalogs") if self.catalog else (self.label,)
+
+    def operations_body(self) -> dict[str, list[str]]:
+        """ListOperations' body asking what this backend serves (its catalog's, when one)."""
+        return {"id": [self.catalog]} if self.catalog else {}
 
     def layout(self, token: str) -> StepLayout:
         base = self.fixed(token)
@@ -101,6 +114,16 @@ CONVENTIONS = {
         "iceberg", fixed=lambda token: ["wh"], cascades=False, forwards_tokens=True
     ),
 }
+# The same backends as catalogs of one server of several (`catalogs`), reached through its one
+# URL: each catalog's ids lead with the catalog's name (`backends.federation`).
+FEDERATED = ("dir", "glue", "hive2", "iceberg")
+CONVENTIONS.update({
+    f"federated-{name}": dataclasses.replace(
+        CONVENTIONS[name], catalog=name, forwards_tokens=False,
+        fixed=lambda token, inner=CONVENTIONS[name].fixed, catalog=name: [
+            catalog, *inner(token)])
+    for name in FEDERATED
+})
 BACKEND_NAMES = tuple(CONVENTIONS)
 FORWARDING_BACKENDS = tuple(name for name in CONVENTIONS if CONVENTIONS[name].forwards_tokens)
 
@@ -243,11 +266,40 @@ def _catalog(
     return _iceberg_catalog(stack, root)
 
 
+@dataclass(frozen=True)
+class Federation:
+    """One server of the `FEDERATED` backends as catalogs, and each one's `Catalog`."""
+
+    url: str
+    catalogs: dict[str, Catalog]
+
+
+@pytest.fixture(scope="session")
+def federation(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Federation]:
+    root = tmp_path_factory.mktemp("contract-federated")
+    with contextlib.ExitStack() as stack:
+        for name in FEDERATED:
+            (root / name).mkdir()
+        catalogs = {name: _catalog(name, request, root / name, stack) for name in FEDERATED}
+        configured = {name: {"impl": catalog.impl, **catalog.properties}
+                      for name, catalog in catalogs.items()}
+        url = stack.enter_context(running_server(catalogs=configured))
+        yield Federation(url, catalogs)
+
+
 @contextlib.contextmanager
 def serve_backend(
     name: str, request: pytest.FixtureRequest, root: Path
 ) -> Iterator[ContractBackend]:
-    """The adapter serving backend `name` (and the catalog behind it) until the exit."""
+    """The adapter serving backend `name` (and the catalog behind it) until the exit; a
+    `federated-` one is its catalog of the session's one server of several."""
+    if name.startswith("federated-"):
+        federation: Federation = request.getfixturevalue("federation")
+        catalog = federation.catalogs[name.removeprefix("federated-")]
+        yield ContractBackend(name, federation.url, CONVENTIONS[name], catalog.prepare)
+        return
     with contextlib.ExitStack() as stack:
         catalog = _catalog(name, request, root, stack)
         url = stack.enter_context(running_server(catalog.impl, catalog.properties))

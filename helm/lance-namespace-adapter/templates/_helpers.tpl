@@ -48,7 +48,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{- define "lance-adapter.usesCredentials" -}}
-{{- if or .Values.credentials.existingSecret .Values.credentials.properties }}true{{ end }}
+{{- if or .Values.credentials.existingSecret .Values.credentials.properties .Values.credentials.catalogs }}true{{ end }}
 {{- end }}
 
 {{/* True when there is a tokens file to mount: listed tokens or an existing Secret. */}}

@@ -1,0 +1,299 @@
+"""Several catalogs behind one server: `FederatedNamespace` serves each configured catalog (a
+backend behind its own guard, `backends.guard`) as a top-level namespace of the catalog's name.
+
+An operation on `[catalog, *rest]` is the catalog's operation on `rest`, so every id a client
+sends or reads keeps the catalog as its first part and a grant on `aws$sales` covers the
+`sales` namespace of the catalog `aws` only. The root lists the catalogs and holds no table;
+the catalogs come from configuration, so none is created, dropped or altered by a request;
+what would span catalogs (a rename from one to another, a clone between them, a transaction
+over several) is refused with a sentence saying so.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from lance_namespace import (
+    DescribeNamespaceResponse,
+    InvalidInputError,
+    ListNamespacesResponse,
+    ListTablesResponse,
+    NamespaceExistsResponse,
+    NamespaceNotFoundError,
+    ServiceUnavailableError,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
+
+from backends.core.extensions import ListOperationsRequest, ListOperationsResponse
+from backends.core.names import ID_DELIMITER, joined_id
+from backends.core.operations import Subject, Traits, all_traits, traits_of
+from backends.core.paging import paginate
+from backends.federation_probes import CatalogProbes
+from backends.guard import GUARDED_OPERATIONS, GuardedNamespace
+from backends.hooks import Stamp, Stamper
+
+# What DescribeNamespace says of a catalog: the backend serving it (never its properties,
+# which may hold credentials).
+CATALOG_IMPL_PROPERTY = "catalog.impl"
+# Fields naming a second id, which must lie in the same catalog as `id`.
+_OTHER_IDS = ("new_namespace_id", "source_id")
+
+
+class FederatedNamespace:
+    """`catalogs` (name -> its guarded backend), each under the top-level namespace of its
+    name; `impls` names each one's backend (`dir`, `glue`, ...)."""
+
+    def __init__(self, catalogs: Mapping[str, GuardedNamespace], impls: Mapping[str, str],
+                 probe_timeout: float = 5.0) -> None:
+        self.catalogs = dict(catalogs)
+        self.impls = dict(impls)
+        self._probes = CatalogProbes(self.catalogs, probe_timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in GUARDED_OPERATIONS and any(hasattr(c, name) for c in self.catalogs.values()):
+            return functools.partial(self.call, name)
+        raise AttributeError(name)
+
+    def __repr__(self) -> str:
+        return f"FederatedNamespace({', '.join(self.catalogs)})"
+
+    def namespace_id(self) -> str:
+        return f"federated({','.join(sorted(self.catalogs))})"
+
+    # -- routing -----------------------------------------------------------------------------
+
+    def call(self, name: str, request: Any, *arguments: Any, **keywords: Any) -> Any:
+        """The operation `name` for `request`: the catalog's its id names, or the root's."""
+        traits = _traits(name)
+        if traits.subject is Subject.NOTHING:
+            return self._operations(request)
+        if traits.subject is Subject.CATALOG:
+            raise UnsupportedOperationError(
+                f"{traits.operation_id} is not served by a server of several catalogs: it may "
+                "span catalogs, which commit separately")
+        identifier = list(request.id or [])
+        if not identifier:
+            return self._at_root(traits, request)
+        if len(identifier) == 1 and traits.method == "create_namespace":
+            raise _fixed_catalogs(traits, f"namespace {identifier[0]}")
+        catalog = self._catalog(identifier, traits)
+        if len(identifier) == 1:
+            if traits.subject is Subject.TABLE:
+                raise TableNotFoundError(
+                    f"table {identifier[0]} not found: the root holds catalogs, not tables")
+            return self._on_catalog(traits, identifier[0], catalog, request)
+        inner = request.model_copy(update={"id": identifier[1:], **self._other_ids(
+            traits, identifier[0], request)})
+        answer = getattr(catalog, name)(inner, *arguments, **keywords)
+        if name == "list_all_tables":
+            return _prefixed(answer, identifier[0])
+        return answer
+
+    def _catalog(self, identifier: list[str], traits: Traits) -> GuardedNamespace:
+        catalog = self.catalogs.get(identifier[0])
+        if catalog is not None:
+            return catalog
+        if traits.subject is Subject.TABLE:
+            raise TableNotFoundError(f"table {joined_id(identifier)} not found: there is no "
+                                     f"catalog {identifier[0]}")
+        raise NamespaceNotFoundError(f"namespace {joined_id(identifier)} not found: there is "
+                                     f"no catalog {identifier[0]}")
+
+    def _other_ids(self, traits: Traits, catalog: str, request: Any) -> dict[str, list[str]]:
+        """The request's second ids (a rename's target namespace, a clone's source) inside
+        the catalog: refused when they name another."""
+        updates = {}
+        for field in _OTHER_IDS:
+            other = getattr(request, field, None)
+            if other is None:
+                continue
+            if not other or other[0] != catalog:
+                raise UnsupportedOperationError(
+                    f"{traits.operation_id} cannot reach from catalog {catalog} to "
+                    f"{joined_id(other) or 'the root'}: each catalog commits its own tables")
+            updates[field] = list(other[1:])
+        return updates
+
+    def _operations(self, request: ListOperationsRequest) -> ListOperationsResponse:
+        """The operations the catalog of `request.id` serves; without an id, those every
+        catalog serves (an operation listed then works wherever a client calls it)."""
+        identifier = list(request.id or [])
+        catalogs = ([self._catalog(identifier, _traits("list_namespaces"))] if identifier
+                    else list(self.catalogs.values()))
+        inner = request.model_copy(update={"id": None})
+        served = set.intersection(*(set(catalog.list_operations(inner).operations)
+                                    for catalog in catalogs))
+        return ListOperationsResponse(operations=sorted(
+            operation for operation in served if _servable(operation)))
+
+    def catalog_of(self, identifier: Sequence[str] | None) -> str | None:
+        """The catalog an id lies in (metrics label calls with it), or None for the root."""
+        return identifier[0] if identifier and identifier[0] in self.catalogs else None
+
+    # -- the root and the catalogs themselves -------------------------------------------------
+
+    def _at_root(self, traits: Traits, request: Any) -> Any:
+        method = traits.method
+        if method == "list_namespaces":
+            page, token = paginate(self.catalogs, request.page_token, request.limit)
+            return ListNamespacesResponse(namespaces=page, page_token=token)
+        if method == "describe_namespace":
+            return DescribeNamespaceResponse(properties={})
+        if method == "namespace_exists":
+            return NamespaceExistsResponse()
+        if method == "list_tables":
+            paginate((), request.page_token, request.limit)  # a negative limit is refused
+            return ListTablesResponse(tables=[])
+        if method == "list_all_tables":
+            return self._all_tables(request)
+        raise _fixed_catalogs(traits, "the root")
+
+    def _on_catalog(
+        self, traits: Traits, name: str, catalog: GuardedNamespace, request: Any
+    ) -> Any:
+        """A namespace operation on the catalog `name` itself: reads are its root's; the
+        catalog is not created, altered or dropped by a request."""
+        method = traits.method
+        if method == "describe_namespace":
+            return DescribeNamespaceResponse(properties={CATALOG_IMPL_PROPERTY: self.impls[name]})
+        if method == "namespace_exists":
+            return NamespaceExistsResponse()
+        if method in ("list_namespaces", "list_tables"):
+            return getattr(catalog, method)(request.model_copy(update={"id": []}))
+        if method == "list_all_tables":
+            return _prefixed(catalog.list_all_tables(request.model_copy(update={"id": []})), name)
+        raise _fixed_catalogs(traits, f"catalog {name}")
+
+    def _all_tables(self, request: Any) -> ListTablesResponse:
+        """Every table of every catalog, a page at a time: the catalogs in order, each paged
+        by its own tokens (the page token holds the catalog and its token)."""
+        names = sorted(self.catalogs)
+        start, inner_token = _read_token(request.page_token, names)
+        limit = request.limit
+        if limit is not None and limit < 0:
+            raise InvalidInputError(f"limit must not be negative, got {limit}")
+        tables: list[str] = []
+        for position in range(start, len(names)):
+            wanted = None if not limit else limit - len(tables)
+            page = self.catalogs[names[position]].list_all_tables(request.model_copy(
+                update={"id": [], "page_token": inner_token, "limit": wanted}))
+            tables += _prefixed(page, names[position]).tables
+            inner_token = None
+            if page.page_token:
+                return ListTablesResponse(
+                    tables=tables, page_token=_token(names[position], page.page_token))
+            if limit and len(tables) >= limit and position + 1 < len(names):
+                return ListTablesResponse(tables=tables, page_token=_token(names[position + 1]))
+        return ListTablesResponse(tables=tables)
+
+    # -- what the server asks of its backend (`backends.hooks`) --------------------------------
+
+    def storage_paths(self) -> list[str]:
+        """Every catalog's storage root: hidden in every error answer."""
+        return [root for catalog in self.catalogs.values()
+                if isinstance(root := catalog.storage_root(), str)]
+
+    def storage_root(self) -> None:
+        """No one root: `storage_paths` names them all."""
+        return None
+
+    def check_reachable_at_start(self) -> None:
+        for catalog in self.catalogs.values():
+            catalog.check_reachable_at_start()
+
+    def checks_callers(self) -> bool:
+        return all(catalog.checks_callers() for catalog in self.catalogs.values())
+
+    def honours(self, method: str, trait: str) -> bool:
+        return all(getattr(catalog, "honours", lambda *_: False)(method, trait)
+                   for catalog in self.catalogs.values())
+
+    def readiness_probe(self) -> dict[str, str]:
+        """Ready while any catalog answers its probe and passes its checks: one catalog down
+        leaves the server serving the others (its own requests answer 503, code 17). The
+        catalogs down, each with the kind of its failure (`/readyz` shows them); when none
+        answers, ServiceUnavailableError."""
+        down = self._probes.down()
+        if len(down) == len(self.catalogs):
+            raise ServiceUnavailableError(
+                "no catalog answers: " + ", ".join(f"{name} ({why})" for name, why in
+                                                   sorted(down.items())))
+        return down
+
+    def cache_stamper(self) -> Stamper | None:
+        """Each catalog's stamps for its own ids; a catalog without stamps has none."""
+        stampers = {name: catalog.cache_stamper() for name, catalog in self.catalogs.items()}
+
+        def stamp(operation_id: str, table_id: list[str] | None, answer: Any) -> Stamp | None:
+            if not table_id or len(table_id) < 2 or stampers.get(table_id[0]) is None:
+                return None
+            return stampers[table_id[0]](operation_id, table_id[1:], answer)
+
+        return stamp if any(stampers.values()) else None
+
+    def table_at(self, location: str, request: Any) -> list[str]:
+        """The table at `location`, in whichever catalog records it."""
+        for name, catalog in self.catalogs.items():
+            try:
+                return [name, *catalog.table_at(location, request)]
+            except (TableNotFoundError, UnsupportedOperationError):
+                continue
+        raise TableNotFoundError("no table of any catalog lies at that location")
+
+    def vendable(self, table_id: Sequence[str], location: str) -> bool:
+        catalog = self.catalogs.get(table_id[0]) if table_id else None
+        return catalog is not None and catalog.vendable(list(table_id[1:]), location)
+
+    def renew_lance_session(self, new_session: Callable[[], Any], cache_bytes: int) -> bool:
+        return any([catalog.renew_lance_session(new_session, cache_bytes)
+                    for catalog in self.catalogs.values()])
+
+
+def _servable(operation_id: str) -> bool:
+    """Whether a server of several catalogs serves the operation: not one that may span them."""
+    try:
+        return traits_of(operation_id).subject is not Subject.CATALOG
+    except KeyError:  # an alias (GetTable) the server adds to the list afterwards
+        return True
+
+
+def _traits(method: str) -> Traits:
+    """The traits of the operation the backend method `method` answers (a streamed answer's
+    method, `stream_query_table`, answers its operation, QueryTable)."""
+    for traits in all_traits():
+        if traits.streamed_method == method:
+            return traits
+    return traits_of(method)
+
+
+def _fixed_catalogs(traits: Traits, where: str) -> UnsupportedOperationError:
+    return UnsupportedOperationError(
+        f"{traits.operation_id} on {where} is not served: the top-level namespaces are the "
+        "server's catalogs, set by its `catalogs` setting")
+
+
+def _prefixed(answer: ListTablesResponse, catalog: str) -> ListTablesResponse:
+    answer.tables = [f"{catalog}{ID_DELIMITER}{table}" for table in answer.tables]
+    return answer
+
+
+def _token(catalog: str, inner: str | None = None) -> str:
+    raw = json.dumps([catalog, inner]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _read_token(token: str | None, names: list[str]) -> tuple[int, str | None]:
+    """Where a ListAllTables page token resumes: the catalog's position and its token."""
+    if not token:
+        return 0, None
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        catalog, inner = json.loads(raw)
+        return names.index(catalog), inner
+    except (ValueError, TypeError):
+        raise InvalidInputError("page_token is not one this server gave") from None
