@@ -51,7 +51,9 @@ def environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
     LANCE_ADAPTER_ACCESS, ...) and LANCE_ADAPTER_PROP_<KEY>.
 
     In LANCE_ADAPTER_PROP_<KEY>, KEY is lower-cased and `__` stands for `.`:
-    LANCE_ADAPTER_PROP_STORAGE__REGION=eu-west-1 sets `storage.region`.
+    LANCE_ADAPTER_PROP_STORAGE__REGION=eu-west-1 sets `storage.region`. An empty one sets
+    nothing: it clears a default of the environment (the image's LANCE_ADAPTER_PROP_ROOT
+    where `catalogs` replace the one backend).
     """
     values: dict[str, Any] = {}
     for name in _SETTING_NAMES:
@@ -62,7 +64,7 @@ def environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
             environ[variable])
     properties = {
         name[len(ENV_PROPERTY_PREFIX):].lower().replace("__", "."): value
-        for name, value in environ.items() if name.startswith(ENV_PROPERTY_PREFIX)
+        for name, value in environ.items() if name.startswith(ENV_PROPERTY_PREFIX) and value
     }
     if properties:
         values["properties"] = {**values.get("properties", {}), **properties}

@@ -240,7 +240,10 @@ def test_compose_wires_each_adapter_to_its_backend(compose: dict[str, Any]) -> N
     assert sorted(ports) == [str(port) for port in range(2333, 2339)]
     # The same four catalog services as catalogs of one server, read as the server reads it.
     federated = services["adapter-catalogs"]
-    catalogs = load_settings(environ=federated["environment"]).catalogs
+    image = {"LANCE_ADAPTER_IMPL": "dir", "LANCE_ADAPTER_PROP_ROOT": "/data"}  # Dockerfile
+    loaded = load_settings(environ={**image, **federated["environment"]})
+    assert loaded.properties == {}
+    catalogs = loaded.catalogs
     assert {name: catalog["impl"] for name, catalog in catalogs.items()} == {
         "scratch": "dir", "lake": "hive2", "aws": "glue", "ice": "iceberg"}
     assert catalogs["lake"]["uri"] == services["adapter-hive2"]["environment"][
@@ -384,10 +387,12 @@ def test_the_chart_serves_several_catalogs_with_their_secrets_in_the_secret() ->
     config = manifests["ConfigMap"][0]["data"]
     assert not {"LANCE_ADAPTER_IMPL", "LANCE_ADAPTER_PROPERTIES", "LANCE_ADAPTER_CATALOGS"} & (
         set(config))
+    assert config["LANCE_ADAPTER_PROP_ROOT"] == ""  # clears the image's default root
     assert "glue-secret" not in json.dumps(config)
     (secret,) = [item["stringData"] for item in manifests["Secret"]]
     # What the server reads from the pod's environment: both parts of each catalog.
-    settings = load_settings(environ={**config, **secret})
+    image = {"LANCE_ADAPTER_IMPL": "dir", "LANCE_ADAPTER_PROP_ROOT": "/data"}  # Dockerfile
+    settings = load_settings(environ={**image, **config, **secret})
     assert settings.catalogs["aws"] == {**catalogs["aws"], "secret_access_key": "glue-secret",
                                         "access_key_id": "AKIA1"}
     assert settings.catalogs["lake"] == catalogs["lake"] and settings.properties == {}
