@@ -25,7 +25,7 @@ import yaml
 from lance_namespace import LanceNamespace, LanceNamespaceError
 
 from app.auth import check_forwarding
-from app.config import external_locations, lance_session, load_settings, served_backend
+from app.config import lance_session, load_settings, served_backend
 from app.connections import uvicorn_options
 from app.credentials import load_rules
 from app.maintenance import maintains, maintenance_policy
@@ -35,7 +35,7 @@ from app.server import create_app
 from app.settings import Settings
 from app.tls import check_tls, tls_on, uvicorn_tls_options
 from app.workers import prepare_worker_environment
-from backends import ConfigurationError, load_namespace, resolve_impl
+from backends import ConfigurationError, resolve_impl
 from backends.core.secrets import is_credential
 from backends.maintenance import maintain_all
 from backends.owner_backfill import DONE
@@ -208,7 +208,7 @@ def print_config(settings: Settings) -> None:
 def maintain(settings: Settings) -> int:
     """One maintenance pass over every table; 1 if a table failed (the others were done)."""
     logging.config.dictConfig(log_config(settings.log_level))
-    namespace = load_namespace(settings.impl, settings.properties)
+    namespace = served_backend(settings)
     if not maintains(namespace):
         raise ConfigurationError(f"the {settings.impl} backend cannot be maintained: it does "
                                  "not list and open its tables")
@@ -224,9 +224,16 @@ def maintain(settings: Settings) -> int:
 def record_owners(settings: Settings) -> int:
     """Ownership records for tables made before them; 1 if a table was left unrecorded."""
     logging.config.dictConfig(log_config(settings.log_level))
-    namespace = load_namespace(settings.impl, settings.properties,
-                               external=external_locations(settings))
-    outcomes = backfill(namespace, lambda done: print(json.dumps(asdict(done)), flush=True))
+    served = served_backend(settings)
+    # A server of several catalogs: each catalog's tables, each line naming its catalog.
+    catalogs = getattr(served, "catalogs", None) or {"": served}
+    outcomes = []
+    for name, namespace in catalogs.items():
+        def report(done: Any, catalog: str = name) -> None:
+            print(json.dumps({**({"catalog": catalog} if catalog else {}), **asdict(done)}),
+                  flush=True)
+
+        outcomes += backfill(namespace, report)
     return 0 if all(done.outcome in DONE for done in outcomes) else 1
 
 

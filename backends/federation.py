@@ -249,6 +249,26 @@ class FederatedNamespace:
         catalog = self.catalogs.get(table_id[0]) if table_id else None
         return catalog is not None and catalog.vendable(list(table_id[1:]), location)
 
+    # -- what maintenance asks (`backends.maintenance.maintain_all`), by catalog ------------
+
+    def open(self, request: Any) -> Any:
+        """The table of `request` opened by its catalog (the maintenance worker's open)."""
+        identifier = list(request.id or [])
+        catalog = self._catalog(identifier, _traits("describe_table"))
+        return catalog.open(request.model_copy(update={"id": identifier[1:]}))
+
+    def sweep_abandoned(self, abandoned_after: float) -> list[str]:
+        return [swept for catalog in self.catalogs.values()
+                for swept in catalog.sweep_abandoned(abandoned_after)]
+
+    def finish_cut_off_rename(self, table_id: list[str]) -> bool:
+        catalog = self.catalogs.get(table_id[0]) if table_id else None
+        return catalog is not None and catalog.finish_cut_off_rename(list(table_id[1:]))
+
+    def keeps_versions(self, table_id: Sequence[str], location: str) -> bool:
+        catalog = self.catalogs.get(table_id[0]) if table_id else None
+        return catalog is not None and catalog.keeps_versions(list(table_id[1:]), location)
+
     def renew_lance_session(self, new_session: Callable[[], Any], cache_bytes: int) -> bool:
         return any([catalog.renew_lance_session(new_session, cache_bytes)
                     for catalog in self.catalogs.values()])

@@ -20,13 +20,16 @@ import lance_namespace
 import lancedb
 import pytest
 import yaml
-from lance_namespace import CreateNamespaceRequest
+from lance_namespace import CreateNamespaceRequest, DescribeTableRequest
 from pyspark.sql import SparkSession
 
 import lance_adapter_spark
 from app.cli import effective_settings
+from app.cli import main as cli_main
 from app.config import load_settings, served_backend
+from app.maintenance import maintains
 from backends.core.settings import ConfigurationError
+from backends.maintenance import MaintenancePolicy, maintain_all
 from tests.support.adapter import metric, running_server
 from tests.support.cli import start_adapter
 from tests.support.doc_blocks import blocks_run_by
@@ -371,3 +374,47 @@ def test_a_dir_catalogs_answers_are_cached_and_validated_against_its_root(
     assert ok(federated.post("/v1/table/lake$ns$t/count_rows", json={})) == 5
     assert ok(federated.post("/v1/table/lake$ns$t/describe", json=DETAILED))["version"] == (
         described["version"] + 1)
+
+
+def test_maintenance_passes_over_every_catalog(tmp_path: Path, glue_url: str) -> None:
+    """The maintenance worker of a server of several catalogs maintains the tables of each
+    (here two `dir` roots and Glue): small writes compacted, rows intact."""
+    with running_server(catalogs=catalogs(tmp_path, glue_url)) as url:
+        client = httpx.Client(base_url=url, timeout=30)
+        for catalog in ("lake", "scratch", "aws"):
+            ok(client.post(f"/v1/namespace/{catalog}$ns/create", json={}))
+            ok(client.post(f"/v1/table/{catalog}$ns$t/create",
+                           content=arrow_stream(sample_table(2))))
+            for start in (10, 20, 30):
+                ok(client.post(f"/v1/table/{catalog}$ns$t/insert",
+                               content=arrow_stream(sample_table(2, start=start))))
+    namespace = served_backend(load_settings(overrides={"catalogs": catalogs(tmp_path,
+                                                                                glue_url)}))
+    assert maintains(namespace)  # the server starts its maintenance worker on it
+    outcomes = maintain_all(namespace, MaintenancePolicy(min_small_fragments=2))
+    assert sorted(outcome.table for outcome in outcomes) == [
+        "aws$ns$t", "lake$ns$t", "scratch$ns$t"]
+    assert all(outcome.error is None for outcome in outcomes), outcomes
+    for catalog in ("lake", "scratch", "aws"):
+        dataset = namespace.open(DescribeTableRequest(id=[catalog, "ns", "t"]))
+        assert len(dataset.get_fragments()) == 1 and dataset.count_rows() == 8
+
+
+def test_the_maintain_and_record_owners_commands_cover_every_catalog(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configured = {"lake": {"impl": "dir", "root": str(tmp_path / "lake")},
+                  "scratch": {"impl": "dir", "root": str(tmp_path / "scratch")}}
+    with running_server(catalogs=configured) as url:
+        for catalog in configured:
+            ok(httpx.post(f"{url}/v1/namespace/{catalog}$ns/create", json={}))
+            ok(httpx.post(f"{url}/v1/table/{catalog}$ns$t/create",
+                          content=arrow_stream(sample_table(2))))
+    config = tmp_path / "adapter.yaml"
+    config.write_text(yaml.safe_dump({"catalogs": configured}))
+    assert cli_main(["maintain", "--config", str(config)]) == 0
+    maintained = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sorted(line["table"] for line in maintained) == ["lake$ns$t", "scratch$ns$t"]
+    assert cli_main(["record-owners", "--config", str(config)]) == 0
+    recorded = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sorted(line["catalog"] for line in recorded) == ["lake", "scratch"]
