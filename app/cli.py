@@ -25,7 +25,7 @@ import yaml
 from lance_namespace import LanceNamespace, LanceNamespaceError
 
 from app.auth import check_forwarding
-from app.config import lance_session, load_settings, served_backend
+from app.config import catalog_parts, lance_session, load_settings, served_backend
 from app.connections import uvicorn_options
 from app.credentials import load_rules
 from app.maintenance import maintains, maintenance_policy
@@ -177,11 +177,10 @@ def effective_settings(settings: Settings) -> dict[str, Any]:
     (without connecting), as a config file would hold them, with every secret masked."""
     effective = asdict(settings)
     effective["properties"] = _masked(settings.impl, settings.properties)
-    effective["catalogs"] = {
-        name: {"impl": catalog.get("impl", ""), **_masked(catalog.get("impl", ""), {
-            key: value for key, value in catalog.items() if key != "impl"})}
-        for name, catalog in settings.catalogs.items()
-    }
+    effective["catalogs"] = {}
+    for name, configured in settings.catalogs.items():
+        impl, properties = catalog_parts(configured)
+        effective["catalogs"][name] = {"impl": impl, **_masked(impl, properties)}
     if settings.auth_tokens:
         effective["auth_tokens"] = MASK
     return effective

@@ -138,8 +138,8 @@ def served_backend(settings: Settings, session: lance.Session | None = None) -> 
             "rename the catalog or set lancedb_root_database to another name")
     catalogs, impls = {}, {}
     for name, configured in settings.catalogs.items():
-        properties = dict(configured)
-        impls[name] = impl = properties.pop("impl", "")
+        impl, properties = catalog_parts(configured)
+        impls[name] = impl
         _check_catalog(name, impl, properties)
         catalogs[name] = load_namespace(impl, properties, bounds, external, session)
     # A catalog's probe ends in time for `/readyz` to answer within its own bound.
@@ -153,8 +153,7 @@ def served_vendor(settings: Settings, namespace: Any) -> CredentialVendor | Cata
         return credential_vendor(settings.properties, namespace)
     vendors = {}
     for name, configured in settings.catalogs.items():
-        properties = {key: value for key, value in configured.items() if key != "impl"}
-        vendor = credential_vendor(properties, namespace.catalogs[name])
+        vendor = credential_vendor(catalog_parts(configured)[1], namespace.catalogs[name])
         if vendor is not None:
             vendors[name] = vendor
     return CatalogVendors(vendors) if vendors else None
@@ -166,6 +165,12 @@ def backend_properties(settings: Settings) -> list[Mapping[str, str]]:
     if not settings.catalogs:
         return [settings.properties]
     return [dict(catalog) for catalog in settings.catalogs.values()]
+
+
+def catalog_parts(configured: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """A configured catalog's `impl` and its backend properties (the rest)."""
+    properties = dict(configured)
+    return properties.pop("impl", ""), properties
 
 
 def _check_catalog(name: str, impl: str, properties: Mapping[str, str]) -> None:

@@ -44,14 +44,14 @@ class Dispatcher:
         aliases: dict[str, str] | None = None,
         cache: MetadataCache | None = None,
         observe: Callable[[str, bool, float], None] | None = None,
-        observe_catalog: Callable[[str, str, bool], None] | None = None,
+        observe_catalog: Callable[[str, str, bool], None] = lambda *_: None,
     ) -> None:
         self.namespace = namespace
         self.cache = cache
         self._observe = observe
         # A server of several catalogs names the catalog of each id (`catalog_of`): each
         # operation is counted by catalog, `observe_catalog(catalog, operation_id, ok)`.
-        self._catalog_of = getattr(namespace, "catalog_of", None) if observe_catalog else None
+        self._catalog_of = getattr(namespace, "catalog_of", None)
         self._observe_catalog = observe_catalog
         # The spec's other names of operations (GetTable -> DescribeTable), for ListOperations.
         self._aliases = aliases or {}
@@ -67,7 +67,7 @@ class Dispatcher:
         dialect: Dialect = SPEC,
     ) -> Any:
         catalog = None if self._catalog_of is None else self._catalog_of(fields.get("id"))
-        if catalog is None or self._observe_catalog is None:
+        if catalog is None:
             return await self._call(operation, fields, data, dialect)
         ok = False
         try:

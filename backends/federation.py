@@ -285,10 +285,12 @@ def _servable(operation_id: str) -> bool:
 def _traits(method: str) -> Traits:
     """The traits of the operation the backend method `method` answers (a streamed answer's
     method, `stream_query_table`, answers its operation, QueryTable)."""
-    for traits in all_traits():
-        if traits.streamed_method == method:
-            return traits
-    return traits_of(method)
+    return _streamed_traits().get(method) or traits_of(method)
+
+
+@functools.cache
+def _streamed_traits() -> dict[str, Traits]:
+    return {traits.streamed_method: traits for traits in all_traits() if traits.streamed_method}
 
 
 def _fixed_catalogs(traits: Traits, where: str) -> UnsupportedOperationError:

@@ -26,24 +26,12 @@ from bench.rest_adapter_bench import (
     Results,
     build_root,
     free_port,
+    ours,
     parse_arguments,
     run_wrk,
     serving,
+    workloads,
 )
-
-
-def serve_command(port: int, root: Path | None, workers: int | None) -> list[str]:
-    cli = str(Path(sys.executable).parent / "lance-adapter")
-    command = [cli, "serve", "--port", str(port)]
-    if root is not None:
-        command += ["--prop", f"root={root}"]
-    return command + ([] if workers is None else ["--workers", str(workers)])
-
-
-def workloads(identifiers: list[list[str]], prefix: str) -> dict[str, tuple]:
-    describe = [f"/v1/table/{prefix}{'$'.join(i)}/describe" for i in identifiers]
-    listing = [f"/v1/namespace/{prefix}ns{n}/table/list" for n in range(NAMESPACES)]
-    return {"DescribeTable": ("POST", describe, '"{}"'), "ListTables": ("GET", listing, "nil")}
 
 
 def main() -> None:
@@ -65,7 +53,7 @@ def main() -> None:
         for _ in range(args.rounds):
             for server, (root, environment, prefix) in servers.items():
                 port = free_port()
-                with serving(serve_command(port, root, args.workers), port, environment) as url:
+                with serving(ours(root, port, args.workers), port, environment) as url:
                     for operation, (method, paths, body) in workloads(
                             identifiers, prefix).items():
                         results.setdefault((server, operation), []).append(

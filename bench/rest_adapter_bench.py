@@ -120,9 +120,12 @@ def serving(
         process.wait(timeout=30)
 
 
-def ours(root: Path, port: int, workers: int | None) -> list[str]:
+def ours(root: Path | None, port: int, workers: int | None) -> list[str]:
+    """`lance-adapter serve` on `root` (None: as its environment configures it)."""
     cli = str(Path(sys.executable).parent / "lance-adapter")
-    command = [cli, "serve", "--prop", f"root={root}", "--port", str(port)]
+    command = [cli, "serve", "--port", str(port)]
+    if root is not None:
+        command += ["--prop", f"root={root}"]
     if workers is not None:
         command += ["--workers", str(workers)]
     return command  # its defaults: the access log on (written to /dev/null here)
@@ -176,9 +179,12 @@ def run_wrk(url: str, method: str, paths: list[str], body: str, args: argparse.N
     )
 
 
-def workloads(identifiers: list[list[str]]) -> dict[str, tuple[str, list[str], str]]:
-    describe = [f"/v1/table/{'$'.join(i)}/describe" for i in identifiers]
-    listing = [f"/v1/namespace/ns{n}/table/list" for n in range(NAMESPACES)]
+def workloads(
+    identifiers: list[list[str]], prefix: str = ""
+) -> dict[str, tuple[str, list[str], str]]:
+    """The requests wrk sends, each id led by `prefix` (a catalog's, `lake$`)."""
+    describe = [f"/v1/table/{prefix}{'$'.join(i)}/describe" for i in identifiers]
+    listing = [f"/v1/namespace/{prefix}ns{n}/table/list" for n in range(NAMESPACES)]
     return {"DescribeTable": ("POST", describe, '"{}"'), "ListTables": ("GET", listing, "nil")}
 
 
