@@ -99,6 +99,23 @@ def _columns(query: QueryLike) -> list[str] | dict[str, str] | None:
     return query.columns.column_names
 
 
+# The column a search's rows are scored in: a vector search's distance, a full-text search's
+# score (indexed by whether the search is a full-text one).
+SCORES = ("_distance", "_score")
+
+
+def _with_score(
+    columns: list[str] | dict[str, str] | None, score: str | None
+) -> list[str] | dict[str, str] | None:
+    """The requested columns with the search's score after them, unless named already: the
+    answer Lance gives when it adds the score itself."""
+    if columns is None or score is None:
+        return columns
+    if isinstance(columns, dict):
+        return columns if score in columns else {**columns, score: score}
+    return columns if score in columns else [*columns, score]
+
+
 def full_text_columns(dataset: LanceDataset) -> list[str]:
     """The columns of the table's full-text (inverted) indexes."""
     return sorted({
@@ -150,15 +167,20 @@ def scanner_arguments(
     dataset: LanceDataset, query: QueryLike, vector: list[float] | None
 ) -> dict[str, Any]:
     """pylance scanner arguments for one query vector (or none) of a QueryTable request."""
+    full_text, columns = _full_text(dataset, query), _columns(query)
+    score = None if vector is None and full_text is None else SCORES[vector is None]
     arguments: dict[str, Any] = {
-        "columns": _columns(query),
+        "columns": _with_score(columns, score),
         "filter": query.filter,
         "offset": query.offset,
         "with_row_id": bool(query.with_row_id),
         "prefilter": bool(query.prefilter),
         "fast_search": query.fast_search,
-        "full_text_query": _full_text(dataset, query),
+        "full_text_query": full_text,
         "order_by": _order(query),
+        # The score is named in the columns (as Lance would add it), so Lance need not add it
+        # itself, which it does with a deprecation warning logged on every search.
+        "disable_scoring_autoprojection": (score is not None and columns is not None) or None,
     }
     if vector is None:
         if query.vector_column:
