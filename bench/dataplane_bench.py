@@ -132,7 +132,7 @@ class Http:
         status, content = lean_post(self.client.base_url, "/v1/table/scans/query",
                                     {"vector": {}, **body})
         assert status == 200, content[:500]
-        return pa.ipc.open_file(pa.BufferReader(content)).read_all()
+        return pa.ipc.open_file(pa.py_buffer(content)).read_all()
 
     def last_byte(self, body: dict) -> None:
         with posted(self.client.base_url, "/v1/table/scans/query",
@@ -198,28 +198,64 @@ def posted(base: httpx.URL, path: str, body: dict) -> Iterator[socket.socket]:
         yield connection
 
 
-def lean_post(base: httpx.URL, path: str, body: dict) -> tuple[int, bytes]:
-    """POST `body` as JSON on a new connection; the answer's status and body, read with
-    large receives (a chunked body decoded with one copy)."""
+def lean_post(base: httpx.URL, path: str, body: dict) -> tuple[int, bytearray]:
+    """POST `body` as JSON on a new connection; the answer's status and body, received into
+    one reused buffer and de-chunked as they arrive: each byte of the body copied once, as a
+    native client's reader does (joining received parts, then chunks, copied a 138 MiB
+    answer twice more: about 100 ms of the client's, more than the server took to send it)."""
     with posted(base, path, body) as connection:
-        parts = []
-        while part := connection.recv(4 << 20):
-            parts.append(part)
-    raw = memoryview(b"".join(parts))
-    end = bytes(raw[:65536]).index(b"\r\n\r\n")
-    lines = bytes(raw[:end]).decode("latin-1").lower().split("\r\n")
-    status, rest = int(lines[0].split()[1]), raw[end + 4:]
-    if "transfer-encoding: chunked" not in lines:
-        return status, bytes(rest)
-    pieces, at = [], 0
-    while True:
-        size_end = bytes(rest[at:at + 32]).index(b"\r\n")
-        size = int(bytes(rest[at:at + size_end]), 16)
-        if size == 0:
-            return status, b"".join(pieces)
-        start = at + size_end + 2
-        pieces.append(rest[start:start + size])
-        at = start + size + 2
+        received = _Received(connection)
+        head = received.until(b"\r\n\r\n")
+        lines = head.decode("latin-1").lower().split("\r\n")
+        status, answer = int(lines[0].split()[1]), bytearray()
+        if "transfer-encoding: chunked" not in lines:
+            received.rest_into(answer)
+            return status, answer
+        while size := int(received.until(b"\r\n").split(b";")[0], 16):
+            received.take_into(answer, size)
+            received.until(b"\r\n")
+        return status, answer
+
+
+class _Received:
+    """A connection's bytes, received into one reused 4 MiB buffer."""
+
+    def __init__(self, connection: socket.socket) -> None:
+        self.connection = connection
+        self.buffer = bytearray(4 << 20)
+        self.view = memoryview(self.buffer)
+        self.start = self.end = 0  # the received bytes not yet taken
+
+    def _receive(self) -> None:
+        """Receive more, after moving what is not yet taken to the buffer's front."""
+        held = self.end - self.start
+        self.view[:held] = self.view[self.start:self.end]
+        self.start, self.end = 0, held
+        count = self.connection.recv_into(self.view[held:])
+        if not count:
+            raise ConnectionError("the answer was cut off")
+        self.end += count
+
+    def until(self, separator: bytes) -> bytes:
+        """The bytes before the next `separator` (taken with it)."""
+        while (found := self.buffer.find(separator, self.start, self.end)) < 0:
+            self._receive()
+        taken = bytes(self.view[self.start:found])
+        self.start = found + len(separator)
+        return taken
+
+    def take_into(self, answer: bytearray, size: int) -> None:
+        while size:
+            if self.start == self.end:
+                self._receive()
+            count = min(size, self.end - self.start)
+            answer += self.view[self.start:self.start + count]
+            self.start, size = self.start + count, size - count
+
+    def rest_into(self, answer: bytearray) -> None:
+        answer += self.view[self.start:self.end]
+        while count := self.connection.recv_into(self.view):
+            answer += self.view[:count]
 
 
 def timed(call: Callable[[], object], rounds: int) -> list[float]:

@@ -16,7 +16,7 @@ from backends.core.locations import resolve_stored
 from backends.hooks import Stamp, Stamper
 
 
-def _modified_ns(path: Path) -> int | None:
+def _modified_ns(path: str) -> int | None:
     try:
         return os.stat(path).st_mtime_ns
     except OSError:
@@ -24,15 +24,19 @@ def _modified_ns(path: Path) -> int | None:
 
 
 @functools.lru_cache(maxsize=4096)  # asked on every validated hit of a DescribeTable entry
-def _local_path(location: str | None) -> Path | None:
-    """Where Lance opens `location` on the local file system (`backends.core.locations`)."""
+def _table_paths(location: str | None) -> tuple[str, str] | None:
+    """Where Lance opens `location` on the local file system (`backends.core.locations`),
+    and its `_versions` directory: strings, made once (a hit stats them, nothing more)."""
     if not location:
         return None
     try:
         place = resolve_stored(location)
     except InvalidInputError:
         return None
-    return Path(place.uri) if place.scheme == "file" else None
+    if place.scheme != "file":
+        return None
+    table = Path(place.uri)
+    return str(table), str(table / "_versions")
 
 
 def directory_stamper(
@@ -47,20 +51,20 @@ def directory_stamper(
     local file system, where a commit shows in the table's `_versions` directory.
     """
     root = root.absolute()
-    watched = (root, root / "__manifest" / "_versions")
+    watched, manifests = str(root), str(root / "__manifest" / "_versions")
 
     def stamp(operation_id: str, table_id: list[str] | None, answer: Any) -> Stamp | None:
-        times = tuple(_modified_ns(path) for path in watched)
         if operation_id == "CountTableRows":
-            table = _local_path(remembered_location(table_id) if table_id else None)
+            table = _table_paths(remembered_location(table_id) if table_id else None)
             if table is None:
                 return None
         elif operation_id == "DescribeTable":
-            table = _local_path(getattr(answer, "location", None))
-            if table is None:
-                return (*times, None, None)
+            table = _table_paths(getattr(answer, "location", None))
         else:
-            return times
-        return (*times, _modified_ns(table), _modified_ns(table / "_versions"))
+            return _modified_ns(watched), _modified_ns(manifests)
+        if table is None:
+            return _modified_ns(watched), _modified_ns(manifests), None, None
+        return (_modified_ns(watched), _modified_ns(manifests), _modified_ns(table[0]),
+                _modified_ns(table[1]))
 
     return stamp
