@@ -38,6 +38,7 @@ def _alternatives(annotation: Any) -> tuple[Any, ...]:
     return (annotation,)
 
 
+@functools.cache
 def _model_in(annotation: Any) -> type[BaseModel] | None:
     for option in _alternatives(annotation):
         if isinstance(option, type) and issubclass(option, BaseModel):
@@ -45,11 +46,14 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+@functools.cache
 def _item_type(annotation: Any) -> Any:
-    """The item type of the list `annotation` allows, or None."""
+    """The item type of the list `annotation` allows, when its items may hold a model (a
+    list of strings or numbers, an id or a vector, holds no field to refuse), else None."""
     for option in _alternatives(annotation):
         if get_origin(option) is list and get_args(option):
-            return get_args(option)[0]
+            item = get_args(option)[0]
+            return item if _model_in(item) is not None or _item_type(item) is not None else None
     return None
 
 

@@ -77,11 +77,22 @@ def _coerce(parameter: QueryParameter, raw: str) -> Any:
     return raw
 
 
+# Most requests have no query string: theirs is parsed once, here.
+_NO_QUERY = QueryParams()
+
+
+def query_of(request: Request) -> QueryParams:
+    """The request's query parameters."""
+    return request.query_params if request.scope.get("query_string") else _NO_QUERY
+
+
 def query_fields(
     operation: Operation, query: QueryParams, addressing: frozenset[str] = frozenset()
 ) -> dict[str, Any]:
     """The fields the query string holds; a parameter the operation does not take (nor one
     of `addressing`, which name the object) is refused, not ignored."""
+    if not query:
+        return {}
     taken = {parameter.name for parameter in operation.query_parameters}
     unknown = sorted(set(query.keys()) - taken - addressing - {"delimiter"})
     if unknown:
@@ -255,7 +266,8 @@ async def read_route_request(
     path_params = dict(request.path_params)
     data = None
     fields: dict[str, Any] = {}
-    from_query = query_fields(operation, request.query_params)  # before a body is read
+    query = query_of(request)
+    from_query = query_fields(operation, query)  # before a body is read
     if operation.body is BodyKind.JSON and _sends_arrow(request):
         fields = _fields_from_arrow(
             operation, dialect, await read_arrow_body(request, limits))
@@ -271,7 +283,7 @@ async def read_route_request(
     raw_id = path_params.pop("id", None)
     fields.update(path_params)
     if raw_id is not None:
-        delimiter = request.query_params.get("delimiter") or ID_DELIMITER
+        delimiter = query.get("delimiter") or ID_DELIMITER
         route_id = parse_path_identifier(raw_id, delimiter)
         if fields.get("id") is not None and fields["id"] != route_id:
             message = f"request body names {fields['id']!r}, the route names {route_id!r}"
@@ -289,7 +301,7 @@ async def read_operation_request(
     The request model is the JSON body, except for operations that carry Arrow data:
     their fields come from the query (`id` joined with `delimiter`) and the body is the data.
     """
-    query = request.query_params
+    query = query_of(request)
     if not operation.takes_data:
         if query:  # the body is the whole request
             raise InvalidInputError(
