@@ -18,6 +18,10 @@ Every answer is checked against the in-process one; ratios are printed against b
 Vector search has its own script (`vector_search_bench.py`).
 
     .venv/bin/python bench/dataplane_bench.py [--rows 200000] [--large-mb 250] [--rounds 5]
+        [--small-rounds 40]
+
+`--rounds` times each large request (inserts of 10,000 rows, scans); `--small-rounds` the
+small ones (inserts of 1,000 rows, counts, deletes), whose few milliseconds vary more.
 """
 
 from __future__ import annotations
@@ -284,10 +288,10 @@ def measure(peer: Http | InProcess, pid: int | None, args: argparse.Namespace,
         reset_peak(pid)
         return peak_rss_mib(pid)
 
-    def inserts(size: int) -> dict[str, float]:
-        batches = [stream(rows(20_000_000 + i * size, size)) for i in range(args.rounds)]
+    def inserts(size: int, rounds: int) -> dict[str, float]:
+        batches = [stream(rows(20_000_000 + i * size, size)) for i in range(rounds)]
         taken = sum(timed(lambda batch=batch: peer.insert(batch), 1)[0] for batch in batches)
-        return {f"insert {size} rows/s": size * args.rounds / taken}
+        return {f"insert {size} rows/s": size * rounds / taken}
 
     def large_insert() -> dict[str, float]:
         large = stream(rows(30_000_000, args.large_mb * 2**20 // 744), FRAGMENT_ROWS)
@@ -321,7 +325,7 @@ def measure(peer: Http | InProcess, pid: int | None, args: argparse.Namespace,
             counted = peer.count(predicate)
             assert counted == expected.setdefault(name, counted), f"{name}: answers differ"
             figures[name] = 1000 * statistics.median(
-                timed(lambda p=predicate: peer.count(p), args.rounds))
+                timed(lambda p=predicate: peer.count(p), args.small_rounds))
         return figures
 
     def merge() -> dict[str, float]:
@@ -331,12 +335,12 @@ def measure(peer: Http | InProcess, pid: int | None, args: argparse.Namespace,
     def deletes() -> dict[str, float]:
         taken = [timed(lambda i=i: peer.delete(
             f"id >= {DELETED_FROM + i * 100} AND id < {DELETED_FROM + (i + 1) * 100}"), 1)[0]
-            for i in range(args.rounds)]
+            for i in range(args.small_rounds)]
         return {"delete p50 ms": 1000 * statistics.median(taken)}
 
     figures: dict[str, float] = {}
-    for name, compute in (("insert 1000", lambda: inserts(1_000)),
-                          ("insert 10000", lambda: inserts(10_000)),
+    for name, compute in (("insert 1000", lambda: inserts(1_000, args.small_rounds)),
+                          ("insert 10000", lambda: inserts(10_000, args.rounds)),
                           ("large insert", large_insert), ("scans", scans), ("counts", counts),
                           ("merge", merge), ("delete", deletes)):
         figures.update(refused(name, compute))
@@ -349,6 +353,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--large-mb", type=int, default=250)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--small-rounds", type=int, default=40)
     args = parser.parse_args()
     results: dict[str, dict[str, float]] = {}
     expected: dict[str, object] = {}
