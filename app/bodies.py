@@ -117,10 +117,16 @@ def release_body(request: Request) -> None:
         reservation.release()
 
 
+def declared_length(request: Request) -> int | None:
+    """The body's length as its head declares it (None: not declared, or not a number)."""
+    declared = request.headers.get("content-length")
+    return int(declared) if declared is not None and declared.isdigit() else None
+
+
 def refuse_declared_over(request: Request, max_bytes: int, setting: str) -> None:
     """A declared length over the limit is refused at once; a smaller one reserves nothing."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+    declared = declared_length(request)
+    if declared is not None and declared > max_bytes:
         raise BodyTooLargeError(
             f"request body is larger than {max_bytes} bytes; the limit is {setting}"
         )

@@ -53,6 +53,9 @@ def directory_stamper(
     root = root.absolute()
     watched, manifests = str(root), str(root / "__manifest" / "_versions")
 
+    def root_times() -> tuple[int | None, int | None]:
+        return _modified_ns(watched), _modified_ns(manifests)
+
     def stamp(operation_id: str, table_id: list[str] | None, answer: Any) -> Stamp | None:
         if operation_id == "CountTableRows":
             table = _table_paths(remembered_location(table_id) if table_id else None)
@@ -61,10 +64,10 @@ def directory_stamper(
         elif operation_id == "DescribeTable":
             table = _table_paths(getattr(answer, "location", None))
         else:
-            return _modified_ns(watched), _modified_ns(manifests)
+            return root_times()
+        times = root_times()
         if table is None:
-            return _modified_ns(watched), _modified_ns(manifests), None, None
-        return (_modified_ns(watched), _modified_ns(manifests), _modified_ns(table[0]),
-                _modified_ns(table[1]))
+            return (*times, None, None)
+        return (*times, _modified_ns(table[0]), _modified_ns(table[1]))
 
     return stamp

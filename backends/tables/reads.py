@@ -99,11 +99,6 @@ def _columns(query: QueryLike) -> list[str] | dict[str, str] | None:
     return query.columns.column_names
 
 
-# The column a search's rows are scored in: a vector search's distance, a full-text search's
-# score (indexed by whether the search is a full-text one).
-SCORES = ("_distance", "_score")
-
-
 def _with_score(
     columns: list[str] | dict[str, str] | None, score: str | None
 ) -> list[str] | dict[str, str] | None:
@@ -168,7 +163,9 @@ def scanner_arguments(
 ) -> dict[str, Any]:
     """pylance scanner arguments for one query vector (or none) of a QueryTable request."""
     full_text, columns = _full_text(dataset, query), _columns(query)
-    score = None if vector is None and full_text is None else SCORES[vector is None]
+    # The column a search's rows are scored in: a vector search's distance, a full-text
+    # search's score.
+    score = "_distance" if vector is not None else "_score" if full_text is not None else None
     arguments: dict[str, Any] = {
         "columns": _with_score(columns, score),
         "filter": query.filter,
