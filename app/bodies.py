@@ -19,6 +19,7 @@ from lance_namespace import InvalidInputError
 from starlette.requests import Request
 
 from app.arrow_limits import ArrowLimits, check_arrow_body
+from app.deadlines import Deadlines
 from app.errors import BodiesInFlightError, BodyTimeoutError, BodyTooLargeError
 from app.serving_settings import usable_cpus
 from app.settings import Settings
@@ -89,15 +90,18 @@ class BodyLimits:
     checks: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(usable_cpus(), "body-check"), repr=False
     )
+    # Where `read_timeout` is kept (the server's one `Deadlines`).
+    deadlines: Deadlines = field(default_factory=Deadlines, repr=False)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> BodyLimits:
+    def from_settings(cls, settings: Settings, deadlines: Deadlines | None = None) -> BodyLimits:
         arrow = ArrowLimits(settings.max_body_bytes, settings.max_arrow_rows,
                             settings.max_arrow_columns, settings.max_nesting_depth)
         return cls(settings.max_body_bytes,
                    min(settings.max_json_body_bytes, settings.max_body_bytes),
                    settings.max_json_containers, settings.max_nesting_depth,
-                   settings.body_read_timeout, settings.max_in_flight_body_bytes, arrow)
+                   settings.body_read_timeout, settings.max_in_flight_body_bytes, arrow,
+                   deadlines=deadlines or Deadlines())
 
     def reservation(self, request: Request) -> Reservation:
         """The request's reservation, made on first use."""
@@ -146,7 +150,7 @@ async def read_body(
     buffer = io.BytesIO()
     size = 0
     try:
-        async with asyncio.timeout(limits.read_timeout or None):
+        with limits.deadlines.within(limits.read_timeout):
             async for chunk in request.stream():
                 if size + len(chunk) > max_bytes:
                     raise body_too_large(max_bytes, setting)

@@ -22,6 +22,9 @@ Why it is correct:
   of the table's directory and its `_versions` directory). Anything else has no validator
   here and is not stored, unless the operator opts in to `metadata_cache_ttl` seconds of
   blindness (never a count: its stamp is the only bound).
+- A request naming a tag, or a branch other than main, is never answered from the cache: a
+  stamp watches the table's main versions, which a branch's commits and a tag's move leave
+  as they were.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import orjson
 
 from backends.core.operations import Subject, traits_of
 from backends.hooks import Stamp, Stamper
+from backends.tables.refs import MAIN_BRANCH
 
 CACHED_OPERATIONS = frozenset({"DescribeTable", "TableExists", "ListTables", "ListNamespaces",
                                "DescribeNamespace", "CountTableRows"})
@@ -232,7 +236,7 @@ class MetadataCache:
 
     def key(self, operation_id: str, fields: Mapping[str, Any]) -> bytes | None:
         """The entry key of a request, or None when its answer is not cached."""
-        if operation_id not in CACHED_OPERATIONS:
+        if operation_id not in CACHED_OPERATIONS or names_a_ref(fields):
             return None
         context = fields.get("context")
         if context:
@@ -303,6 +307,12 @@ class MetadataCache:
         if stamp is None or newest_change(stamp) >= pending.started_ns - CLOCK_MARGIN_NS:
             return None
         return stamp
+
+
+def names_a_ref(fields: Mapping[str, Any]) -> bool:
+    """Whether a request reads a tag, or a branch other than main (not cached: see the
+    module's docstring)."""
+    return fields.get("tag") is not None or fields.get("branch") not in (None, MAIN_BRANCH)
 
 
 def newest_change(stamp: Stamp) -> int:

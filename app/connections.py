@@ -24,6 +24,7 @@ import h11
 from lance_namespace import LanceNamespaceError
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from app.deadlines import Deadline, Deadlines
 from app.errors import HeadTimeoutError, HeadTooLargeError, raw_error_answer
 from app.settings import Settings
 
@@ -51,17 +52,21 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
 class HeadLimits(NamedTuple):
     timeout: float
     max_bytes: int
+    deadlines: Deadlines
 
 
 def head_limits(app: Any) -> HeadLimits:
-    """The limits in the settings of the served app, found through uvicorn's wrappers."""
+    """The limits in the settings of the served app, and its deadlines, found through
+    uvicorn's wrappers."""
     for _ in range(16):
-        settings = getattr(getattr(app, "state", None), "settings", None)
+        state = getattr(app, "state", None)
+        settings = getattr(state, "settings", None)
         if isinstance(settings, Settings):
-            return HeadLimits(settings.header_read_timeout, settings.max_header_bytes)
+            return HeadLimits(settings.header_read_timeout, settings.max_header_bytes,
+                              getattr(state, "deadlines", None) or Deadlines())
         app = getattr(app, "app", None)
     defaults = Settings()
-    return HeadLimits(defaults.header_read_timeout, defaults.max_header_bytes)
+    return HeadLimits(defaults.header_read_timeout, defaults.max_header_bytes, Deadlines())
 
 
 class LingeringTransport:
@@ -147,7 +152,7 @@ class HeadDeadline:
     def __init__(self, *arguments: Any, **options: Any) -> None:
         super().__init__(*arguments, **options)
         self.head_limits = head_limits(self.app)
-        self._head_deadline: asyncio.TimerHandle | None = None
+        self._head_deadline: Deadline | None = None
         self._head_started = False
         self._head_bytes = 0
 
@@ -160,7 +165,8 @@ class HeadDeadline:
     def _await_head(self) -> None:
         """A head is due: the deadline runs from now, unless it runs already."""
         if self._head_deadline is None and self.head_limits.timeout > 0:
-            self._head_deadline = self.loop.call_later(self.head_limits.timeout, self._head_late)
+            self._head_deadline = self.head_limits.deadlines.at(
+                self.loop.time() + self.head_limits.timeout, self._head_late)
 
     def _head_begun(self) -> None:
         self._await_head()
@@ -168,7 +174,7 @@ class HeadDeadline:
 
     def _head_ended(self) -> None:
         if self._head_deadline is not None:
-            self._head_deadline.cancel()
+            self._head_deadline.clear()
             self._head_deadline = None
         self._head_started = False
         self._head_bytes = 0

@@ -13,6 +13,7 @@ from typing import Any
 from lance_namespace import LanceNamespace, ServiceUnavailableError, UnsupportedOperationError
 
 from app.cache import MISS, MetadataCache
+from app.deadlines import Deadlines
 from app.dialect import SPEC, Dialect
 from app.spec import Operation
 from app.streamed_bodies import ArrowBodyStream
@@ -45,6 +46,7 @@ class Dispatcher:
         cache: MetadataCache | None = None,
         observe: Callable[[str, bool, float], None] | None = None,
         observe_catalog: Callable[[str, str, bool], None] = lambda *_: None,
+        deadlines: Deadlines | None = None,
     ) -> None:
         self.namespace = namespace
         self.cache = cache
@@ -61,6 +63,7 @@ class Dispatcher:
         self._streaming = ThreadPoolExecutor(max(1, max_concurrency // 4),
                                              thread_name_prefix="backend-stream")
         self._backend_timeout = backend_timeout
+        self._deadlines = deadlines or Deadlines()
 
     async def call(
         self, operation: Operation, fields: dict[str, Any], data: Any,
@@ -158,11 +161,13 @@ class Dispatcher:
 
     async def _read(self, label: str, method: Any, arguments: tuple[Any, ...]) -> Any:
         pending = self._submit(label, method, arguments)
-        if self._backend_timeout <= 0:
-            return await pending
+        deadline = self._deadlines.within(self._backend_timeout)
         try:
-            return await asyncio.wait_for(pending, self._backend_timeout)
+            with deadline:
+                return await pending
         except TimeoutError:
+            if not deadline.expired:
+                raise  # the backend's own
             raise ServiceUnavailableError(
                 f"the backend did not answer {label} within "
                 f"{self._backend_timeout:g} s"

@@ -33,6 +33,7 @@ from app.browser_guard import BrowserGuard
 from app.cache import GENERATION_FILE, Generations, MetadataCache
 from app.config import backend_properties, served_vendor
 from app.credentials import Credentials
+from app.deadlines import Deadlines
 from app.dialect import Dialect
 from app.dispatch import Dispatcher
 from app.docs import docs_routes
@@ -192,10 +193,11 @@ def operation_routes(
     metrics: Metrics | None = None,
     vendor: CredentialVendor | None = None,
     maintenance: MaintenanceWorker | None = None,
+    deadlines: Deadlines | None = None,
 ) -> LanceRoutes:
     """Every operation at its /v1/ route and at POST /<OperationId>, as one route table."""
     service = _Service(
-        dispatcher, metrics or Metrics(), BodyLimits.from_settings(settings),
+        dispatcher, metrics or Metrics(), BodyLimits.from_settings(settings, deadlines),
         settings.auth_mode != "off", vendor,
         AuditLog(settings.audit_log_file) if settings.audit_log else None,
         settings.lancedb_root_database, maintenance,
@@ -348,10 +350,13 @@ def create_app(
     operations = load_operations()
     aliases = {op.operation_id: op.target_id for op in operations if op.target_id}
     metrics = Metrics(settings.metrics_identities, metrics_dir)
+    # The one keeper of the server's deadlines: its protocol's (request heads), its bodies'
+    # and its backend calls'.
+    app.state.deadlines = deadlines = Deadlines()
     dispatcher = Dispatcher(
         namespace, settings.max_concurrency, settings.backend_timeout, aliases,
         metadata_cache(settings, metrics, namespace, runtime_dir), metrics.observe_backend,
-        metrics.observe_catalog_request,
+        metrics.observe_catalog_request, deadlines,
     )
     redactor = Redactor()  # what no log line or readiness reason shows
     for properties in backend_properties(settings):
@@ -364,7 +369,7 @@ def create_app(
     if settings.maintenance and maintains(namespace):
         app.state.maintenance = MaintenanceWorker(namespace, settings, metrics, runtime_dir)
     app.lance_routes = operation_routes(operations, dispatcher, settings, metrics, vendor,
-                                        getattr(app.state, "maintenance", None))
+                                        getattr(app.state, "maintenance", None), deadlines)
     app.router.routes.append(app.lance_routes)
     app.router.routes.extend(docs_routes())
     app.state.server_paths = tuple(storage_paths(namespace))  # hidden in every error answer

@@ -77,7 +77,7 @@ class BodyPieces:
         parts: list[bytes] = []
         gathered = 0
         try:
-            async with asyncio.timeout_at(self._deadline):
+            with self._limits.deadlines.until(self._deadline):
                 while gathered < PIECE_BYTES:
                     chunk = await anext(self._chunks, None)
                     if chunk is None:

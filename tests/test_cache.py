@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import lance
 import pytest
 from lance.namespace import DirectoryNamespace
 from lance_namespace import CreateTableRequest, InsertIntoTableRequest
@@ -160,6 +161,36 @@ def test_a_count_on_a_local_root_is_answered_from_the_cache_until_rows_change(
         InsertIntoTableRequest(id=["ns", "t"]), arrow_stream(sample_table(1, start=50)))
     assert counted(dir_client) == 6
     assert cache_metrics(dir_client, "CountTableRows")["changed"] == 1
+
+
+def test_outside_writes_to_a_branch_and_a_moved_tag_are_seen_on_the_next_request(
+    dir_client: httpx.Client, tmp_path: Path
+) -> None:
+    """A branch's commits and a tag's move leave the table's main versions as they were,
+    which is what a stamp watches: such requests are answered by the backend each time."""
+    inserted = dir_client.post(f"/v1/table/{TABLE}/insert",
+                               content=arrow_stream(sample_table(1, start=200)))
+    assert inserted.status_code == 200, inserted.text
+    for route, body in (("branches/create", {"name": "b", "from_version": 1}),
+                        ("tags/create", {"tag": "v", "version": 1})):
+        answer = dir_client.post(f"/v1/table/{TABLE}/{route}", json=body)
+        assert answer.status_code == 200, answer.text
+    settle(tmp_path / "root")
+
+    def branch_and_tag() -> tuple[int, int, int]:
+        count = dir_client.post(f"/v1/table/{TABLE}/count_rows", json={"branch": "b"})
+        on_branch = dir_client.post(f"/v1/table/{TABLE}/describe",
+                                    json={"branch": "b", "load_detailed_metadata": True})
+        tagged = dir_client.post(f"/v1/table/{TABLE}/describe",
+                                 json={"tag": "v", "load_detailed_metadata": True})
+        return count.json(), on_branch.json()["version"], tagged.json()["version"]
+
+    assert branch_and_tag() == branch_and_tag() == (3, 1, 1)
+    location = describe(dir_client).json()["location"]
+    lance.dataset(location).checkout_version(("b", None)).insert(sample_table(2, start=100))
+    assert branch_and_tag() == (5, 2, 1)
+    lance.dataset(location).tags.update("v", 2)
+    assert branch_and_tag() == (5, 2, 2)
 
 
 def test_a_count_is_never_kept_on_a_time_bound_alone(tmp_path: Path) -> None:
