@@ -24,7 +24,8 @@ Why it is correct:
   blindness (never a count: its stamp is the only bound).
 - A request naming a tag, or a branch other than main, is never answered from the cache: a
   stamp watches the table's main versions, which a branch's commits and a tag's move leave
-  as they were.
+  as they were. Nor is a TableExists naming a version: its stamp is the catalog's alone,
+  which a version's removal (`cleanup_old_versions`) leaves as it was.
 """
 
 from __future__ import annotations
@@ -236,7 +237,7 @@ class MetadataCache:
 
     def key(self, operation_id: str, fields: Mapping[str, Any]) -> bytes | None:
         """The entry key of a request, or None when its answer is not cached."""
-        if operation_id not in CACHED_OPERATIONS or names_a_ref(fields):
+        if operation_id not in CACHED_OPERATIONS or unwatched(operation_id, fields):
             return None
         context = fields.get("context")
         if context:
@@ -309,10 +310,12 @@ class MetadataCache:
         return stamp
 
 
-def names_a_ref(fields: Mapping[str, Any]) -> bool:
-    """Whether a request reads a tag, or a branch other than main (not cached: see the
-    module's docstring)."""
-    return fields.get("tag") is not None or fields.get("branch") not in (None, MAIN_BRANCH)
+def unwatched(operation_id: str, fields: Mapping[str, Any]) -> bool:
+    """Whether a request's answer depends on what no stamp watches (not cached: see the
+    module's docstring): a tag, a branch other than main, a TableExists's version."""
+    if fields.get("tag") is not None or fields.get("branch") not in (None, MAIN_BRANCH):
+        return True
+    return operation_id == "TableExists" and fields.get("version") is not None
 
 
 def newest_change(stamp: Stamp) -> int:

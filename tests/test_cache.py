@@ -5,6 +5,7 @@ what it does."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 import uuid
@@ -191,6 +192,24 @@ def test_outside_writes_to_a_branch_and_a_moved_tag_are_seen_on_the_next_request
     assert branch_and_tag() == (5, 2, 1)
     lance.dataset(location).tags.update("v", 2)
     assert branch_and_tag() == (5, 2, 2)
+
+
+def test_a_version_removed_by_another_writer_no_longer_exists_on_the_next_request(
+    dir_client: httpx.Client, tmp_path: Path
+) -> None:
+    for start in (100, 200):
+        inserted = dir_client.post(f"/v1/table/{TABLE}/insert",
+                                   content=arrow_stream(sample_table(1, start=start)))
+        assert inserted.status_code == 200, inserted.text
+    settle(tmp_path / "root")
+
+    def exists() -> int:
+        return dir_client.post(f"/v1/table/{TABLE}/exists", json={"version": 1}).status_code
+
+    assert exists() == exists() == 200
+    location = describe(dir_client).json()["location"]
+    lance.dataset(location).cleanup_old_versions(older_than=datetime.timedelta(0))
+    assert exists() == 404
 
 
 def test_a_count_is_never_kept_on_a_time_bound_alone(tmp_path: Path) -> None:
