@@ -297,6 +297,7 @@ def measure(peer: Http | InProcess, pid: int | None, args: argparse.Namespace,
         large = stream(rows(30_000_000, args.large_mb * 2**20 // 744), FRAGMENT_ROWS)
         before = peak_from()
         seconds = timed(lambda: peer.insert(large), 1)[0]
+        os.sync()  # its 250 MB written out now, not while the workloads after it are timed
         figures = {"large insert MB/s": len(large) / 2**20 / seconds}
         if pid is not None:
             growth = peak_rss_mib(pid) - before
@@ -344,6 +345,7 @@ def measure(peer: Http | InProcess, pid: int | None, args: argparse.Namespace,
                           ("large insert", large_insert), ("scans", scans), ("counts", counts),
                           ("merge", merge), ("delete", deletes)):
         figures.update(refused(name, compute))
+    os.sync()  # what this peer wrote is written out before the next peer is timed
     print(f"  {type(peer).__name__} done", flush=True)
     return figures
 
@@ -363,6 +365,7 @@ def main() -> None:
         roots = {name: Path(directory) / name for name in ("in-process", "ours", "RestAdapter")}
         for root in roots.values():
             shutil.copytree(source, root)
+        os.sync()  # the copies written out now, not while a peer is measured
         results["in-process"] = measure(InProcess(roots["in-process"]), None, args, expected)
         port = free_port()
         with serving([*ours(roots["ours"], port, 1)], port, CHECKOUT) as (url, pid):

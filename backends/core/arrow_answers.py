@@ -72,7 +72,8 @@ class ArrowFileAnswer:
 
     @classmethod
     def of_table(cls, table: pa.Table) -> ArrowFileAnswer:
-        return cls(table.schema, iter(table.to_batches()))
+        """Rows read already (held in memory): encoded at once, as `started` does."""
+        return cls.started(table.to_reader())
 
     @property
     def whole(self) -> bytes | None:
