@@ -14,7 +14,10 @@ through RestAdapter and on a dataset opened in-process:
 - count, with and without a predicate (p50); merge-insert of 10,000 rows (rows/s); delete of
   100 rows by predicate (p50), from a table of its own (the same for every peer).
 
-Every answer is checked against the in-process one; ratios are printed against both peers.
+Both servers run throughout, and each workload's rounds are taken by the three in turns (the
+order reversed every round), so that what the machine does meanwhile falls on all of them
+alike. Every answer is checked against the in-process one; ratios are printed against both
+peers.
 Vector search has its own script (`vector_search_bench.py`).
 
     .venv/bin/python bench/dataplane_bench.py [--rows 200000] [--large-mb 250] [--rounds 5]
@@ -262,92 +265,103 @@ class _Received:
             answer += self.view[:count]
 
 
-def timed(call: Callable[[], object], rounds: int) -> list[float]:
-    taken = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        call()
-        taken.append(time.perf_counter() - started)
-    return taken
+Peer = Http | InProcess
 
 
-def refused(name: str, compute: Callable[[], dict[str, float]]) -> dict[str, float]:
-    """The figures `compute` measures; none when the server refuses the workload."""
-    try:
-        return compute()
-    except httpx.HTTPStatusError as error:
-        print(f"    {name}: refused ({error.response.status_code})", flush=True)
-        return {}
+class Peers:
+    """The peers measured side by side: each workload's rounds are taken in turns (the order
+    reversed every round), so that what this machine does meanwhile (another process, the
+    kernel writing back) falls on every peer alike rather than on whichever ran then."""
+
+    def __init__(self, peers: dict[str, Peer], pids: dict[str, int]) -> None:
+        self.peers = peers
+        self.pids = pids  # the servers' processes, for their peak RSS
+        self.figures: dict[str, dict[str, float]] = {name: {} for name in peers}
+        self.refusing: dict[str, set[str]] = {}  # workload -> the peers that refuse it
+
+    def rounds(self, workload: str, call: Callable[[Peer, int], object],
+               count: int) -> dict[str, list[float]]:
+        """Seconds each peer took for `call(peer, round)`, round by round, peers in turns;
+        a peer refusing the workload (an HTTP error) is left out of it."""
+        taken: dict[str, list[float]] = {name: [] for name in self.peers}
+        refusing = self.refusing.setdefault(workload, set())
+        for index in range(count):
+            names = list(self.peers) if index % 2 == 0 else list(reversed(self.peers))
+            for name in (name for name in names if name not in refusing):
+                started = time.perf_counter()
+                try:
+                    call(self.peers[name], index)
+                except httpx.HTTPStatusError as error:
+                    print(f"    {name}: {workload} refused ({error.response.status_code})",
+                          flush=True)
+                    refusing.add(name)
+                    continue
+                taken[name].append(time.perf_counter() - started)
+        return {name: times for name, times in taken.items() if name not in refusing}
+
+    def record(self, name: str, taken: dict[str, list[float]],
+               figure: Callable[[list[float]], float]) -> None:
+        for peer, times in taken.items():
+            self.figures[peer][name] = figure(times)
+
+    def check(self, name: str, answer: Callable[[Peer], object],
+              expected: dict[str, object]) -> None:
+        """Every peer's answer is the in-process one."""
+        for peer_name, peer in self.peers.items():
+            found = answer(peer)
+            assert found == expected.setdefault(name, found), f"{name}: {peer_name} differs"
 
 
-def measure(peer: Http | InProcess, pid: int | None, args: argparse.Namespace,
-            expected: dict[str, object]) -> dict[str, float]:
-    def peak_from() -> float:
-        if pid is None:
-            return 0.0
-        reset_peak(pid)
-        return peak_rss_mib(pid)
+def p50_ms(times: list[float]) -> float:
+    return 1000 * statistics.median(times)
 
-    def inserts(size: int, rounds: int) -> dict[str, float]:
-        batches = [stream(rows(20_000_000 + i * size, size)) for i in range(rounds)]
-        taken = sum(timed(lambda batch=batch: peer.insert(batch), 1)[0] for batch in batches)
-        return {f"insert {size} rows/s": size * rounds / taken}
 
-    def large_insert() -> dict[str, float]:
-        large = stream(rows(30_000_000, args.large_mb * 2**20 // 744), FRAGMENT_ROWS)
-        before = peak_from()
-        seconds = timed(lambda: peer.insert(large), 1)[0]
+def measure(peers: Peers, args: argparse.Namespace) -> None:
+    expected: dict[str, object] = {}
+    for size, count in ((1_000, args.small_rounds), (10_000, args.rounds)):
+        batches = [stream(rows(20_000_000 + i * size, size)) for i in range(count)]
+        peers.record(f"insert {size} rows/s", peers.rounds(
+            f"insert {size}", lambda peer, i, b=batches: peer.insert(b[i]), count),
+            lambda times, size=size, count=count: size * count / sum(times))
+    large = stream(rows(30_000_000, args.large_mb * 2**20 // 744), FRAGMENT_ROWS)
+    for name in peers.peers:  # one each, the server's peak RSS growth with it
+        pid = peers.pids.get(name)
+        if pid is not None:
+            reset_peak(pid)
+            before = peak_rss_mib(pid)
+        taken = Peers({name: peers.peers[name]}, {}).rounds(
+            "large insert", lambda peer, _: peer.insert(large), 1)
         os.sync()  # its 250 MB written out now, not while the workloads after it are timed
-        figures = {"large insert MB/s": len(large) / 2**20 / seconds}
-        if pid is not None:
+        peers.record("large insert MB/s", taken,
+                     lambda times: len(large) / 2**20 / times[0])
+        if taken and pid is not None:
             growth = peak_rss_mib(pid) - before
-            figures["large insert RSS growth / body"] = growth / (len(large) / 2**20)
-        return figures
-
-    def scans() -> dict[str, float]:
-        before, figures = peak_from(), {}
-        for name, body in (("filter 10k p50 ms", {"filter": "id % 20 = 0", "k": 10_000}),
-                           ("scan 200k p50 ms", {"k": 200_000})):
-            answer = peer.query(body).sort_by("id")
-            assert answer.equals(expected.setdefault(name, answer)), f"{name}: answers differ"
-            figures[name] = 1000 * statistics.median(
-                timed(lambda b=body: peer.query(b), args.rounds))
-        # The server's own part: the answer read to its last byte and dropped, no client
-        # decoding (in-process: the same scan).
-        figures["scan 200k to last byte p50 ms"] = 1000 * statistics.median(
-            timed(lambda: peer.last_byte({"k": 200_000}), args.rounds))
-        if pid is not None:
-            figures["scans RSS growth MiB"] = peak_rss_mib(pid) - before
-        return figures
-
-    def counts() -> dict[str, float]:
-        figures = {}
-        for name, predicate in (("count p50 ms", None), ("count filtered p50 ms", "id < 5000")):
-            counted = peer.count(predicate)
-            assert counted == expected.setdefault(name, counted), f"{name}: answers differ"
-            figures[name] = 1000 * statistics.median(
-                timed(lambda p=predicate: peer.count(p), args.small_rounds))
-        return figures
-
-    def merge() -> dict[str, float]:
-        data = stream(rows(20_000_000, 10_000))
-        return {"merge rows/s": 10_000 / statistics.median(timed(lambda: peer.merge(data), 3))}
-
-    def deletes() -> dict[str, float]:
-        taken = [timed(lambda i=i: peer.delete(
-            f"id >= {DELETED_FROM + i * 100} AND id < {DELETED_FROM + (i + 1) * 100}"), 1)[0]
-            for i in range(args.small_rounds)]
-        return {"delete p50 ms": 1000 * statistics.median(taken)}
-
-    figures: dict[str, float] = {}
-    for name, compute in (("insert 1000", lambda: inserts(1_000, args.small_rounds)),
-                          ("insert 10000", lambda: inserts(10_000, args.rounds)),
-                          ("large insert", large_insert), ("scans", scans), ("counts", counts),
-                          ("merge", merge), ("delete", deletes)):
-        figures.update(refused(name, compute))
-    os.sync()  # what this peer wrote is written out before the next peer is timed
-    print(f"  {type(peer).__name__} done", flush=True)
-    return figures
+            peers.figures[name]["large insert RSS growth / body"] = growth / (len(large) / 2**20)
+    before_scans = {}
+    for name, pid in peers.pids.items():
+        reset_peak(pid)
+        before_scans[name] = peak_rss_mib(pid)
+    for name, body in (("filter 10k p50 ms", {"filter": "id % 20 = 0", "k": 10_000}),
+                       ("scan 200k p50 ms", {"k": 200_000})):
+        peers.check(name, lambda peer, body=body: peer.query(body).sort_by("id"), expected)
+        peers.record(name, peers.rounds(name, lambda peer, _, b=body: peer.query(b),
+                                        args.rounds), p50_ms)
+    # The server's own part: the answer read to its last byte and dropped, no client
+    # decoding (in-process: the same scan).
+    peers.record("scan 200k to last byte p50 ms", peers.rounds(
+        "last byte", lambda peer, _: peer.last_byte({"k": 200_000}), args.rounds), p50_ms)
+    for name, pid in peers.pids.items():
+        peers.figures[name]["scans RSS growth MiB"] = peak_rss_mib(pid) - before_scans[name]
+    for name, predicate in (("count p50 ms", None), ("count filtered p50 ms", "id < 5000")):
+        peers.check(name, lambda peer, p=predicate: peer.count(p), expected)
+        peers.record(name, peers.rounds(name, lambda peer, _, p=predicate: peer.count(p),
+                                        args.small_rounds), p50_ms)
+    data = stream(rows(20_000_000, 10_000))
+    peers.record("merge rows/s", peers.rounds("merge", lambda peer, _: peer.merge(data), 3),
+                 lambda times: 10_000 / statistics.median(times))
+    peers.record("delete p50 ms", peers.rounds("delete", lambda peer, i: peer.delete(
+        f"id >= {DELETED_FROM + i * 100} AND id < {DELETED_FROM + (i + 1) * 100}"),
+        args.small_rounds), p50_ms)
 
 
 def main() -> None:
@@ -357,8 +371,6 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--small-rounds", type=int, default=40)
     args = parser.parse_args()
-    results: dict[str, dict[str, float]] = {}
-    expected: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as directory:
         source = Path(directory) / "source"
         build(source, args.rows)
@@ -366,13 +378,17 @@ def main() -> None:
         for root in roots.values():
             shutil.copytree(source, root)
         os.sync()  # the copies written out now, not while a peer is measured
-        results["in-process"] = measure(InProcess(roots["in-process"]), None, args, expected)
-        port = free_port()
-        with serving([*ours(roots["ours"], port, 1)], port, CHECKOUT) as (url, pid):
-            results["ours"] = measure(Http(url), pid, args, expected)
-        port = free_port()
-        with serving(rest_adapter(roots["RestAdapter"], port), port, None) as (url, pid):
-            results["RestAdapter"] = measure(Http(url), pid, args, expected)
+        ours_port, peer_port = free_port(), free_port()
+        with serving([*ours(roots["ours"], ours_port, 1)], ours_port, CHECKOUT) as (url, pid), \
+                serving(rest_adapter(roots["RestAdapter"], peer_port), peer_port, None) as (
+                    peer_url, peer_pid):
+            peers = Peers({"in-process": InProcess(roots["in-process"]), "ours": Http(url),
+                           "RestAdapter": Http(peer_url)}, {"ours": pid, "RestAdapter": peer_pid})
+            measure(peers, args)
+    print_ratios(peers.figures)
+
+
+def print_ratios(results: dict[str, dict[str, float]]) -> None:
     names = list(dict.fromkeys(name for figures in results.values() for name in figures))
     print(f"{'workload':>32} {'ours':>10} {'RestAdapter':>12} {'in-process':>11}  "
           "ours/RestAdapter  ours/in-process")
