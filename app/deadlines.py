@@ -107,7 +107,7 @@ class TaskDeadline:
             return self
         task = asyncio.current_task()
         if task is None:
-            raise RuntimeError("a task deadline is set inside a task")
+            raise RuntimeError("a task deadline must be set inside a task")
         self._task = task
         self._cancelling = task.cancelling()
         self._deadline = self._deadlines.at(self._when, self._expire)

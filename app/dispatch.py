@@ -165,9 +165,10 @@ class Dispatcher:
         try:
             with deadline:
                 return await pending
-        except TimeoutError:
-            if not deadline.expired:
-                raise  # the backend's own
+        except TimeoutError as error:
+            if not deadline.expired:  # the backend's own: a catalog or storage call timed out
+                raise ServiceUnavailableError(
+                    f"the backend timed out answering {label}: {error}") from None
             raise ServiceUnavailableError(
                 f"the backend did not answer {label} within "
                 f"{self._backend_timeout:g} s"

@@ -94,6 +94,13 @@ def test_the_spec_is_served(probe_url: str) -> None:
     assert "operationId: DescribeTable" in response.text
 
 
+def test_a_read_whose_backend_times_out_itself_is_17_naming_it(probe_url: str) -> None:
+    response = httpx.post(f"{probe_url}/v1/namespace/timeout/describe", json={}, timeout=30)
+    assert (response.status_code, response.json()["code"]) == (503, 17)
+    assert "timed out answering DescribeNamespace" in response.json()["error"]
+    assert "did not answer" not in response.json()["error"]  # not the server's own limit
+
+
 def test_a_read_that_outlasts_the_backend_timeout_is_17_at_once() -> None:
     delay = 10
     with running_server(PROBE, {"name": "timeout", "delay": str(delay)},

@@ -79,8 +79,9 @@ class RecordingNamespace(LanceNamespace):
     the adapter built. A test sets `mode` to make every call fail: `down` (a spec error, 503),
     `broken` (an unexpected error whose message holds LEAKY_SECRET) or `hang`. The last name of
     an id steers one call: `slow` takes `delay` seconds; a namespace `boom` raises an unexpected
-    error, `missing` is not found and `ctx` answers with header context. A test that waits for a
-    `slow` call waits for `slow_started`, and may end it early with `release_slow`.
+    error, `missing` is not found, `timeout` times out itself and `ctx` answers with header
+    context. A test that waits for a `slow` call waits for `slow_started`, and may end it
+    early with `release_slow`.
     """
 
     instances: ClassVar[dict[str, RecordingNamespace]] = {}
@@ -135,6 +136,8 @@ class RecordingNamespace(LanceNamespace):
             )
         if name == "missing":
             raise NamespaceNotFoundError(f"namespace {request.id} not found")
+        if name == "timeout":  # a catalog client's own time limit, as a socket raises it
+            raise TimeoutError("timed out reading from the catalog")
         return DescribeNamespaceResponse(properties={"name": name})
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
