@@ -277,27 +277,25 @@ class Peers:
         self.peers = peers
         self.pids = pids  # the servers' processes, for their peak RSS
         self.figures: dict[str, dict[str, float]] = {name: {} for name in peers}
-        self.refusing: dict[str, set[str]] = {}  # workload -> the peers that refuse it
 
-    def rounds(self, workload: str, call: Callable[[Peer, int], object],
-               count: int) -> dict[str, list[float]]:
-        """Seconds each peer took for `call(peer, round)`, round by round, peers in turns;
-        a peer refusing the workload (an HTTP error) is left out of it."""
-        taken: dict[str, list[float]] = {name: [] for name in self.peers}
-        refusing = self.refusing.setdefault(workload, set())
+    def rounds(self, workload: str, call: Callable[[Peer, int], object], count: int,
+               only: str | None = None) -> dict[str, list[float]]:
+        """Seconds each peer (or the one named `only`) took for `call(peer, round)`, round
+        by round, peers in turns; a peer refusing the workload (an HTTP error) is left out."""
+        taken: dict[str, list[float]] = {
+            name: [] for name in self.peers if only in (None, name)}
         for index in range(count):
-            names = list(self.peers) if index % 2 == 0 else list(reversed(self.peers))
-            for name in (name for name in names if name not in refusing):
+            for name in list(taken) if index % 2 == 0 else list(reversed(taken)):
                 started = time.perf_counter()
                 try:
                     call(self.peers[name], index)
                 except httpx.HTTPStatusError as error:
                     print(f"    {name}: {workload} refused ({error.response.status_code})",
                           flush=True)
-                    refusing.add(name)
+                    del taken[name]
                     continue
                 taken[name].append(time.perf_counter() - started)
-        return {name: times for name, times in taken.items() if name not in refusing}
+        return taken
 
     def record(self, name: str, taken: dict[str, list[float]],
                figure: Callable[[list[float]], float]) -> None:
@@ -312,6 +310,12 @@ class Peers:
             assert found == expected.setdefault(name, found), f"{name}: {peer_name} differs"
 
 
+def fresh_peak(pid: int) -> float:
+    """The process's RSS, its peak count started again from it."""
+    reset_peak(pid)
+    return peak_rss_mib(pid)
+
+
 def p50_ms(times: list[float]) -> float:
     return 1000 * statistics.median(times)
 
@@ -324,23 +328,17 @@ def measure(peers: Peers, args: argparse.Namespace) -> None:
             f"insert {size}", lambda peer, i, b=batches: peer.insert(b[i]), count),
             lambda times, size=size, count=count: size * count / sum(times))
     large = stream(rows(30_000_000, args.large_mb * 2**20 // 744), FRAGMENT_ROWS)
+    body_mib = len(large) / 2**20
     for name in peers.peers:  # one each, the server's peak RSS growth with it
         pid = peers.pids.get(name)
-        if pid is not None:
-            reset_peak(pid)
-            before = peak_rss_mib(pid)
-        taken = Peers({name: peers.peers[name]}, {}).rounds(
-            "large insert", lambda peer, _: peer.insert(large), 1)
+        before = None if pid is None else fresh_peak(pid)
+        taken = peers.rounds("large insert", lambda peer, _: peer.insert(large), 1, only=name)
         os.sync()  # its 250 MB written out now, not while the workloads after it are timed
-        peers.record("large insert MB/s", taken,
-                     lambda times: len(large) / 2**20 / times[0])
-        if taken and pid is not None:
+        peers.record("large insert MB/s", taken, lambda times: body_mib / times[0])
+        if taken and pid is not None and before is not None:
             growth = peak_rss_mib(pid) - before
-            peers.figures[name]["large insert RSS growth / body"] = growth / (len(large) / 2**20)
-    before_scans = {}
-    for name, pid in peers.pids.items():
-        reset_peak(pid)
-        before_scans[name] = peak_rss_mib(pid)
+            peers.figures[name]["large insert RSS growth / body"] = growth / body_mib
+    before_scans = {name: fresh_peak(pid) for name, pid in peers.pids.items()}
     for name, body in (("filter 10k p50 ms", {"filter": "id % 20 = 0", "k": 10_000}),
                        ("scan 200k p50 ms", {"k": 200_000})):
         peers.check(name, lambda peer, body=body: peer.query(body).sort_by("id"), expected)
