@@ -9,6 +9,7 @@ FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY scripts/docker-install.sh /usr/local/bin/docker-install.sh
 COPY pyproject.toml README.md rest.yaml ./
+COPY lock/python.txt lock/
 COPY app/ app/
 COPY backends/ backends/
 COPY lance_adapter_spark/ lance_adapter_spark/

@@ -44,8 +44,8 @@ class Dialect:
         """Headers every answer to the client carries, errors included."""
         return {}
 
-    def error_status(self, error: LanceNamespaceError) -> int:
-        """The HTTP status of the error answer `error`."""
+    def error_status(self, error: LanceNamespaceError, operation_id: str) -> int:
+        """The HTTP status of the error answer `error` to `operation_id`."""
         return http_status(error)
 
 

@@ -144,7 +144,8 @@ class OperationEndpoint:
                 raise
             refused = as_namespace_error(error)
             answer = render_error(refused, request.scope, request.url.path,
-                                  dialect.error_status(refused), dialect.answer_headers())
+                                  dialect.error_status(refused, self.operation.operation_id),
+                                  dialect.answer_headers())
         finally:
             release_body(request)
         if self.audited:

@@ -6,7 +6,8 @@
 #
 # Creates the virtual environment VENV (default /opt/venv) unless it exists, installs the
 # adapter from the source tree SRC (default /src) into it as a regular, non-editable package
-# with every catalog client (the extra `[all]`: the image serves any backend), then checks the
+# with every catalog client (the extra `[all]`: the image serves any backend), at the versions
+# the test suite last passed with (SRC/lock/python.txt, as pip constraints), then checks the
 # install: rest.yaml is a real file inside the installed package, every operation loads from
 # it, the `lance-adapter` entry point and the health check run, and every backend imports.
 #
@@ -22,8 +23,9 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 
+# PIP_CONSTRAINT, not -c: pip applies it to the build's own isolated environment too.
 # shellcheck disable=SC2086  # PIP_FLAGS holds several flags on purpose
-"$VENV/bin/python" -m pip install --no-cache-dir --disable-pip-version-check --quiet \
+PIP_CONSTRAINT="$SRC/lock/python.txt" "$VENV/bin/python" -m pip install --no-cache-dir --disable-pip-version-check --quiet \
     ${PIP_FLAGS:-} "$SRC[all]"
 
 # Check from outside the source tree, so the installed package is the one imported.

@@ -9,6 +9,7 @@ pytest.register_assert_rewrite("tests.support")
 pytest_plugins = (
     "tests.support.adapter",
     "tests.support.glue",
+    "tests.support.moto_iam",
     "tests.support.hive",
     "tests.support.hive_catalog_stand_in",
     "tests.support.hive_metastore_real",

@@ -107,6 +107,8 @@ def test_the_docker_context_leaves_out_local_state_and_keeps_what_the_build_copi
     assert {".git", ".venv", "tests", "**/__pycache__", "lance-data"} <= ignored
     for path in copied_sources():
         assert path.split("/")[0] not in ignored, path
+    # The image installs the versions the suite last passed with (scripts/docker-install.sh).
+    assert "lock/python.txt" in copied_sources()
 
 
 def copied_sources() -> list[str]:
@@ -115,7 +117,8 @@ def copied_sources() -> list[str]:
     for instruction, arguments in dockerfile_stages(ROOT / "Dockerfile")[0]:
         if instruction == "COPY" and not arguments.startswith("--"):
             *paths, destination = arguments.split()
-            if destination.startswith(("./", "app/", "backends/", "lance_adapter_spark/")):
+            if destination.startswith(("./", "app/", "backends/", "lance_adapter_spark/",
+                                       "lock/")):
                 sources += [path.rstrip("/") for path in paths]
     return sources
 
@@ -139,6 +142,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.copytree(origin, source / path, symlinks=True,
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
+            (source / path).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(origin, source / path, follow_symlinks=False)
     venv = tmp / "venv"
     assert run(sys.executable, "-m", "venv", "--without-pip", venv).returncode == 0

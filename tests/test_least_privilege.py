@@ -6,62 +6,19 @@ removed Glue action, or S3 beyond the documented prefix, are refused."""
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import boto3
 import httpx
 import pyarrow as pa
-import pytest
 
 from tests.support.adapter import running_server
-from tests.support.common import free_port
 from tests.support.doc_blocks import blocks_run_by
-from tests.support.glue import MOTO_ACCOUNT_ID, REGION, TEST_ACCESS_KEY, TEST_SECRET_KEY
+from tests.support.glue import MOTO_ACCOUNT_ID, REGION
+from tests.support.moto_iam import Moto
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
 # What the documented policy names, as moto's account, region and bucket.
 DOCUMENTED = {"111122223333": MOTO_ACCOUNT_ID, "eu-west-1": REGION, "my-lake": "lake"}
-# Requests moto answers before it checks identities: the set-up below, as the admin.
-SET_UP_REQUESTS = 4
-
-
-@dataclass
-class Moto:
-    url: str
-    process: subprocess.Popen[bytes]
-
-
-@pytest.fixture
-def moto_enforcing() -> Iterator[Moto]:
-    """moto_server as its own process, checking IAM from its fifth request on (moto's
-    `INITIAL_NO_AUTH_ACTION_COUNT`, read at its start: the suite's other moto servers run
-    in this process and keep answering anyone)."""
-    port = free_port()
-    environment = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(SET_UP_REQUESTS)}
-    process = subprocess.Popen(
-        [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
-        env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert process.poll() is None and time.monotonic() < deadline, "moto did not start"
-            time.sleep(0.1)
-    try:
-        yield Moto(f"http://127.0.0.1:{port}", process)
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def documented_policy() -> dict[str, Any]:
@@ -80,17 +37,7 @@ def documented_policy() -> dict[str, Any]:
 def server_properties(moto: Moto, policy: dict[str, Any]) -> dict[str, str]:
     """The set-up as moto's admin (its first requests), then the glue backend's properties
     as the one user holding `policy`."""
-    admin = {"endpoint_url": moto.url, "region_name": REGION,
-             "aws_access_key_id": TEST_ACCESS_KEY, "aws_secret_access_key": TEST_SECRET_KEY}
-    boto3.client("s3", **admin).create_bucket(Bucket="lake")
-    iam = boto3.client("iam", **admin)
-    iam.create_user(UserName="lance-adapter")
-    iam.put_user_policy(UserName="lance-adapter", PolicyName="documented",
-                        PolicyDocument=json.dumps(policy))
-    key = iam.create_access_key(UserName="lance-adapter")["AccessKey"]
-    with pytest.raises(Exception, match="InvalidAccessKeyId"):  # enforcement is on
-        boto3.client("s3", **admin).list_buckets()
-    user, secret = key["AccessKeyId"], key["SecretAccessKey"]
+    user, secret = moto.user_holding(policy, bucket="lake")
     return {"endpoint": moto.url, "region": REGION, "hierarchy": "databases",
             "access_key_id": user, "secret_access_key": secret,
             "client.max-retries": "0", "root": "s3://lake/warehouse",

@@ -64,14 +64,16 @@ class LanceDBDialect(Dialect):
     def answer_headers(self) -> dict[str, str]:
         return {SERVER_VERSION_HEADER: SERVER_VERSION}
 
-    def error_status(self, error: LanceNamespaceError) -> int:
+    def error_status(self, error: LanceNamespaceError, operation_id: str) -> int:
         """The client reads every 404 as "table not found" and retries every 409: any other
         missing thing, and anything already there, is a 400 for it, as LanceDB raises a
         ValueError for them embedded. A concurrent modification stays 409: retrying it is
-        right, the write did not take effect."""
-        status = super().error_status(error)
+        right, the write did not take effect. `index_stats` of a missing index stays 404:
+        the client returns None for it, as embedded LanceDB does."""
+        status = super().error_status(error, operation_id)
         code = ErrorCode(error.code)
-        if status == 404 and code not in NOT_FOUND_CODES:
+        if (operation_id, code) == ("DescribeTableIndexStats", ErrorCode.TABLE_INDEX_NOT_FOUND):
+            return status
             return 400
         if status == 409 and code is not ErrorCode.CONCURRENT_MODIFICATION:
             return 400

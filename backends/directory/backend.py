@@ -406,10 +406,9 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
     def _check_query(self, request: Any, query: Any, version: int | None) -> None:
         """`query` (`request`'s own or its inner query) as `backends.tables.reads` checks it:
         no empty vector among several, a vector column given without a vector exists, and a
-        vector search of a table with several vector columns names one (natively the first
-        is searched)."""
+        vector search names the column `vector_column` picks and checks (natively the table's
+        first would be searched when it names none)."""
         if query_vectors(query):
-            if not query.vector_column:
-                vector_column(self.open(request, version).schema, None)
+            query.vector_column = vector_column(self.open(request, version).schema, query)
         elif query.vector_column:
             require_vector_column(self.open(request, version).schema, query.vector_column)

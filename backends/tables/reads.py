@@ -45,32 +45,80 @@ def is_multivector(kind: pa.DataType) -> bool:
     return pa.types.is_list(kind) or pa.types.is_large_list(kind)
 
 
-def _is_vector(column: pa.Field) -> bool:
-    """A float vector, or a multivector (a list of them)."""
-    kind = column.type.value_type if is_multivector(column.type) else column.type
-    return pa.types.is_fixed_size_list(kind) and pa.types.is_floating(kind.value_type)
+def _vector_dimension(kind: pa.DataType) -> int | None:
+    """The dimension of a vector column of type `kind` (a vector of floats or bytes, or a
+    list of them a row); None when it is no vector column."""
+    if is_multivector(kind):
+        return _vector_dimension(kind.value_type)
+    if pa.types.is_fixed_size_list(kind) and (
+            pa.types.is_floating(kind.value_type) or pa.types.is_uint8(kind.value_type)):
+        return kind.list_size
+    return None
 
 
-def vector_column(schema: pa.Schema, requested: str | None) -> str:
-    """The column a vector search searches: the one named, else the table's only one (as
-    LanceDB picks it: with several, the query must name one)."""
-    if requested:
-        require_vector_column(schema, requested)
-        return requested
-    vectors = [column.name for column in schema if _is_vector(column)]
-    if not vectors:
-        raise InvalidInputError("the table has no vector column; name one in vector_column")
-    if len(vectors) > 1:
+def _quoted(path: list[str]) -> str:
+    """A nested column's path as LanceDB writes it: a segment that is not a plain name in
+    backquotes (a backquote in it doubled)."""
+    return ".".join(segment if segment.isidentifier() else f"`{segment.replace('`', '``')}`"
+                    for segment in path)
+
+
+def _vector_columns(
+    column: pa.Field, path: list[str], dimension: int | None
+) -> list[tuple[str, pa.DataType]]:
+    """The vector columns at `column` and inside it (a struct's fields) of `dimension` (any
+    when None): their paths and types."""
+    here = [*path, column.name]
+    found = _vector_dimension(column.type)
+    if found is not None:
+        return [(_quoted(here), column.type)] if dimension in (None, found) else []
+    if pa.types.is_struct(column.type):
+        return [found for index in range(column.type.num_fields)
+                for found in _vector_columns(column.type.field(index), here, dimension)]
+    return []
+
+
+def _vector_columns_of(schema: pa.Schema, dimension: int | None) -> dict[str, pa.DataType]:
+    return dict(found for column in schema for found in _vector_columns(column, [], dimension))
+
+
+def vector_column(schema: pa.Schema, query: QueryLike) -> str:
+    """The column `query`'s vector search searches: the one it names, else as embedded LanceDB
+    picks it: the table's only vector column of the query vector's dimension (LanceDB's
+    remote client leaves the choice to the server). Where no column or several qualify, or
+    a query vector's dimension is not the column's, embedded LanceDB's refusal, in its
+    words."""
+    vectors = query_vectors(query)
+    if query.vector_column:
+        require_vector_column(schema, query.vector_column)
+        column = query.vector_column
+    else:
+        column = _inferred_vector_column(schema, len(vectors[0]) if vectors else None)
+    kinds = _vector_columns_of(schema, None)
+    dimension = _vector_dimension(kinds[column]) if column in kinds else None
+    for vector in vectors:
+        if dimension is not None and len(vector) != dimension:
+            raise InvalidInputError(f"query dim({len(vector)}) doesn't match the column "
+                                    f"{column} vector dim({dimension})")
+    return column
+
+
+def _inferred_vector_column(schema: pa.Schema, dimension: int | None) -> str:
+    candidates = list(_vector_columns_of(schema, dimension))
+    if len(candidates) > 1:
         raise InvalidInputError(
-            f"the table has {len(vectors)} vector columns ({', '.join(vectors)}); name the "
-            "one to search in vector_column"
-        )
-    return vectors[0]
+            "Schema has more than one vector column. Please specify the vector column name "
+            f"for vector search. Candidates: {candidates}")
+    if not candidates:
+        raise InvalidInputError(
+            "There is no vector column in the data. Please specify the vector column name "
+            "for vector search")
+    return candidates[0]
 
 
 def _nearest(dataset: LanceDataset, query: QueryLike, vector: list[float]) -> dict[str, Any]:
     nearest: dict[str, Any] = {
-        "column": vector_column(dataset.schema, query.vector_column),
+        "column": vector_column(dataset.schema, query),
         "q": vector,
         # The k nearest after the first `offset` of them: the scanner's offset skips rows of
         # its k, so it is given k + offset.
@@ -188,8 +236,12 @@ def scanner_arguments(
     return {key: value for key, value in arguments.items() if value is not None}
 
 
+# Which query vector a row answers, first, as LanceDB answers several vectors.
+QUERY_INDEX = pa.field("query_index", pa.int32(), nullable=False)
+
+
 def _with_query_index(table: pa.Table, index: int) -> pa.Table:
-    return table.append_column("query_index", pa.array([index] * table.num_rows, pa.int32()))
+    return table.add_column(0, QUERY_INDEX, pa.array([index] * table.num_rows, pa.int32()))
 
 
 def searches(dataset: LanceDataset, query: QueryLike) -> list[Any]:
@@ -199,8 +251,10 @@ def searches(dataset: LanceDataset, query: QueryLike) -> list[Any]:
     vectors = query_vectors(query)
     if len(vectors) <= 1:
         return vectors
-    column = vector_column(dataset.schema, query.vector_column)
-    if is_multivector(dataset.schema.field(column).type):
+    column = vector_column(dataset.schema, query)
+    kinds = _vector_columns_of(dataset.schema, None)  # a nested column's type by its path
+    kind = kinds[column] if column in kinds else dataset.schema.field(column).type
+    if is_multivector(kind):
         return [vectors]
     return vectors
 

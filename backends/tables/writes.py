@@ -210,7 +210,9 @@ def _check_merge(request: MergeInsertIntoTableRequest) -> None:
         raise InvalidInputError("MergeInsertIntoTable needs the key columns in 'on'")
     if not (_updates_matched(request) or request.when_not_matched_insert_all
             or _deletes_unmatched(request)):
-        raise InvalidInputError("MergeInsertIntoTable needs at least one when_* action")
+        # Embedded LanceDB's words (LanceDB's remote client shows them as they are).
+        raise InvalidInputError("The merge insert job is not configured to change the data in "
+                                "any way: MergeInsertIntoTable needs at least one when_* action")
 
 
 def _updates_matched(request: MergeInsertIntoTableRequest) -> bool:

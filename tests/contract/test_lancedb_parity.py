@@ -1,8 +1,9 @@
 """LanceDB's remote client through the adapter answers as embedded LanceDB does on identical
 tables (`tests.support.lancedb_parity`): every full-text query shape, hybrid search, vector
 search options, every select form, offsets, order, takes, index options and table changes; on
-the directory backend (pylance's native operations), Glue (on moto) and the real Hive 2
-metastore (the generic ones), each in a database (`db://<namespace>`) of its own."""
+the directory backend (pylance's native operations), Glue (on moto), the real Hive 2
+metastore (the generic ones) and the directory catalog of a server of several (`db://dir$…`),
+each in a database (`db://<namespace>`) of its own."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pyarrow as pa
 import pytest
 from lance_namespace import CreateNamespaceRequest
 
+from backends.core.names import ID_DELIMITER
 from tests.support.contract_backends import ContractBackend
 from tests.support.lancedb_parity import (
     CASES,
@@ -23,7 +25,8 @@ from tests.support.lancedb_parity import (
     build_tables,
 )
 
-pytestmark = pytest.mark.parametrize("backend", ["dir", "glue", "hive2"], indirect=True)
+pytestmark = pytest.mark.parametrize(
+    "backend", ["dir", "glue", "hive2", "federated-dir"], indirect=True)
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +35,10 @@ def databases(
 ) -> Iterator[tuple[Any, Any]]:
     """(the remote client on a fresh namespace of the backend, embedded LanceDB), each with
     the tables built."""
-    (database,) = backend.fresh_namespace("lancedb")
-    backend.client().create_namespace(CreateNamespaceRequest(id=[database]))
-    remote = lancedb.connect(f"db://{database}", api_key="any", host_override=backend.url,
-                             region="local")
+    namespace = backend.fresh_namespace("lancedb")  # in a server of several: [catalog, name]
+    backend.client().create_namespace(CreateNamespaceRequest(id=namespace))
+    remote = lancedb.connect(f"db://{ID_DELIMITER.join(namespace)}", api_key="any",
+                             host_override=backend.url, region="local")
     embedded = lancedb.connect(str(tmp_path_factory.mktemp("embedded")))
     build_tables(remote)
     build_tables(embedded)

@@ -32,10 +32,11 @@ import pytest
 
 from tests.support.common import free_port, skip_unless_ci, stop_process
 from tests.support.hive import HiveMetastoreProcess
+from tests.support.locked import locked_version
 from tests.support.maven import maven_classpath
 
-HIVE3_VERSION = "3.1.3"
-HIVE4_VERSION = "4.0.1"
+HIVE3_VERSION = locked_version("hive-metastore-3")
+HIVE4_VERSION = locked_version("hive-metastore-4")
 S3_BUCKET = "hive3-lake"
 S3_REGION = "us-east-1"
 S3_KEY = "hive3-key"  # moto takes any keys

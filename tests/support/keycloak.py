@@ -43,9 +43,10 @@ import pytest
 from tests.support.common import free_port
 from tests.support.hive import java_executable
 from tests.support.iceberg_rest_server import POLL_SECONDS, _tail
+from tests.support.locked import dependency_plugin, locked_version
 from tests.support.maven import FETCH_TIMEOUT_SECONDS, cache_root
 
-VERSION = "26.5.6"
+VERSION = locked_version("keycloak")
 ARTIFACT = f"org.keycloak:keycloak-quarkus-dist:{VERSION}:tar.gz"
 REALM = "lance"
 REALM_FILE = Path(__file__).resolve().with_name("keycloak_realm.json")
@@ -102,7 +103,7 @@ def _download(directory: Path) -> Path:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise RuntimeError("mvn not found: Keycloak is fetched from Maven Central with Maven")
-    command = [mvn, "-q", "-B", "dependency:copy", f"-Dartifact={ARTIFACT}",
+    command = [mvn, "-q", "-B", dependency_plugin("copy"), f"-Dartifact={ARTIFACT}",
                f"-DoutputDirectory={directory}"]
     # cwd: a folder with no pom.xml, so that Maven runs without a project.
     fetched = subprocess.run(command, cwd=directory, capture_output=True, text=True,

@@ -29,7 +29,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-PYSPARK_35 = "3.5.9"
 CATALOG_CLASS = "org.lance.spark.LanceNamespaceSparkCatalog"
 MARKER = "@@lance-spark-driver@@ "
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -52,19 +51,21 @@ PROVIDED_BY_SPARK = (
 
 def pyspark35_python() -> Path:
     """The Python of a virtualenv holding pyspark 3.5, made once in the test cache."""
+    from tests.support.locked import locked_version
     from tests.support.maven import cache_root
 
-    venv = cache_root() / "venvs" / f"pyspark-{PYSPARK_35}"
+    pyspark = locked_version("pyspark-35")
+    venv = cache_root() / "venvs" / f"pyspark-{pyspark}"
     python = venv / "bin" / "python"
     if (venv / ".complete").exists():
         return python
     venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.parent / f".pyspark-{PYSPARK_35}.lock", "w") as lock:
+    with open(venv.parent / f".pyspark-{pyspark}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two test processes make it once
         if not (venv / ".complete").exists():
             base = getattr(sys, "_base_executable", sys.executable)
             steps = [[base, "-m", "venv", "--clear", str(venv)],
-                     [str(python), "-m", "pip", "install", "-q", f"pyspark=={PYSPARK_35}"]]
+                     [str(python), "-m", "pip", "install", "-q", f"pyspark=={pyspark}"]]
             for step in steps:
                 done = subprocess.run(step, capture_output=True, text=True,
                                       timeout=VENV_TIMEOUT_SECONDS, check=False)
@@ -75,7 +76,8 @@ def pyspark35_python() -> Path:
 
 
 def connector_jars() -> list[str]:
-    """lance-spark 0.4.0 and the jars it needs beyond pyspark 3.5's own."""
+    """lance-spark (its version: lock/services.toml) and the jars it needs beyond pyspark
+    3.5's own."""
     from tests.support.maven import maven_jars
 
     return [str(jar) for jar in sorted(maven_jars("lance-spark").glob("*.jar"))

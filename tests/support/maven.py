@@ -3,7 +3,8 @@
 Each server has a small `pom.xml` under `tests/java/<name>/` that names what it needs. The first
 call of `maven_classpath(name)` runs `mvn dependency:copy-dependencies` into a cache outside the
 checkout (`$LANCE_ADAPTER_TEST_CACHE`, else `~/.cache/lance-namespace-adapter`), keyed by the
-pom's digest; later calls, and later test runs, reuse it. A fresh machine needs only Maven and
+pom's digest and the versions lock/services.toml gives it (`tests.support.locked`); later
+calls, and later test runs, reuse it. A fresh machine needs only Maven and
 network access to Maven Central: the first fetch may take several minutes.
 """
 
@@ -15,6 +16,8 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+
+from tests.support.locked import dependency_plugin, pom_properties
 
 POMS = Path(__file__).resolve().parent.parent / "java"
 FETCH_TIMEOUT_SECONDS = 1800
@@ -30,14 +33,15 @@ def cache_root() -> Path:
 def maven_jars(name: str) -> Path:
     """The folder holding every jar `tests/java/<name>/pom.xml` depends on, fetched once."""
     pom = POMS / name / "pom.xml"
-    digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
+    versions = " ".join(pom_properties(name)).encode()
+    digest = hashlib.sha256(pom.read_bytes() + versions).hexdigest()[:16]
     target = cache_root() / "maven" / f"{name}-{digest}"
     if (target / ".complete").exists():
         return target
     with open(cache_root() / f".{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two test processes fetch once
         if not (target / ".complete").exists():
-            _fetch(pom, target)
+            _fetch(pom, pom_properties(name), target)
     return target
 
 
@@ -46,14 +50,14 @@ def maven_classpath(name: str) -> str:
     return os.pathsep.join(str(jar) for jar in sorted(maven_jars(name).glob("*.jar")))
 
 
-def _fetch(pom: Path, target: Path) -> None:
+def _fetch(pom: Path, versions: list[str], target: Path) -> None:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise RuntimeError("mvn not found: the Java test servers are fetched with Maven")
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    command = [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
-               f"-DoutputDirectory={partial}", "-DincludeScope=runtime"]
+    command = [mvn, "-q", "-B", "-f", str(pom), dependency_plugin("copy-dependencies"),
+               *versions, f"-DoutputDirectory={partial}", "-DincludeScope=runtime"]
     fetched = subprocess.run(command, capture_output=True, text=True,
                              timeout=FETCH_TIMEOUT_SECONDS, check=False)
     if fetched.returncode != 0:
