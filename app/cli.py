@@ -93,6 +93,10 @@ def _settings_options(serve: argparse.ArgumentParser) -> None:
                            type=hints[declared.key])
 
 
+# The connections the kernel queues before the server takes them (uvicorn's own default).
+LISTEN_BACKLOG = 2048
+
+
 def _listen(host: str, port: int) -> socket.socket:
     """The server's listening socket, bound once here and handed to uvicorn: a taken port is one
     clear sentence, and with `--port 0` the start-up line names the port the system chose."""
@@ -147,6 +151,9 @@ def serve(settings: Settings) -> None:
     load_rules(settings)
     check_tls(settings)
     listener = _listen(settings.host, settings.port)
+    # Listening before the line is written: a client that reads it and connects at once is
+    # queued until the application answers, not refused while uvicorn starts (seconds).
+    listener.listen(LISTEN_BACKLOG)
     _announce(namespace, settings, listener.getsockname()[1])
     options = {
         "fd": listener.fileno(),
@@ -156,6 +163,7 @@ def serve(settings: Settings) -> None:
         "proxy_headers": False,
         "server_header": False,
         "timeout_keep_alive": settings.timeout_keep_alive,
+        "backlog": LISTEN_BACKLOG,
         # Bounds each request head's time and size (uvicorn bounds neither with httptools).
         **uvicorn_options(settings),
         **uvicorn_tls_options(settings),

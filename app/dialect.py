@@ -5,7 +5,7 @@ hands it to the three steps of the request: reading (`request_fields`: the clien
 put in the spec's form, before they are checked; `fields_from_arrow`: the fields an Arrow
 body stands for), the backend call (`backend_call`: the call the client means where it
 differs from the spec's operation) and the answer (`answer`, `answer_headers`,
-`error_status`). This base class is the spec's own dialect, which changes nothing; LanceDB's
+`refusal`). This base class is the spec's own dialect, which changes nothing; LanceDB's
 remote client has `app.lancedb.LanceDBDialect`.
 """
 
@@ -44,9 +44,12 @@ class Dialect:
         """Headers every answer to the client carries, errors included."""
         return {}
 
-    def error_status(self, error: LanceNamespaceError, operation_id: str) -> int:
-        """The HTTP status of the error answer `error` to `operation_id`."""
-        return http_status(error)
+    def refusal(
+        self, error: LanceNamespaceError, operation_id: str, fields: dict[str, Any]
+    ) -> tuple[LanceNamespaceError, int]:
+        """The error answer to `operation_id` whose request `fields` (as read: none when
+        reading failed) failed with `error`: what the client is told, and its HTTP status."""
+        return error, http_status(error)
 
 
 SPEC = Dialect()

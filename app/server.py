@@ -142,9 +142,9 @@ class OperationEndpoint:
         except BaseException as error:
             if not (isinstance(error, Exception) or is_native_panic(error)):
                 raise
-            refused = as_namespace_error(error)
-            answer = render_error(refused, request.scope, request.url.path,
-                                  dialect.error_status(refused, self.operation.operation_id),
+            refused, status = dialect.refusal(
+                as_namespace_error(error), self.operation.operation_id, fields)
+            answer = render_error(refused, request.scope, request.url.path, status,
                                   dialect.answer_headers())
         finally:
             release_body(request)

@@ -53,6 +53,23 @@ def test_serve_answers_on_the_given_port_and_root(served: tuple[str, Path]) -> N
     assert root.is_dir() and any(root.iterdir())
 
 
+def test_a_request_sent_when_the_start_line_is_read_is_answered(tmp_path: Path) -> None:
+    """The start-up line comes once the port takes connections: a client that connects as
+    soon as it reads the line (README's curl) is answered, never refused."""
+    process = subprocess.Popen(
+        [CLI, "serve", "--impl", "dir", "--prop", f"root={tmp_path}", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_environment())
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        port = int(line.split(" at http://127.0.0.1:")[1].split('"')[0])
+        answer = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=120)  # no retry
+        assert answer.status_code == 200
+    finally:
+        process.terminate()
+        process.communicate(timeout=60)
+
+
 def test_an_unknown_impl_is_one_line_and_a_nonzero_exit() -> None:
     result = run_cli("serve", "--impl", "nosuchcatalog", "--port", str(free_port()))
     assert result.returncode != 0
@@ -196,39 +213,64 @@ def test_the_hive_backends_start_with_the_hive_extra(impl: str) -> None:
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    """`run` and pyproject.toml beside a stand-in .venv whose python logs each call."""
+    """`run`, pyproject.toml and the lock beside a stand-in .venv whose python logs each call
+    (and, for a pip call, the constraints it was given)."""
     shutil.copy(ROOT / "run", tmp_path / "run")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "lock").mkdir()
+    shutil.copy(ROOT / "lock" / "python.txt", tmp_path / "lock" / "python.txt")
     bin_dir = tmp_path / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     for name in ("python", "lance-adapter"):
         stand_in = bin_dir / name
         stand_in.write_text(f'#!/bin/sh\necho "{name} $*" >>"$(dirname "$0")/calls"\n'
-                            'case "$*" in *pip*) ! grep -q fail-pip pyproject.toml ;; esac\n')
+                            'case "$*" in *pip*) echo "$PIP_CONSTRAINT" '
+                            '>>"$(dirname "$0")/constraints"; ! grep -q fail-pip pyproject.toml'
+                            ' ;; esac\n')
         stand_in.chmod(0o755)
     return tmp_path
 
 
-def test_run_test_never_installs_into_the_venv_a_running_serve_uses(checkout: Path) -> None:
-    """A running `./run serve` holds .venv (a shared lock): `./run test`, with packages to
-    install, installs into and tests with .venv-test instead."""
+def test_run_test_beside_a_running_serve_adds_the_test_extra_to_its_venv(
+        checkout: Path) -> None:
+    """One venv: beside a running `./run serve` (a shared lock on .venv), `./run test` adds the
+    test extra to .venv at the same locked versions, and says so."""
     served, _ = run_script(checkout, "serve")  # installs [all] into .venv
     assert served.returncode == 0
-    spare = checkout / ".venv-test" / "bin"
-    spare.mkdir(parents=True)
-    shutil.copy(checkout / ".venv" / "bin" / "python", spare / "python")
     with (checkout / ".venv" / ".in-use").open("a") as held:
         fcntl.flock(held, fcntl.LOCK_SH)  # as the running server's inherited descriptor does
         tests, calls = run_script(checkout, "test", "-q")
     assert tests.returncode == 0, tests.stderr
-    assert "a running ./run serve uses .venv" in tests.stderr
-    assert pip_installs(calls) == []  # nothing installed into .venv
-    spare_calls = (spare / "calls").read_text().splitlines()
-    assert pip_installs(spare_calls) == [
-        "python -m pip install --disable-pip-version-check -e .[test]"]
-    assert spare_calls[-1] == "python -m pytest -q"
-    tests, calls = run_script(checkout, "test", "-q")  # the server stopped: .venv again
+    assert "adding the test extra to .venv beside the running ./run serve" in tests.stderr
     assert pip_installs(calls) == ["python -m pip install --disable-pip-version-check -e .[test]"]
+    assert calls[-1] == "python -m pytest -q"
+    assert not (checkout / ".venv-test").exists()
+
+
+def test_run_test_never_changes_versions_under_a_running_serve(checkout: Path) -> None:
+    """After pyproject.toml or the lock changed, an install beside a running server would
+    change its packages: `./run test` stops with a sentence and installs nothing."""
+    assert run_script(checkout, "serve")[0].returncode == 0
+    with (checkout / "lock" / "python.txt").open("a") as lock:
+        lock.write("# moved\n")
+    with (checkout / ".venv" / ".in-use").open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_SH)
+        tests, calls = run_script(checkout, "test", "-q")
+    assert tests.returncode == 2
+    assert tests.stderr.strip() == (
+        "./run: a running ./run serve uses .venv, installed before pyproject.toml or lock/ "
+        "changed; stop it, then run this again")
+    assert calls == []
+    tests, calls = run_script(checkout, "test", "-q")  # the server stopped: installs
+    assert pip_installs(calls) == ["python -m pip install --disable-pip-version-check -e .[test]"]
+
+
+def test_every_install_takes_the_locked_versions(checkout: Path) -> None:
+    run_script(checkout, "serve")
+    run_script(checkout, "test")
+    constraints = (checkout / ".venv" / "bin" / "constraints").read_text().splitlines()
+    assert len(constraints) == 4  # pip itself, then the project, for each of the two
+    assert set(constraints) == {str(checkout / "lock" / "python.txt")}
 
 
 def run_script(checkout: Path, *arguments: str) -> tuple[subprocess.CompletedProcess, list[str]]:
@@ -243,7 +285,7 @@ def pip_installs(calls: list[str]) -> list[str]:
     return [call for call in calls if "pip install" in call and "-e" in call]
 
 
-def test_run_installs_only_when_pyproject_changes_and_quietly(checkout: Path) -> None:
+def test_run_installs_only_when_pyproject_or_the_lock_changes_and_quietly(checkout: Path) -> None:
     first, calls = run_script(checkout, "serve", "--port", "1")
     assert first.returncode == 0
     # `serve` installs every catalog client: the checkout serves any backend.
@@ -265,6 +307,9 @@ def test_run_installs_only_when_pyproject_changes_and_quietly(checkout: Path) ->
 
     with (checkout / "pyproject.toml").open("a") as pyproject:
         pyproject.write("\n# changed\n")
+    assert len(pip_installs(run_script(checkout, "serve")[1])) == 1
+    with (checkout / "lock" / "python.txt").open("a") as lock:
+        lock.write("# moved\n")
     assert len(pip_installs(run_script(checkout, "serve")[1])) == 1
 
 

@@ -137,14 +137,26 @@ def until(condition, seconds: float = 5.0) -> bool:
 
 def test_the_documented_access_file_is_what_the_server_reads(tmp_path: Path) -> None:
     from app.credentials import load_rules
+    from backends.core.settings import ConfigurationError
     from tests.support.doc_blocks import blocks_run_by
 
     [block] = blocks_run_by("tests/test_credentials_reload.py",
                             "test_the_documented_access_file_is_what_the_server_reads")
     access_file = tmp_path / "access.yaml"
     access_file.write_text(block.code)
+    tokens = tmp_path / "tokens"
+    tokens.write_text("etl etl-token\nbi bi-token\n")
+    policy = load_rules(Settings(auth_mode="token", auth_tokens_file=str(tokens),
+                                 access_file=str(access_file))).policy  # the mode it names
+    assert str(policy.grants_of("etl")) == "read, write@sales"
+    assert str(policy.grants_of("bi")) == "read"
+    assert str(policy.grants_of("dave")) == "none"
+    # Under oidc the same file may add the grants of groups.
+    access_file.write_text(block.code + "access_groups:\n  lance-admins: admin\n")
     policy = load_rules(Settings(auth_mode="oidc", oidc_issuer="https://sso.example.com",
                                  oidc_audience="lance", access_file=str(access_file))).policy
-    assert str(policy.grants_of("etl")) == "read, write@sales"
     assert str(policy.grants_of("dave", ["lance-admins"])) == "admin"
     assert str(policy.grants_of("dave", ["others"])) == "none"
+    with pytest.raises(ConfigurationError, match="names groups of OIDC tokens"):
+        load_rules(Settings(auth_mode="token", auth_tokens_file=str(tokens),
+                            access_file=str(access_file)))

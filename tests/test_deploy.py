@@ -104,7 +104,7 @@ def test_the_image_is_multi_stage_slim_non_root_healthchecked_and_env_configured
 def test_the_docker_context_leaves_out_local_state_and_keeps_what_the_build_copies() -> None:
     ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
                if line.strip() and not line.startswith("#")}
-    assert {".git", ".venv", "tests", "**/__pycache__", "lance-data"} <= ignored
+    assert {".git", ".venv", ".venv*", "tests", "**/__pycache__", "lance-data"} <= ignored
     for path in copied_sources():
         assert path.split("/")[0] not in ignored, path
     # The image installs the versions the suite last passed with (scripts/docker-install.sh).

@@ -3,6 +3,8 @@ namespace connection, with and without pushdown, each through a table's whole li
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import lancedb
 import pytest
@@ -63,6 +65,31 @@ def test_lancedb_catalog_databases_are_child_namespaces_of_the_root(dir_server: 
     named.drop_table("events")
     catalog.drop_database("analytics")
     assert catalog.list_databases().databases == []
+
+
+MISSING_DATABASE = ("LanceDB database 'newcomer' does not exist on this server: db://lance "
+                    "is the root database (setting lancedb_root_database); create this one "
+                    "with lancedb.connect_catalog(<this server's URL>, api_key=...)"
+                    ".create_database('newcomer')")
+
+
+@pytest.mark.parametrize("root", ["fresh", "holding a database"])
+def test_a_database_that_does_not_exist_is_named_with_how_to_create_it(
+    dir_server: str, root: str
+) -> None:
+    if root == "holding a database":
+        lancedb.connect_catalog(dir_server, api_key="any").create_database("other")
+    db = lancedb.connect("db://newcomer", api_key="any", host_override=dir_server,
+                         region="local")
+    calls = {"list_tables": db.list_tables, "open_table": lambda: db.open_table("t"),
+             "create_table": lambda: db.create_table("t", sample_rows())}
+    for call in calls.values():  # each says it, in the client's own exception
+        with pytest.raises(Exception, match=re.escape(MISSING_DATABASE)):
+            call()
+    lancedb.connect_catalog(dir_server, api_key="any").create_database("newcomer")
+    with pytest.raises(ValueError, match="Table 't' was not found"):  # as embedded says it
+        db.open_table("t")
+    assert db.create_table("t", sample_rows()).count_rows() == ROWS
 
 
 def test_lancedb_calls_not_served_say_why(dir_server: str) -> None:

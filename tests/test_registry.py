@@ -103,3 +103,14 @@ def test_a_backend_that_cannot_be_built_is_one_configuration_error(
         load_namespace(impl, properties)
     assert message in str(raised.value)
     assert "Failed to construct" not in str(raised.value)  # connect's wrapper is unwrapped
+
+
+def test_the_documented_example_builds_a_backend_by_alias() -> None:
+    """docs/backends/plugins.md's example, as written, in a fresh interpreter."""
+    from tests.support.doc_blocks import blocks_run_by
+
+    (block,) = blocks_run_by("tests/test_registry.py",
+                             "test_the_documented_example_builds_a_backend_by_alias")
+    built = run_python(block.code + "\nprint(type(ns).__module__, type(ns).__name__)")
+    assert built.returncode == 0, built.stderr
+    assert built.stdout.split() == ["backends.hive.namespace", "Hive2Namespace"]
