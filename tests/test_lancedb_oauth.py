@@ -116,3 +116,16 @@ def test_the_namespace_client_sends_a_keycloak_token_it_is_given(
     assert table.search([1.0, 1.0]).limit(1).to_arrow()["id"].to_pylist() == [3]
     db.drop_table("t", namespace_path=["oauth_ns"])
     assert list(db.table_names(namespace_path=["oauth_ns"])) == []
+
+
+def test_the_documented_oauth_example_runs(keycloak: Keycloak, oidc_server: str) -> None:
+    """docs/security.md's example, with the suite's issuer and server."""
+    from tests.support.common import run_python
+    from tests.support.doc_blocks import blocks_run_by
+
+    (block,) = blocks_run_by("tests/test_lancedb_oauth.py",
+                             "test_the_documented_oauth_example_runs")
+    code = block.code.replace("https://sso.example.com/realms/lance", keycloak.issuer)
+    ran = run_python(code.replace("http://127.0.0.1:2333", oidc_server))
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == ["2", "lance-etl's databases: []"]
