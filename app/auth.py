@@ -164,13 +164,19 @@ def _route_path(scope: Scope) -> str:
 
 
 def name_operation(scope: Scope, routes: Sequence[BaseRoute]) -> None:
-    """Give a request refused by a middleware its route's endpoint, so metrics and logs
-    name its operation."""
+    """Give a request refused by a middleware its route's endpoint and path parameters, so
+    metrics, logs and the audit trail name its operation and what it named."""
     for route in routes:
         match, child = route.matches(scope)
         if match is Match.FULL:
             scope["endpoint"] = child.get("endpoint")
+            scope["path_params"] = child.get("path_params") or {}
             return
+
+
+# Told of every request refused here (its scope, status and error code): the audit trail
+# records the changing calls among them.
+RefusalListener = Callable[[Scope, int, int], None]
 
 
 class AuthMiddleware:
@@ -180,8 +186,10 @@ class AuthMiddleware:
     def __init__(
         self, app: ASGIApp, mode: str, credentials: Callable[[], Any],
         routes: Sequence[BaseRoute] = (), verifier: TokenVerifier | None = None,
+        on_refused: RefusalListener | None = None,
     ) -> None:
         self.app = app
+        self.on_refused = on_refused
         self.forward = mode == "forward"
         self.credentials = credentials  # the tokens and grants now (app.credentials)
         self.routes = routes
@@ -230,6 +238,8 @@ class AuthMiddleware:
         response = render_error(error, scope, scope["path"])
         if isinstance(error, UnauthenticatedError):
             response.headers.update(_CHALLENGE)
+        if self.on_refused is not None:
+            self.on_refused(scope, response.status_code, int(error.code))
         await response(scope, receive, send)
 
 

@@ -222,8 +222,13 @@ class TokenVerifier:
     def _check_scopes(self, claims: Mapping[str, Any]) -> None:
         if not self.scopes:
             return
-        granted = claims.get("scope", claims.get("scp", ""))
-        held = set(granted.split() if isinstance(granted, str) else granted or ())
+        granted = claims.get("scope", claims.get("scp")) or ""
+        if isinstance(granted, str):
+            held = set(granted.split())
+        elif isinstance(granted, list) and all(isinstance(scope, str) for scope in granted):
+            held = set(granted)
+        else:  # RFC 8693 (`scope`: a string), or a list of strings (`scp`, as Entra ID sends)
+            raise _refused("the token's `scope` is neither a string nor a list of strings")
         missing = sorted(self.scopes - held)
         if missing:
             raise _refused(f"the token lacks the scope {missing[0]!r}")

@@ -57,7 +57,12 @@ from app.observability import (
     use_redactor,
 )
 from app.oidc import TokenVerifier
-from app.requests import read_operation_request, read_route_request, refuse_idempotency_key
+from app.requests import (
+    parse_path_identifier,
+    read_operation_request,
+    read_route_request,
+    refuse_idempotency_key,
+)
 from app.responses import render, render_model
 from app.routing import LanceRoutes, RouteTable, route_path
 from app.session_renewal import SessionRenewer
@@ -65,6 +70,7 @@ from app.settings import Settings
 from app.spec import Operation, load_operations
 from backends import IMPLS
 from backends.core.access import Grants, check_access
+from backends.core.names import ID_DELIMITER
 from backends.core.operations import Level, Subject, traits_of
 from backends.core.secrets import credential_values, without_credentials
 from backends.vending import CredentialVendor, with_vended
@@ -112,6 +118,16 @@ class OperationEndpoint:
         self.audited = service.audit is not None and not traits.read_only
         self.maintained = service.maintenance if traits.writes_rows else None
         named_endpoint(self, name)
+
+    def refused_before_reading(self, scope: Scope, status: int, code: int) -> None:
+        """A call refused before its request was read (no valid credential): the audit line
+        of a changing one, naming the id its route's path gives (none by POST /<Operation>,
+        whose body is not read for a caller not known)."""
+        if not self.audited:
+            return
+        raw = scope.get("path_params", {}).get("id")
+        fields = {"id": parse_path_identifier(raw, ID_DELIMITER)} if isinstance(raw, str) else {}
+        self.service.audit.call(scope, self.operation.operation_id, fields, status, code)
 
     async def asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -228,6 +244,13 @@ async def _no_such_route(request: Request, error: Exception) -> Response:
     return render_error(UnsupportedOperationError(message), request.scope, path)
 
 
+def _audit_refused(scope: Scope, status: int, code: int) -> None:
+    """A request the auth middleware refused: the operation's endpoint records it."""
+    endpoint = scope.get("endpoint")
+    if isinstance(endpoint, OperationEndpoint):
+        endpoint.refused_before_reading(scope, status, code)
+
+
 def _add_middleware(
     app: FastAPI, settings: Settings, metrics: Metrics, redactor: Redactor
 ) -> None:
@@ -238,7 +261,7 @@ def _add_middleware(
         app.add_middleware(AuthMiddleware, mode=settings.auth_mode,
                            credentials=Credentials(settings, redactor=redactor).current,
                            routes=app.router.routes,
-                           verifier=verifier)
+                           verifier=verifier, on_refused=_audit_refused)
     else:
         app.add_middleware(BrowserGuard, settings=settings, routes=app.router.routes)
     app.add_middleware(ObservabilityMiddleware, metrics=metrics,

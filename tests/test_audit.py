@@ -63,6 +63,30 @@ def test_every_change_leaves_one_line_and_reads_none(audited, by_id: bool) -> No
     assert all(token not in audit.read_text() for token in TOKENS.values())
 
 
+@pytest.mark.parametrize("by_id", [False, True], ids=["v1-route", "operation-route"])
+@pytest.mark.parametrize("token", ["wrong-token", "not a token at all"])
+def test_a_change_refused_for_its_credential_leaves_its_line(
+    audited, by_id: bool, token: str,
+) -> None:
+    """401 comes before the request is read: the line names no identity, and the id only
+    where the route's path holds it (a body is not read for a caller not known)."""
+    url, audit = audited
+    for operation in CHANGES:
+        before = len(audit_lines(audit))
+        answer = send_operation(url, operation, ["hr", "t"], token, by_id)
+        assert answer.status_code == 401, (operation.operation_id, answer.text)
+        (line,) = audit_lines(audit)[before:]
+        in_path = not by_id and operation.path is not None and "{id}" in operation.path
+        assert line["operation"] == operation.operation_id
+        assert (line["identity"], line["outcome"], line["status"], line["code"]) == (
+            None, "refused", 401, 16)
+        assert line["id"] == ("hr$t" if in_path else None)
+    for operation in READS:
+        send_operation(url, operation, ["hr", "t"], token, by_id)
+    assert len(audit_lines(audit)) == len(CHANGES)  # reads leave none, refused or not
+    assert token not in audit.read_text()
+
+
 def test_the_documented_question_who_dropped_a_table_is_answered(
     audited, capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -21,6 +21,7 @@ import httpx
 import lance_namespace as ln
 import pytest
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from app.auth import load_identities
 from app.config import load_settings
@@ -337,3 +338,55 @@ def test_an_issuer_that_cannot_be_reached_is_503_never_401() -> None:
         with pytest.raises(ln.ServiceUnavailableError):
             verify(verifier, token)
     assert keys.fetches == 2  # the rest were held back by the rate limit
+
+
+@pytest.fixture(scope="module")
+def realm_key(keycloak: Keycloak) -> tuple[rsa.RSAPrivateKey, str]:
+    """A key the realm publishes (and never signs with): tokens signed with it are the
+    issuer's to the server, with claims Keycloak would never write."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    return key, keycloak.import_signing_key(pem, "odd-claims")
+
+
+ODD_CLAIMS = {
+    "scope-number": {"scope": 5},
+    "scope-boolean": {"scope": True},
+    "scp-number-without-scope": {"scope": None, "scp": 5},
+    "scope-list-holding-a-number": {"scope": ["profile", 1]},
+    "identity-number": {"preferred_username": 5},
+    "exp-text": {"exp": "soon"},
+    "groups-number": {"groups": 5},
+}
+
+
+@pytest.mark.parametrize("case", ["as-issued", *ODD_CLAIMS])
+def test_a_claim_of_an_unexpected_type_is_401_never_a_500(
+    keycloak: Keycloak, realm_key: tuple[rsa.RSAPrivateKey, str], tmp_path: Path, case: str,
+) -> None:
+    import time
+
+    import jwt
+
+    key, kid = realm_key
+    now = int(time.time())
+    claims = {"iss": keycloak.issuer, "aud": AUDIENCE, "iat": now, "exp": now + 300,
+              "preferred_username": "alice", "scope": "openid profile",
+              "groups": ["lance-admins"], **ODD_CLAIMS.get(case, {})}
+    token = jwt.encode({name: value for name, value in claims.items() if value is not None},
+                       key, algorithm="RS256", headers={"kid": kid})
+    with running_server("dir", {"root": str(tmp_path)}, auth_mode="oidc",
+                        oidc_issuer=keycloak.issuer, oidc_audience=AUDIENCE,
+                        oidc_identity_claim="preferred_username",
+                        oidc_required_scopes=("profile",),
+                        access_groups={"lance-admins": "admin"}) as url:
+        answer = httpx.get(f"{url}/v1/namespace/$/list", timeout=30,
+                           headers={"authorization": f"Bearer {token}"})
+    if case == "as-issued":  # the key is the issuer's: what refuses the others is a claim
+        assert answer.status_code == 200, answer.text
+    elif case == "groups-number":  # no group it can be: the caller has no grant
+        assert answer.status_code == 403 and answer.json()["code"] == 15, answer.text
+    else:
+        assert answer.status_code == 401, answer.text
+        assert answer.json()["code"] == 16

@@ -229,6 +229,24 @@ class Keycloak:
             _checked(admin.post("/components", json=component))
             return _checked(admin.get("/keys")).json()["active"]["RS256"]
 
+    def import_signing_key(self, private_pem: str, name: str) -> str:
+        """Publish the RSA key `private_pem` as one of the realm's keys (an `rsa` key provider
+        of the lowest priority: Keycloak keeps signing with its own) and return its `kid`. A
+        test holding the key signs tokens Keycloak would never issue (claims of other types),
+        which a server trusting the realm checks as the issuer's."""
+        with self._admin() as admin:
+            realm_id = _checked(admin.get("")).json()["id"]
+            component = {
+                "name": name, "providerId": "rsa", "providerType": "org.keycloak.keys.KeyProvider",
+                "parentId": realm_id,
+                "config": {"priority": ["0"], "algorithm": ["RS256"], "privateKey": [private_pem],
+                           "active": ["true"], "enabled": ["true"]},
+            }
+            created = _checked(admin.post("/components", json=component))
+            provider = created.headers["location"].rsplit("/", 1)[-1]
+            keys = _checked(admin.get("/keys")).json()["keys"]
+            return next(key["kid"] for key in keys if key.get("providerId") == provider)
+
     def set_groups(self, username: str, groups: Iterable[str]) -> None:
         """Make `username` (a user, or a service account such as `ETL_SERVICE_ACCOUNT`) a
         member of exactly `groups`; groups the realm lacks are created."""
