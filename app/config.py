@@ -141,7 +141,10 @@ def served_backend(settings: Settings, session: lance.Session | None = None) -> 
         impl, properties = catalog_parts(configured)
         impls[name] = impl
         _check_catalog(name, impl, properties)
-        catalogs[name] = load_namespace(impl, properties, bounds, external, session)
+        try:
+            catalogs[name] = load_namespace(impl, properties, bounds, external, session)
+        except ConfigurationError as error:  # which of the catalogs, as the file names it
+            raise _in_catalog(name, error) from None
     # A catalog's probe ends in time for `/readyz` to answer within its own bound.
     return FederatedNamespace(catalogs, impls, settings.readiness_timeout * 0.8)
 
@@ -181,10 +184,18 @@ def _check_catalog(name: str, impl: str, properties: Mapping[str, str]) -> None:
     if impl not in IMPLS:
         raise ConfigurationError(f"setting 'catalogs': catalog {name!r} needs an 'impl' of "
                                  f"{', '.join(IMPLS)}, got {impl!r}")
-    check_vending(properties)
-    start_check = getattr(resolve_impl(impl), "check_properties_at_start", None)
-    if start_check is not None:
-        start_check(properties)
+    try:
+        check_vending(properties)
+        start_check = getattr(resolve_impl(impl), "check_properties_at_start", None)
+        if start_check is not None:
+            start_check(properties)
+    except ConfigurationError as error:
+        raise _in_catalog(name, error) from None
+
+
+def _in_catalog(name: str, error: ConfigurationError) -> ConfigurationError:
+    """A catalog's configuration error, saying which catalog it is."""
+    return ConfigurationError(f"setting 'catalogs': catalog {name!r}: {error}")
 
 
 def external_locations(settings: Settings) -> tuple[ExternalLocation, ...]:

@@ -92,7 +92,7 @@ class FederatedNamespace:
         answer = getattr(catalog, name)(inner, *arguments, **keywords)
         if name == "list_all_tables":
             return _prefixed(answer, identifier[0])
-        return answer
+        return _with_catalog(answer, identifier[0])
 
     def _catalog(self, identifier: list[str], traits: Traits) -> GuardedNamespace:
         catalog = self.catalogs.get(identifier[0])
@@ -297,6 +297,20 @@ def _fixed_catalogs(traits: Traits, where: str) -> UnsupportedOperationError:
     return UnsupportedOperationError(
         f"{traits.operation_id} on {where} is not served: the top-level namespaces are the "
         "server's catalogs, set by its `catalogs` setting")
+
+
+# The fields of answers that name an id (DropTable's and DeregisterTable's `id`,
+# DescribeTable's `namespace`): answered as the client named them, the catalog first.
+_ANSWERED_IDS = ("id", "namespace")
+
+
+def _with_catalog(answer: Any, catalog: str) -> Any:
+    """`answer` with the ids it names inside `catalog` leading with the catalog's name (a copy:
+    the catalog's answer may be one its cache holds)."""
+    fields = getattr(type(answer), "model_fields", {})
+    updates = {name: [catalog, *value] for name in _ANSWERED_IDS if name in fields
+               and isinstance(value := getattr(answer, name), list)}
+    return answer.model_copy(update=updates) if updates else answer
 
 
 def _prefixed(answer: ListTablesResponse, catalog: str) -> ListTablesResponse:

@@ -4,8 +4,10 @@ lock/python.txt is pip's constraints for every venv `./run` makes: the versions 
 extra's whole tree (pip and setuptools included) the suite last passed with. It is resolved
 anew in a scratch venv from pyproject.toml's ranges, which stay what users install with.
 lock/services.toml names the servers and tools the suite fetches; each entry moves to the
-newest release of its `line` on Maven Central or PyPI. Only the standard library is used:
-this runs before any venv exists.
+newest release of its `line` on Maven Central or PyPI that resolves whole (Maven fetches its
+pom's every dependency at that version: a release listed before all its modules are served
+is passed over, and said so). Only the standard library is used: this runs before any venv
+exists.
 
     python3 scripts/lock.py upgrade
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 PYTHON_LOCK = CHECKOUT / "lock" / "python.txt"
+POMS = CHECKOUT / "tests" / "java"
 SERVICES_LOCK = CHECKOUT / "lock" / "services.toml"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 PYPI = "https://pypi.org/pypi"
@@ -66,16 +69,50 @@ def _without_constraints() -> dict[str, str]:
 
 
 Published = Callable[[dict[str, str]], list[str]]
+Resolves = Callable[[dict[str, str], str], bool]
 
 
-def newest_in_line(entry: dict[str, str], published: Published) -> str:
-    """The newest release of `entry`'s line among the versions `published` lists for it."""
-    line = entry["line"]
-    candidates = [version for version in published(entry)
-                  if RELEASE.match(version) and version.startswith(line)]
-    if not candidates:
-        raise SystemExit(f"no release of {entry['coordinates']} in line {line!r} found")
-    return max(candidates, key=lambda version: tuple(int(part) for part in version.split(".")))
+def newest_in_line(entry: dict[str, str], published: Published, resolves: Resolves,
+                   skipped: list[str]) -> str:
+    """The newest release of `entry`'s line among the versions `published` lists for it that
+    `resolves`, never older than the locked one; each newer one passed over goes to
+    `skipped`."""
+    line, locked = entry["line"], _key(entry["version"])
+    candidates = sorted((version for version in published(entry)
+                         if RELEASE.match(version) and version.startswith(line)
+                         and _key(version) > locked), key=_key, reverse=True)
+    for version in candidates:
+        if resolves(entry, version):
+            return version
+        skipped.append(f"{entry['coordinates']} {version} does not resolve whole here")
+    return entry["version"]
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def resolves_whole(entry: dict[str, str], version: str) -> bool:
+    """Whether Maven fetches the entry at `version`: its pom's whole dependency tree, or the
+    artifact's own pom (`-U`: a miss remembered from an earlier try is tried again)."""
+    if entry["source"] != "maven":
+        return True  # pip resolves it with the rest of lock/python.txt, or fails there
+    if "pom" not in entry:
+        group, artifact = entry["coordinates"].split(":")
+        url = (f"{MAVEN_CENTRAL}/{group.replace('.', '/')}/{artifact}/{version}/"
+               f"{artifact}-{version}.pom")
+        try:
+            _fetch(url)
+        except OSError:
+            return False
+        return True
+    plugin = tomllib.loads(SERVICES_LOCK.read_text())["maven-dependency-plugin"]
+    command = ["mvn", "-q", "-B", "-U", "-f", str(POMS / entry["pom"] / "pom.xml"),
+               f"{plugin['coordinates']}:{plugin['version']}:resolve",
+               f"-D{entry['property']}={version}"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False,
+                          timeout=INSTALL_TIMEOUT_SECONDS)
+    return done.returncode == 0
 
 
 def published_versions(entry: dict[str, str]) -> list[str]:
@@ -94,12 +131,14 @@ def _fetch(url: str) -> bytes:
         return answer.read()
 
 
-def moved_services(text: str, published: Published) -> tuple[str, list[str]]:
-    """lock/services.toml's text with every version at the newest of its line (comments kept),
-    and a line saying each move."""
-    moves = []
+def moved_services(
+    text: str, published: Published, resolves: Resolves
+) -> tuple[str, list[str]]:
+    """lock/services.toml's text with every version at the newest of its line that resolves
+    (comments kept), and a line saying each move and each release passed over."""
+    moves: list[str] = []
     for name, entry in tomllib.loads(text).items():
-        newest = newest_in_line(entry, published)
+        newest = newest_in_line(entry, published, resolves, moves)
         if newest == entry["version"]:
             continue
         # The section's own `version = ` line: no section header (a line opening "[") between.
@@ -121,7 +160,8 @@ def python_moves(before: str, after: str) -> list[str]:
 
 
 def upgrade() -> None:
-    services, service_moves = moved_services(SERVICES_LOCK.read_text(), published_versions)
+    services, service_moves = moved_services(SERVICES_LOCK.read_text(), published_versions,
+                                             resolves_whole)
     python = resolve_python()
     package_moves = python_moves(PYTHON_LOCK.read_text() if PYTHON_LOCK.exists() else "", python)
     SERVICES_LOCK.write_text(services)

@@ -93,6 +93,23 @@ def test_each_catalog_serves_its_tables_under_its_name(
     assert tables == ["aws$sales$orders", "lake$sales$orders", "scratch$sales$orders"]
 
 
+def test_answers_name_ids_as_the_client_sent_them(federated: httpx.Client) -> None:
+    """DescribeTable's namespace and DropTable's id lead with the catalog, as the request's
+    id did (the catalog's own answer names them inside it)."""
+    for catalog in ("lake", "aws"):
+        ok(federated.post(f"/v1/namespace/{catalog}$sales/create", json={}))
+        ok(federated.post(f"/v1/table/{catalog}$sales$orders/create",
+                          content=arrow_stream(sample_table(3))))
+        for _ in range(2):  # a second answer (from the cache, on dir) is the same
+            described = ok(federated.post(f"/v1/table/{catalog}$sales$orders/describe",
+                                          json={}))
+            # dir names the table's namespace; glue's answer names none
+            assert described.get("namespace") == (None if catalog == "aws"
+                                                   else [catalog, "sales"])
+        dropped = ok(federated.post(f"/v1/table/{catalog}$sales$orders/drop", json={}))
+        assert dropped["id"] == [catalog, "sales", "orders"]
+
+
 def test_what_spans_catalogs_or_changes_them_is_refused(federated: httpx.Client) -> None:
     ok(federated.post("/v1/namespace/lake$ns/create", json={}))
     ok(federated.post("/v1/namespace/scratch$ns/create", json={}))
@@ -176,6 +193,8 @@ def test_catalogs_are_checked_at_start(tmp_path: Path) -> None:
         ({"catalogs": {"a$b": one}}, "must not contain"),
         ({"catalogs": {"c": one}, "properties": {"root": "x"}}, "not both"),
         ({"catalogs": {"lance": one}}, "LanceDB root database"),
+        ({"catalogs": {"c": one, "d": {**one, "manifest_enable": "false"}}},
+         "catalog 'd': unknown property 'manifest_enable'"),
     ):
         with pytest.raises(ConfigurationError, match=message):
             served_backend(load_settings(overrides=configured))

@@ -57,21 +57,32 @@ def test_every_pom_takes_its_server_version_from_the_lock() -> None:
         f"-Diceberg.version={entries()['iceberg-rest']['version']}"]
 
 
-def test_moving_the_lock_takes_the_newest_release_of_each_line_only() -> None:
+def test_moving_the_lock_takes_the_newest_release_of_each_line_that_resolves() -> None:
     text = SERVICES.read_text()
-    newest = {"iceberg-rest": ["1.10.1", "1.10.9", "1.10.10", "1.11.0", "1.10.11-rc1"],
-              "keycloak": ["26.5.6", "27.0.0", "26.5.7.Final", "26.4.9"]}
-    current = {name: entry["version"] for name, entry in tomllib.loads(text).items()}
+    entries_now = tomllib.loads(text)
+    current = {name: entry["version"] for name, entry in entries_now.items()}
+    newest = {"iceberg-rest": ["1.10.1", "1.10.9", "1.10.10", "1.10.11", "1.11.0", "1.10.12-rc1"],
+              "keycloak": [current["keycloak"], "27.0.0", "26.5.7.Final", "26.4.9"],
+              "lance-spark": ["0.4.1"]}
+    name_of = {entry["coordinates"]: name for name, entry in entries_now.items()}
 
     def published(entry: dict[str, str]) -> list[str]:
-        name = next(key for key, value in tomllib.loads(text).items() if value == entry)
-        return newest.get(name, [current[name]])
+        return newest.get(name_of[entry["coordinates"]], [entry["version"]])
 
-    moved, moves = lock_script().moved_services(text, published)
+    def resolves(entry: dict[str, str], version: str) -> bool:
+        return (name_of[entry["coordinates"]], version) not in {
+            ("iceberg-rest", "1.10.11"), ("lance-spark", "0.4.1")}  # listed, not served whole
+
+    moved, moves = lock_script().moved_services(text, published, resolves)
     after = tomllib.loads(moved)
-    assert after["iceberg-rest"]["version"] == "1.10.10"  # not 1.11.0, nor a release candidate
+    # Not 1.11.0 (another line), nor a release candidate, nor 1.10.11, which does not resolve.
+    assert after["iceberg-rest"]["version"] == "1.10.10"
     assert after["keycloak"]["version"] == current["keycloak"]  # nothing newer in its line
-    assert moves == [f"iceberg-rest: {current['iceberg-rest']} -> 1.10.10"]
+    assert after["lance-spark"]["version"] == current["lance-spark"]  # kept: 0.4.1 is not whole
+    assert moves == [
+        "org.apache.iceberg:iceberg-open-api 1.10.11 does not resolve whole here",
+        f"iceberg-rest: {current['iceberg-rest']} -> 1.10.10",
+        "org.lance:lance-spark-3.5_2.12 0.4.1 does not resolve whole here"]
     changed = [line for line in moved.splitlines() if line not in text.splitlines()]
     assert changed == ['version = "1.10.10"']  # comments and every other line kept
 
