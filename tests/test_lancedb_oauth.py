@@ -126,6 +126,6 @@ def test_the_documented_oauth_example_runs(keycloak: Keycloak, oidc_server: str)
     (block,) = blocks_run_by("tests/test_lancedb_oauth.py",
                              "test_the_documented_oauth_example_runs")
     code = block.code.replace("https://sso.example.com/realms/lance", keycloak.issuer)
-    ran = run_python(code.replace("http://127.0.0.1:2333", oidc_server))
+    ran = run_python(code.replace("https://lance.example.com", oidc_server))
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == ["2", "lance-etl's databases: []"]
