@@ -9,7 +9,7 @@ import httpx
 import lancedb
 import pytest
 
-from tests.support.lancedb_lifecycle import ROWS, run_lifecycle, sample_rows
+from tests.support.lancedb_lifecycle import DIMENSION, ROWS, run_lifecycle, sample_rows
 
 
 def test_lancedb_remote_client_runs_a_tables_whole_life(dir_server: str) -> None:
@@ -90,6 +90,26 @@ def test_a_database_that_does_not_exist_is_named_with_how_to_create_it(
     with pytest.raises(ValueError, match="Table 't' was not found"):  # as embedded says it
         db.open_table("t")
     assert db.create_table("t", sample_rows()).count_rows() == ROWS
+
+
+def test_lancedb_reads_a_missing_thing_as_embedded_raises_it(dir_server: str) -> None:
+    """LanceDB's client reads a 404 as "table not found": a missing column or index is a 400
+    for it (the spec's 404 elsewhere), except index_stats of a missing index, a 404 the client
+    returns as None."""
+    db = lancedb.connect("db://lance", api_key="any", host_override=dir_server, region="local")
+    table = db.create_table("statuses", sample_rows())
+    assert table.index_stats("no_such_idx") is None
+    lancedb_header = {"x-lancedb-database": "lance"}
+    vector = [0.0] * DIMENSION
+    for headers, body_vector, status in (({}, {"single_vector": vector}, 404),
+                                         (lancedb_header, vector, 400)):
+        query = {"k": 2, "vector": body_vector, "vector_column": "nope"}
+        missing_column = httpx.post(f"{dir_server}/v1/table/statuses/query/", json=query,
+                                    headers=headers, timeout=30)
+        assert (missing_column.status_code, missing_column.json()["code"]) == (status, 12)
+    stats = httpx.post(f"{dir_server}/v1/table/statuses/index/no_such_idx/stats/", json={},
+                       headers=lancedb_header, timeout=30)
+    assert (stats.status_code, stats.json()["code"]) == (404, 6)
 
 
 def test_lancedb_calls_not_served_say_why(dir_server: str) -> None:

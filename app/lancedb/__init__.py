@@ -120,6 +120,7 @@ class LanceDBDialect(Dialect):
         code = ErrorCode(error.code)
         if (operation_id, code) == ("DescribeTableIndexStats", ErrorCode.TABLE_INDEX_NOT_FOUND):
             return status
+        if status == 404 and code not in NOT_FOUND_CODES:
             return 400
         if status == 409 and code is not ErrorCode.CONCURRENT_MODIFICATION:
             return 400
