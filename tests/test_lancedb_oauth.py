@@ -79,7 +79,7 @@ def test_the_catalog_client_with_lancedbs_oauth_flow_makes_a_database_and_its_ta
     assert table.search([0.0, 1.0]).limit(1).to_arrow()["id"].to_pylist() == [2]
     shop.drop_table("orders")
     assert shop.list_tables().tables == []
-    assert ("oauth_shop" in catalog.list_databases().databases)
+    assert "oauth_shop" in catalog.list_databases().databases
     assert {identity for identity, _, _ in audited(tmp_path)} == {ETL_SERVICE_ACCOUNT}
 
 
