@@ -1,10 +1,8 @@
 """Where a client may point a table, and which data DropTable may delete, decided from the
 table's own catalog entry and the backend's layout (`backends.layouts`): no catalog search.
 
-Locations are read by the one parser of `backends.core.locations`: a client-named location
-strictly (`parse_location` refuses query, fragment, percent-encoding, `.`/`..`, empty
-segments, backslashes and invalid bucket names, every form Lance would open elsewhere than the
-check reads), a stored one as Lance opens it (`resolve_stored`).
+Locations are read by `backends.core.locations`: a client-named one strictly (`parse_location`),
+a stored one as Lance opens it (`resolve_stored`).
 
 The rules:
 - Every table id has its own path under the storage root, given by the backend's layout.
@@ -21,10 +19,12 @@ The rules:
   new id. A location whose record (or a record above it) names a live table of another id
   whose entry names it is refused; data last owned by a table now gone is taken only within
   that table's namespace.
+- Data RegisterTable or DeclareTable adopts reaches only its own bytes: no base outside its
+  location, no symbolic link (`backends.tables.reach`).
 - DropTable deletes data only of a table that owns its location: one inside the root (also
-  once symbolic links are resolved) whose record names the table. Any other table (data the
-  server did not record: other tools' entries, tables from before records) is deregistered
-  and its data left where it is.
+  once symbolic links are resolved) whose record names the table; a table that is or holds a
+  link is refused. Any other table (data the server did not record: other tools' entries,
+  tables from before records) is deregistered and its data left where it is.
 
 The one guard of a loaded backend (`backends.guard.GuardedNamespace`) puts these checks in
 front of the client's CreateTable, RegisterTable, DeclareTable, RenameTable and DropTable;
@@ -66,6 +66,7 @@ from backends.core.settings import ConfigurationError
 from backends.layouts import TableLayout
 from backends.ownership import OwnershipRecords
 from backends.tables.lifecycle import renamed_id
+from backends.tables.reach import check_adopted, check_no_links
 
 if TYPE_CHECKING:
     from backends.base import MetadataNamespace
@@ -275,6 +276,7 @@ def _register(containment: Containment, register: Callable[..., Any], request: A
     table_id = list(request.id or [])
     containment.refuse_nesting(table_id, request, table=True)
     place = containment.check_new_location(table_id, request.location, True, request)
+    check_adopted(table_id, place.uri, containment.namespace.root_storage_options())
     return _claimed(containment, table_id, place, register, request)
 
 
@@ -287,6 +289,7 @@ def _declare(containment: Containment, declare: Callable[..., Any], request: Any
         _claim_after(containment, table_id, declared, unrecorded_only=False)
         return declared
     place = containment.check_new_location(table_id, request.location, False, request)
+    check_adopted(table_id, place.uri, containment.namespace.root_storage_options())
     return _claimed(containment, table_id, place, declare, request)
 
 
@@ -334,15 +337,15 @@ def _clone(containment: Containment, clone: Callable[..., Any], request: Any) ->
     table_id = list(request.id or [])
     containment.refuse_nesting(table_id, request, table=True)
     _refuse_data_at_home(containment, table_id, request)
-    shallow = request.is_shallow is not False
-    if shallow and request.source_id:
+    sources = None
+    if request.is_shallow is not False and request.source_id:
         source = list(request.source_id)
         entry = _catalog_entry(containment.namespace, source, request)
         if entry.location:
-            containment.records.mark_cloned(source, entry.location)
+            sources = containment.records.mark_cloned(source, entry.location)
     cloned = clone(request)
     try:
-        containment.records.claim(table_id, cloned.location, True, borrows=shallow)
+        containment.records.claim(table_id, cloned.location, True, sources=sources)
     except Exception:  # the clone exists: answered as done (without a record it is kept)
         logger.exception("could not record the owner of %s", joined_id(table_id))
     return cloned
@@ -358,9 +361,7 @@ def _delete_versions(containment: Containment, delete: Callable[..., Any], reque
     return delete(request)
 
 
-def _create_namespace(
-    containment: Containment, create: Callable[..., Any], request: Any
-) -> Any:
+def _create_namespace(containment: Containment, create: Callable[..., Any], request: Any) -> Any:
     containment.refuse_nesting(list(request.id or []), request, table=False)
     return create(request)
 
@@ -419,14 +420,14 @@ def _refuse_data_at_home(containment: Containment, table_id: list[str], request:
 
 
 def _gone(namespace: LanceNamespace, table_id: list[str], request: Any = None) -> bool:
-    """Whether the catalog says for sure that `table_id` names no table (a name the catalog
-    cannot hold is not taken as gone), asked as the caller of `request` if given."""
+    """Whether the catalog says for sure that `table_id` names no table, asked as the caller
+    of `request` if given."""
     caller = {"identity": request.identity, "context": request.context} if request else {}
     try:
         namespace.for_caller(request).table_exists(TableExistsRequest(id=table_id, **caller))
     except TableNotFoundError:
         return True
-    except LanceNamespaceError:
+    except LanceNamespaceError:  # a catalog that does not answer: not taken as gone
         return False
     return False
 
@@ -434,17 +435,16 @@ def _gone(namespace: LanceNamespace, table_id: list[str], request: Any = None) -
 def _drop(containment: Containment, drop: Callable[..., Any], request: Any) -> Any:
     table_id = list(request.id or [])
     entry = _catalog_entry(containment.namespace, table_id, request)
-    if entry.location and containment.owns(table_id, entry):
-        return drop(request)
+    if entry.location:
+        check_no_links(table_id, entry.location)  # refused before the entry goes
+        if containment.owns(table_id, entry):
+            return drop(request)
     deregistered = containment.namespace.for_caller(request).deregister_entry(
-        DeregisterTableRequest(id=table_id, identity=request.identity, context=request.context)
-    )
+        DeregisterTableRequest(id=table_id, identity=request.identity, context=request.context))
     return DropTableResponse(id=table_id, location=deregistered.location or entry.location)
 
 
-def _catalog_entry(
-    namespace: MetadataNamespace, table_id: list[str], request: Any
-) -> DescribeTableResponse:
-    return namespace.for_caller(request).describe_table_entry(
-        DescribeTableRequest(id=table_id, identity=request.identity, context=request.context)
-    )
+def _catalog_entry(namespace: MetadataNamespace, table_id: list[str],
+                   request: Any) -> DescribeTableResponse:
+    return namespace.for_caller(request).describe_table_entry(DescribeTableRequest(
+        id=table_id, identity=request.identity, context=request.context))

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -55,6 +55,7 @@ _SCHEMA = pa.schema([
     pa.field("cloned", pa.bool_()),
     pa.field("borrows", pa.bool_()),
     pa.field("renamed_from", pa.list_(pa.string())),
+    pa.field("sources", pa.list_(pa.string())),
 ])
 
 
@@ -68,6 +69,9 @@ class Record:
     borrows: bool = False
     # The id a rename under way takes the data from (`backends.rename_recovery`).
     renamed_from: list[str] | None = None
+    # A shallow clone the server made: the locations of its sources, the only places outside
+    # its own that its manifest may name (`backends.tables.reach`).
+    sources: list[str] | None = None
 
 
 def _record_path(location: str) -> str:
@@ -95,7 +99,8 @@ def read_record(location: str, options: Mapping[str, str] | None) -> Record | No
         return None
     row = found[0]
     return Record(list(row["owner_id"]), bool(row.get("placed")), bool(row.get("cloned")),
-                  bool(row.get("borrows")), list(row.get("renamed_from") or []) or None)
+                  bool(row.get("borrows")), list(row.get("renamed_from") or []) or None,
+                  list(row.get("sources") or []) or None)
 
 
 def write_record(location: str, options: Mapping[str, str] | None, record: Record) -> None:
@@ -107,7 +112,8 @@ def write_record(location: str, options: Mapping[str, str] | None, record: Recor
         writer.write_batch(pa.table(
             {"owner_id": [list(record.owner)], "placed": [record.placed],
              "cloned": [record.cloned], "borrows": [record.borrows],
-             "renamed_from": [record.renamed_from]}, schema=_SCHEMA))
+             "renamed_from": [record.renamed_from], "sources": [record.sources]},
+            schema=_SCHEMA))
         writer.close()
 
 
@@ -197,11 +203,11 @@ class OwnershipRecords:
 
     def claim(self, table_id: list[str], location: str | None, placed: bool,
               options: Mapping[str, str] | None = None, unrecorded_only: bool = False,
-              borrows: bool = False) -> None:
-        """Record `table_id` as the owner of `location`; with `unrecorded_only`, only where no
-        owner is recorded yet (CreateTable with exist_ok or overwrite keeps the record). Data
-        the server placed for a table now gone stays placed for the table adopting it, and
-        data clones read stays marked so."""
+              sources: list[str] | None = None) -> None:
+        """Record `table_id` as the owner of `location` (a shallow clone of the data at
+        `sources`); with `unrecorded_only`, only where no owner is recorded yet (CreateTable
+        with exist_ok or overwrite keeps the record). Data the server placed for a table now
+        gone stays placed for the table adopting it, and data clones read stays marked so."""
         if not location:
             return
         earlier = read_record(location, self._options(options))
@@ -210,7 +216,7 @@ class OwnershipRecords:
         placed = placed or (earlier is not None and earlier.placed)
         cloned = earlier is not None and earlier.cloned
         write_record(location, self._options(options),
-                     Record(list(table_id), placed, cloned, borrows))
+                     Record(list(table_id), placed, cloned, bool(sources), sources=sources))
 
     def claim_first(self, table_id: list[str], place: StorageLocation, request: Any,
                     base: StorageLocation | None = None) -> bool:
@@ -304,9 +310,10 @@ class OwnershipRecords:
                 "source_location is not the location of a table this server recorded")
         return record.owner
 
-    def mark_cloned(self, table_id: list[str], location: str) -> None:
+    def mark_cloned(self, table_id: list[str], location: str) -> list[str]:
         """Record that shallow clones read the data of `table_id` at `location` (before the
-        first clone exists): from then on it is never deleted, nor its versions removed."""
+        first clone exists): from then on it is never deleted, nor its versions removed. The
+        locations a shallow clone of it reads: `location`, and its own sources (a clone's)."""
         record = read_record(location, self._options())
         if record is None or not self._same(record.owner, table_id):
             raise InvalidInputError(
@@ -314,8 +321,8 @@ class OwnershipRecords:
                 "so a shallow clone of it could not be kept from its deletion; clone it deep "
                 "(is_shallow false), or register it again")
         if not record.cloned:
-            write_record(location, self._options(), Record(
-                record.owner, record.placed, True, record.borrows))
+            write_record(location, self._options(), replace(record, cloned=True))
+        return [resolve_stored(location, self.root).uri, *(record.sources or [])]
 
     def is_cloned(self, table_id: list[str], location: str) -> bool:
         """Whether shallow clones read the data of `table_id` at `location`."""
@@ -355,9 +362,8 @@ class OwnershipRecords:
         record = read_record(location, self._options())
         if record is None or not self._same(record.owner, from_id):
             return False
-        write_record(location, self._options(), Record(
-            list(to_id), record.placed, record.cloned, record.borrows,
-            list(from_id) if renaming else None))
+        write_record(location, self._options(), replace(
+            record, owner=list(to_id), renamed_from=list(from_id) if renaming else None))
         return True
 
     def moved(self, old_id: list[str], new_id: list[str], old_location: str | None,
@@ -372,8 +378,8 @@ class OwnershipRecords:
         options = self._options(entry.storage_options)
         record = read_record(entry.location, options)
         if record is not None and (self._same(record.owner, old_id) or record.renamed_from):
-            write_record(entry.location, options, Record(
-                list(new_id), record.placed, record.cloned, record.borrows))
+            write_record(entry.location, options,
+                         replace(record, owner=list(new_id), renamed_from=None))
         elif record is None and old_location and old_location != entry.location:
             old = read_record(old_location, options)  # named the new id before the rename
             if old is not None and (self._same(old.owner, old_id)

@@ -129,9 +129,13 @@ def test_the_minted_policy_allows_only_the_tables_prefix() -> None:
             {"Sid": "TableListing", "Effect": "Allow", "Action": "s3:ListBucket",
              "Resource": "arn:aws:s3:::bucket",
              "Condition": {"StringLike": {"s3:prefix": "db/t1/*"}}},
+            {"Sid": "ServerRecords", "Effect": "Deny",
+             "Action": ["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
+             "Resource": "arn:aws:s3:::bucket/db/t1/_lance_adapter_owner*"},
         ],
     }
     assert session_policy(table, READ)["Statement"][0]["Action"] == ["s3:GetObject"]
+    assert len(session_policy(table, READ)["Statement"]) == 2
 
 
 def test_wildcards_in_a_location_are_literals_and_only_s3_is_vended_for() -> None:
@@ -197,6 +201,11 @@ def test_read_credentials_cannot_write(storage: Storage) -> None:
     assert reached(storage.s3(dict(writer.storage_options)), "put_object", **put)
     assert not reached(storage.s3(dict(writer.storage_options)), "put_object",
                        **{**put, "Key": "db/r10/data.lance"})
+    for record in ("_lance_adapter_owner", "_lance_adapter_owner.claim/_versions/1.manifest"):
+        assert not reached(storage.s3(dict(writer.storage_options)), "put_object",
+                           **{**put, "Key": f"db/r1/{record}"})
+        assert not reached(storage.s3(dict(writer.storage_options)), "delete_object",
+                           Bucket=BUCKET, Key=f"db/r1/{record}")
 
 
 def test_expired_credentials_are_refused(storage: Storage) -> None:

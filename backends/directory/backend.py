@@ -98,6 +98,16 @@ _NATIVE_CREATE_MODES = {
 }
 
 
+# The delegated operations that make a table (nothing to open and check before them).
+_NEW_TABLES = frozenset(("declare_table", "create_table"))
+
+
+def _version_asked(request: Any) -> int | None:
+    """The version a table operation names (ListTableIndices', CreateTableTag's), if any."""
+    version = getattr(request, "version", None)
+    return version if isinstance(version, int) else None
+
+
 class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
     """pylance's `DirectoryNamespace`, held and delegated to (`NativeOperations`, and the
     native calls of the fixes below); every other operation is this class's own or
@@ -288,6 +298,8 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
         `describe_table_entry`."""
         if natively_ignored(arguments[0]):
             return getattr(MetadataNamespace, name)(self, *arguments)
+        if name not in _NEW_TABLES:  # the one checked open: natively the table is not checked
+            self.open(arguments[0], _version_asked(arguments[0]))
         try:
             return self._pylance.call(name, *arguments)
         except TableNotFoundError as error:
@@ -316,19 +328,12 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
         return TableExistsResponse()
 
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
-        """A table the native lookup misses, or asked at a tag or on a branch, is described by
-        the generic operation (from the catalog entry, completed as the request asks)."""
-        if request.tag or request.branch:  # natively main's latest is described
-            return MetadataNamespace.describe_table(self, request)
-        try:
-            described = self._pylance.describe(request)
-        except TableNotFoundError:
-            found = self._manifest.entry(list(request.id or []))
-            if found is None:
-                raise
-            return completed_description(self._as_entry(found), request, self)
-        described.table_uri = described.location if request.with_table_uri else None
-        return described
+        """The generic operation, from the catalog entry: the table opened once, through the
+        worker's remembered latest version and the one check of what it reaches (natively
+        opened again, unchecked); the version and schema answered unless the request
+        declines them or it has none, as natively."""
+        return completed_description(self.describe_table_entry(request), request, self,
+                                     details_by_default=True)
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         """Natively a root table listed by its `<name>.lance` directory "deregisters" and is

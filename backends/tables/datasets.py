@@ -18,6 +18,7 @@ from lance_namespace import (
 from backends.core.names import joined_id
 from backends.tables.errors import lance_errors, translate
 from backends.tables.latest import LatestVersions
+from backends.tables.reach import check_no_links, check_reach
 
 
 @dataclass(frozen=True)
@@ -78,18 +79,28 @@ def checkout(
     branch: str | None = None,
 ) -> LanceDataset:
     """`latest`, the table's dataset as opened (None: no data), at `tag` or at `version` of
-    `branch`; it is not opened again for the latest version of the main branch."""
+    `branch`; it is not opened again for the latest version of the main branch. Every table
+    the server reads or changes is reached here, and checked to reach only its own bytes
+    (`backends.tables.reach`)."""
     if latest is None:
         raise InvalidTableStateError(f"table {joined_id(table.id)} has no Lance data yet")
     if tag is not None and (version is not None or branch is not None):
         raise InvalidInputError("name either a tag or a version and branch, not both")
     with lance_errors(table.location):
-        if tag is not None:
-            return latest.checkout_version(tag)
-        if branch is not None and branch != "main":
-            return _checkout_branch(latest, branch, version)
-        if version is not None and version != latest.version:
-            return latest.checkout_version(version)
+        dataset = _checked_out(latest, version, tag, branch)
+    check_reach(table.id, table.location, dataset, table.options)
+    return dataset
+
+
+def _checked_out(
+    latest: LanceDataset, version: int | None, tag: str | None, branch: str | None
+) -> LanceDataset:
+    if tag is not None:
+        return latest.checkout_version(tag)
+    if branch is not None and branch != "main":
+        return _checkout_branch(latest, branch, version)
+    if version is not None and version != latest.version:
+        return latest.checkout_version(version)
     return latest
 
 
@@ -100,5 +111,7 @@ def _checkout_branch(dataset: LanceDataset, branch: str, version: int | None) ->
 
 
 def remove_data(table: TableLocation) -> None:
+    """The table's data deleted; never through a link out of it (code 13 before anything)."""
+    check_no_links(table.id, table.location)
     with contextlib.suppress(ValueError, OSError):
         LanceDataset.drop(table.location, storage_options=table.options, ignore_not_found=True)

@@ -8,6 +8,7 @@ from typing import Any
 from lance_namespace import InvalidInputError
 
 from backends.core.locations import resolve_stored
+from backends.ownership import OWNER_FILE
 from backends.vending.settings import READ_WRITE
 
 READ_ACTIONS = ("s3:GetObject",)
@@ -53,25 +54,21 @@ def iam_literal(text: str) -> str:
 
 
 def session_policy(table: TablePrefix, access: str, region: str | None = None) -> dict[str, Any]:
-    """Objects under the table's prefix (read, or read and write) and listing only there."""
+    """Objects under the table's prefix (read, or read and write) and listing only there; the
+    server's ownership record and claim there never written (they name the table's owner and
+    the only places a clone of the server's may read: `backends.ownership`)."""
     arn = f"arn:{partition(region)}:s3:::{table.bucket}"
     prefix = iam_literal(table.prefix)
-    actions = READ_ACTIONS + (WRITE_ACTIONS if access == READ_WRITE else ())
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "TableObjects",
-                "Effect": "Allow",
-                "Action": list(actions),
-                "Resource": f"{arn}/{prefix}*",
-            },
-            {
-                "Sid": "TableListing",
-                "Effect": "Allow",
-                "Action": "s3:ListBucket",
-                "Resource": arn,
-                "Condition": {"StringLike": {"s3:prefix": f"{prefix}*"}},
-            },
-        ],
-    }
+    writes = access == READ_WRITE
+    statements: list[dict[str, Any]] = [
+        {"Sid": "TableObjects", "Effect": "Allow",
+         "Action": list(READ_ACTIONS + (WRITE_ACTIONS if writes else ())),
+         "Resource": f"{arn}/{prefix}*"},
+        {"Sid": "TableListing", "Effect": "Allow", "Action": "s3:ListBucket", "Resource": arn,
+         "Condition": {"StringLike": {"s3:prefix": f"{prefix}*"}}},
+    ]
+    if writes:
+        statements.append({"Sid": "ServerRecords", "Effect": "Deny",
+                           "Action": list(WRITE_ACTIONS),
+                           "Resource": f"{arn}/{prefix}{iam_literal(OWNER_FILE)}*"})
+    return {"Version": "2012-10-17", "Statement": statements}

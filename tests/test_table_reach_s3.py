@@ -1,0 +1,80 @@
+"""A table reaches only its own bytes (issue 68) on S3 with credential vending, behind the
+enforcing policy gate (`tests/support/s3_policy_gate.py`): a tenant holding read-write keys
+vended for its own table commits, with those keys alone, a version naming another table's
+folder as a base; the server then answers none of that table's rows, and the tenant's keys
+cannot rewrite the ownership record that would make its table pass for a server-made clone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pytest
+
+from tests.support.foreign_bytes import append_foreign_rows
+from tests.support.lance_data import arrow_stream
+from tests.support.vending import (
+    BUCKET,
+    REGION,
+    SERVER_KEY,
+    SERVER_SECRET,
+    Storage,
+    adapter,
+    vending_on,
+)
+
+TOKENS = {"admin": "tok-admin", "sales": "tok-sales"}
+ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
+
+
+def post(url: str, path: str, who: str, body: pa.Table | dict[str, Any]) -> httpx.Response:
+    headers = {"authorization": f"Bearer {TOKENS[who]}"}
+    if isinstance(body, pa.Table):
+        return httpx.post(f"{url}/v1/{path}", content=arrow_stream(body),
+                          headers={**headers, **ARROW}, timeout=60)
+    return httpx.post(f"{url}/v1/{path}", json=body, headers=headers, timeout=60)
+
+
+def test_vended_keys_cannot_make_the_server_read_another_tables_rows(
+    storage: Storage, tmp_path: Path,
+) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("".join(f"{name} {token}\n" for name, token in TOKENS.items()))
+    properties = vending_on(storage.gate.url, **{"access.sales": "read-write"})
+    server_keys = {"aws_access_key_id": SERVER_KEY, "aws_secret_access_key": SERVER_SECRET,
+                   "aws_endpoint": storage.gate.url, "allow_http": "true",
+                   "aws_region": REGION}
+    with adapter(properties, auth_mode="token", auth_tokens_file=str(tokens),
+                 access={"admin": "admin", "sales": "write@sales"},
+                 access_default="none") as url:
+        for namespace in ("sales", "hr"):
+            post(url, f"namespace/{namespace}/create", "admin", {}).raise_for_status()
+        post(url, "table/hr$secret/create", "admin",
+             pa.table({"v": ["hr-secret-row-1", "hr-secret-row-2"]})).raise_for_status()
+        post(url, "table/sales$t/create", "sales",
+             pa.table({"v": ["sales-own-0"]})).raise_for_status()
+        secret = post(url, "table/hr$secret/describe", "admin",
+                      {"load_detailed_metadata": False}).json()["location"]
+        own = post(url, "table/sales$t/describe", "sales", {"load_detailed_metadata": False})
+        vended = own.json()["storage_options"]
+        assert vended["aws_session_token"], own.text
+
+        append_foreign_rows(own.json()["location"], secret, vended, server_keys)
+        for path, body in (("query", {"k": 10, "vector": {}}), ("count_rows", {}),
+                           ("describe", {"load_detailed_metadata": True})):
+            answer = post(url, f"table/sales$t/{path}", "sales", body)
+            assert (answer.status_code, answer.json()["code"]) == (400, 13), answer.text
+            assert "outside this table" in answer.json()["error"]
+            assert "hr-secret" not in answer.text
+
+        prefix = own.json()["location"].removeprefix(f"s3://{BUCKET}/").rstrip("/")
+        tenant = storage.s3(vended)
+        forged = json.dumps({"owner_id": ["sales", "t"], "sources": [secret]}).encode()
+        with pytest.raises(Exception, match="AccessDenied"):
+            tenant.put_object(Bucket=BUCKET, Key=f"{prefix}/_lance_adapter_owner", Body=forged)
+        tenant.put_object(Bucket=BUCKET, Key=f"{prefix}/data/own-file", Body=b"x")  # its own
+        count = post(url, "table/hr$secret/count_rows", "admin", {})
+        assert (count.status_code, count.json()) == (200, 2), count.text
