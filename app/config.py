@@ -24,7 +24,7 @@ from backends.core.bounds import RequestBounds
 from backends.core.external import ExternalLocation, parse_external_locations
 from backends.core.names import check_name
 from backends.core.settings import ConfigurationError, is_mapping
-from backends.federation import FederatedNamespace
+from backends.federation import FederatedNamespace, refuse_nested_roots
 from backends.vending import CredentialVendor, check_vending, credential_vendor
 from backends.vending.catalogs import CatalogVendors
 
@@ -145,8 +145,11 @@ def served_backend(settings: Settings, session: lance.Session | None = None) -> 
             catalogs[name] = load_namespace(impl, properties, bounds, external, session)
         except ConfigurationError as error:  # which of the catalogs, as the file names it
             raise _in_catalog(name, error) from None
+    if not settings.catalogs_nested_roots:
+        refuse_nested_roots({name: catalog.storage_root() for name, catalog in catalogs.items()})
     # A catalog's probe ends in time for `/readyz` to answer within its own bound.
     return FederatedNamespace(catalogs, impls, settings.readiness_timeout * 0.8)
+
 
 
 def served_vendor(settings: Settings, namespace: Any) -> CredentialVendor | CatalogVendors | None:

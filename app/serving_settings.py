@@ -48,6 +48,12 @@ class ServingSettings(DeclaredSettings):
         '"scratch": {"impl": "dir", "root": "/data"}}`; instead of `impl` and `properties` '
         '(see [Several catalogs](operations.md#several-catalogs))',
     )
+    catalogs_nested_roots: bool = setting(
+        "", False,
+        'Whether catalogs whose storage roots are one, or lie one inside the other, may be '
+        'served (off: the start is refused, since one catalog\'s tables could then register '
+        'and delete another\'s data); see [Several catalogs](operations.md#several-catalogs)',
+    )
     host: str = setting(
         "", '127.0.0.1',
         'Address to bind (`0.0.0.0` in the image)',

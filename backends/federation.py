@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import base64
 import functools
+import itertools
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,9 +32,11 @@ from lance_namespace import (
 )
 
 from backends.core.extensions import ListOperationsRequest, ListOperationsResponse
+from backends.core.locations import StorageLocation, local_directory, resolve_stored
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.core.operations import Subject, Traits, all_traits, traits_of
 from backends.core.paging import paginate
+from backends.core.settings import ConfigurationError
 from backends.federation_probes import CatalogProbes
 from backends.guard import GUARDED_OPERATIONS, GuardedNamespace
 from backends.hooks import Stamp, Stamper
@@ -333,3 +337,23 @@ def _read_token(token: str | None, names: list[str]) -> tuple[int, str | None]:
         return names.index(catalog), inner
     except (ValueError, TypeError):
         raise InvalidInputError("page_token is not one this server gave") from None
+
+
+def refuse_nested_roots(roots: Mapping[str, str | None]) -> None:
+    """ConfigurationError when two catalogs' storage roots are one, or one lies inside the
+    other (on a local root, also once links are resolved): a table of one could then be
+    registered at, and delete, data of the other's."""
+    places = {name: _root_place(root) for name, root in roots.items() if root}
+    for first, second in itertools.combinations(sorted(places), 2):
+        one, other = places[first], places[second]
+        if one.contains(other) or other.contains(one):
+            raise ConfigurationError(
+                f"setting 'catalogs': the storage roots of catalogs {first!r} and {second!r} "
+                "are one, or one lies inside the other, so a table of one could reach the "
+                "other's data: give each catalog a root of its own, or set "
+                "catalogs_nested_roots to serve them anyway")
+
+
+def _root_place(root: str) -> StorageLocation:
+    local = local_directory(root)
+    return resolve_stored(os.path.realpath(local) if local is not None else root)

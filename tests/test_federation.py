@@ -200,6 +200,26 @@ def test_catalogs_are_checked_at_start(tmp_path: Path) -> None:
             served_backend(load_settings(overrides=configured))
 
 
+def test_catalogs_whose_roots_nest_are_refused_at_start(tmp_path: Path) -> None:
+    """A root inside another's (also through a link), or the same root: one catalog's table
+    could be registered at the other's data and delete it. The switch serves them anyway."""
+    lake = tmp_path / "lake"
+    (lake / "inner").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(lake / "inner")
+    for other in (lake / "hive", lake, tmp_path / "link", lake / "inner"):
+        catalogs = {"lake": {"impl": "dir", "root": str(lake)},
+                    "hive": {"impl": "dir", "root": str(other)}}
+        with pytest.raises(ConfigurationError, match="catalogs 'hive' and 'lake'"):
+            served_backend(load_settings(overrides={"catalogs": catalogs}))
+        served = served_backend(load_settings(
+            overrides={"catalogs": catalogs, "catalogs_nested_roots": True}))
+        assert sorted(served.catalogs) == ["hive", "lake"]
+    apart = {"lake": {"impl": "dir", "root": str(lake)},
+             "side": {"impl": "dir", "root": str(tmp_path / "lake-side")}}  # a shared prefix
+    assert sorted(served_backend(load_settings(overrides={"catalogs": apart})).catalogs) == [
+        "lake", "side"]
+
+
 def test_the_documented_catalogs_serve_as_written(tmp_path: Path, glue_url: str) -> None:
     """docs/operations.md's `catalogs` as written, served by `lance-adapter serve` (Glue on
     moto: its endpoint and keys added to the aws catalog; the roots and tokens file here)."""
