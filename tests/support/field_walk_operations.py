@@ -187,8 +187,10 @@ VARIANTS: dict[tuple[str, str], Variant] = {
                                          reads=True),
     ("DescribeTable", "with_table_uri"): Variant("table", T(), T(with_table_uri=True),
                                                  reads=True),
+    # Unset, a backend decides (`dir` answers the details, as pylance's does): false and
+    # true are the two answers the field asks for.
     ("DescribeTable", "load_detailed_metadata"): Variant(
-        "table", T(), T(load_detailed_metadata=True), reads=True),
+        "table", T(load_detailed_metadata=False), T(load_detailed_metadata=True), reads=True),
     ("DescribeTable", "check_declared"): Variant("table", T(), T(check_declared=True),
                                                  reads=True),
     ("TableExists", "version"): Variant("table", T(), T(version=99), reads=True),
