@@ -11,7 +11,7 @@ client's dialect (`app.dialect`), then refused if the operation does not take it
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -254,15 +254,37 @@ async def _arrow_data(request: Request, limits: BodyLimits, streamed: bool) -> A
 WHOLE_ARROW_BYTES = 4 << 20
 
 
+# Told the id a request names (in the spec's form) as soon as it is known: the caller's grant
+# there is checked before the rest of the request is read or judged, so that a refusal tells
+# nothing of the body's shape or the table's state.
+Authorize = Callable[[dict[str, Any]], None]
+
+
+def _no_check(_: dict[str, Any]) -> None:
+    return None
+
+
+def _authorize(operation: Operation, dialect: Dialect, identifier: Any,
+               authorize: Authorize) -> None:
+    target = {"id": identifier}
+    dialect.request_fields(operation.backend_id, target)  # a LanceDB database's prefix
+    authorize({"id": target["id"]})
+
+
 async def read_route_request(
     operation: Operation, request: Request, limits: BodyLimits, dialect: Dialect,
-    streamed: bool = False,
+    streamed: bool = False, authorize: Authorize = _no_check,
 ) -> tuple[dict[str, Any], Any]:
     """Fields and Arrow data of a request to the operation's /v1/ route."""
     path_params = dict(request.path_params)
     data = None
     fields: dict[str, Any] = {}
     query = query_of(request)
+    raw_id = path_params.pop("id", None)
+    route_id = None
+    if raw_id is not None:
+        route_id = parse_path_identifier(raw_id, query.get("delimiter") or ID_DELIMITER)
+        _authorize(operation, dialect, route_id, authorize)
     from_query = query_fields(operation, query)  # before a body is read
     if operation.body is BodyKind.JSON and _sends_arrow(request):
         fields = _fields_from_arrow(
@@ -276,21 +298,20 @@ async def read_route_request(
     else:
         await skip_body(request, limits)
     fields.update(from_query)
-    raw_id = path_params.pop("id", None)
     fields.update(path_params)
-    if raw_id is not None:
-        delimiter = query.get("delimiter") or ID_DELIMITER
-        route_id = parse_path_identifier(raw_id, delimiter)
+    if route_id is not None:
         if fields.get("id") is not None and fields["id"] != route_id:
             message = f"request body names {fields['id']!r}, the route names {route_id!r}"
             raise InvalidInputError(message)
         fields["id"] = route_id
+    else:
+        _authorize(operation, dialect, fields.get("id"), authorize)
     return finish_fields(operation, fields, request.headers, dialect), data
 
 
 async def read_operation_request(
     operation: Operation, request: Request, limits: BodyLimits, dialect: Dialect,
-    streamed: bool = False,
+    streamed: bool = False, authorize: Authorize = _no_check,
 ) -> tuple[dict[str, Any], Any]:
     """Fields and Arrow data of a request to the operation's POST /<OperationId> route.
 
@@ -305,10 +326,12 @@ async def read_operation_request(
                 f"string ({', '.join(sorted(query.keys())[:5])})"
             )
         fields = await read_json_body(request, limits)
+        _authorize(operation, dialect, fields.get("id"), authorize)
         return finish_fields(operation, fields, request.headers, dialect), None
     fields = query_fields(operation, query, frozenset({"id"}))  # before the body is read
-    data = await _arrow_data(request, limits, streamed)
     raw_id = query.get("id")
     delimiter = query.get("delimiter") or ID_DELIMITER
     fields["id"] = [] if raw_id is None else parse_path_identifier(raw_id, delimiter)
+    _authorize(operation, dialect, fields["id"], authorize)
+    data = await _arrow_data(request, limits, streamed)
     return finish_fields(operation, fields, request.headers, dialect), data

@@ -58,6 +58,7 @@ from app.observability import (
 )
 from app.oidc import TokenVerifier
 from app.requests import (
+    Authorize,
     parse_path_identifier,
     read_operation_request,
     read_route_request,
@@ -77,7 +78,8 @@ from backends.vending import CredentialVendor, with_vended
 from backends.vending.catalogs import CatalogVendors
 
 RequestReader = Callable[
-    [Operation, Request, BodyLimits, Dialect, bool], Awaitable[tuple[dict[str, Any], Any]]
+    [Operation, Request, BodyLimits, Dialect, bool, Authorize],
+    Awaitable[tuple[dict[str, Any], Any]],
 ]
 Renderer = Callable[[Operation, Any, Dialect], Response]
 
@@ -139,9 +141,16 @@ class OperationEndpoint:
         dialect (`app.dialect`) is picked here, once, for reading, calling and answering."""
         dialect = dialect_of(request.headers, self.service.lancedb_root_database)
         fields: dict[str, Any] = {}
+
+        def authorize(target: dict[str, Any]) -> None:
+            """The grant at the id the request names, before the rest is read or judged."""
+            fields.update(target)  # for the audit line of a refusal
+            self._check_access(target, request.scope, target_only=True)
+
         try:
             fields, data = await self.read(
-                self.operation, request, self.service.max_body, dialect, self.streams_body)
+                self.operation, request, self.service.max_body, dialect, self.streams_body,
+                authorize)
             refuse_idempotency_key(self.operation, fields, self.keyed)
             await self.service.dispatcher.resolve_source(
                 self.operation, fields,
@@ -169,17 +178,19 @@ class OperationEndpoint:
                                     answer.status_code, request.scope.get(ERROR_CODE_KEY))
         return answer
 
-    def _check_access(self, fields: dict[str, Any], scope: Scope) -> Grants | None:
+    def _check_access(self, fields: dict[str, Any], scope: Scope,
+                      target_only: bool = False) -> Grants | None:
         """The caller's grants (by the rules in force when the request arrived), once they
-        cover what the operation needs (else code 15); in front of the metadata cache and the
-        backend. None when the server does not judge."""
+        cover what the operation needs (else code 15; with `target_only`, at its id alone);
+        in front of the metadata cache and the backend. None when the server does not
+        judge."""
         rules = scope.get(RULES_KEY)
         policy = rules.policy if rules is not None else None
         if policy is None:
             return None
         principal = scope.get(PRINCIPAL_KEY)
         grants = policy.grants_of(principal, scope.get(GROUPS_KEY, ()))
-        check_access(grants, self.operation.backend_method, fields, principal)
+        check_access(grants, self.operation.backend_method, fields, principal, target_only)
         return grants
 
     async def _with_vended(

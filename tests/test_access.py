@@ -5,6 +5,7 @@ with 403 / code 15 before anything changes, or reaches the backend."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 
 from app.config import access_policy, load_settings
 from app.settings import Settings
-from app.spec import Operation, load_operations
+from app.spec import BodyKind, Operation, load_operations
 from backends.core.settings import ConfigurationError
 from tests.support.adapter import running_server, serving_identities
 from tests.support.lance_data import arrow_stream, sample_table, tree_snapshot
@@ -283,3 +284,43 @@ def test_lancedb_lists_the_tables_of_a_database_its_grant_covers(
     refusal = r"403 Forbidden.*has no access at namespace hr; this operation needs read"
     with pytest.raises(HttpError, match=refusal):
         hr.list_tables()
+
+
+def malformed(url: str, operation: Operation, identity: str, table_id: list[str],
+              by_id: bool) -> httpx.Response:
+    """`operation` on `table_id` with a body no operation takes: an unknown field in JSON,
+    or bytes that are no Arrow stream."""
+    headers = {"authorization": f"Bearer {TOKENS[identity]}"}
+    joined = "$".join(table_id)
+    if operation.path is None or by_id:
+        if operation.body is BodyKind.ARROW:
+            return httpx.post(f"{url}/{operation.operation_id}", params={"id": joined},
+                              content=b"no arrow", headers={**headers, **ARROW}, timeout=30)
+        return httpx.post(f"{url}/{operation.operation_id}", timeout=30, headers=headers,
+                          json={"id": table_id, "no_such_field": [1]})
+    path = operation.path.replace("{id}", joined)
+    path = re.sub(r"\{[a-z_]+\}", "x", path)
+    if operation.body is BodyKind.ARROW:
+        return httpx.request(operation.method, f"{url}{path}", content=b"no arrow",
+                             headers={**headers, **ARROW}, timeout=30)
+    return httpx.request(operation.method, f"{url}{path}", json={"no_such_field": [1]},
+                         headers=headers, timeout=30)
+
+
+@pytest.mark.parametrize("by_id", [False, True], ids=["v1-route", "operation-route"])
+def test_the_grant_is_checked_before_the_request_is_judged(
+    served: tuple[str, Path], by_id: bool,
+) -> None:
+    """A caller without the level an operation needs at a table is refused the same way
+    (403, code 15) whatever the body holds and whether the table exists: a refusal tells
+    nothing of the request's shape or the table's state."""
+    url, _ = served
+    answers = {}
+    for operation_id in sorted(WRITES | ADMINS):
+        operation = OPERATIONS[operation_id]
+        if not operation.path and not by_id:
+            continue
+        for table in (["sales", "t"], ["sales", "missing"]):
+            answer = malformed(url, operation, "sales_reader", table, by_id)
+            answers[operation_id, table[-1]] = (answer.status_code, answer.json().get("code"))
+    assert answers == dict.fromkeys(answers, (403, 15))

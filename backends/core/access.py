@@ -126,8 +126,9 @@ class Need:
     subject: Subject
 
 
-def required_access(method: str, request: Any) -> list[Need]:
-    """What operation `method` needs at each object `request` names (validated ids)."""
+def required_access(method: str, request: Any, target_only: bool = False) -> list[Need]:
+    """What operation `method` needs at each object `request` names (validated ids); with
+    `target_only`, only at its `id`, at the operation's own level."""
     traits = traits_of(method)
     if traits.level is None:
         return []
@@ -135,9 +136,11 @@ def required_access(method: str, request: Any) -> list[Need]:
         return [Need(traits.level, [], Subject.NAMESPACE)]
     target = validate_identifier(_field(request, "id") or [])
     level = traits.level
-    if method == "declare_table" and _field(request, "location"):
+    if method == "declare_table" and _field(request, "location") and not target_only:
         level = Level.ADMIN  # points the catalog at storage, as RegisterTable does
     needs = [Need(level, target, traits.subject)]
+    if target_only:
+        return needs
     if method == "rename_table":
         needs.append(Need(Level.WRITE, renamed_id(request, target), Subject.TABLE))
     if traits.source_by_location:  # resolved by the server before access is checked
@@ -146,10 +149,12 @@ def required_access(method: str, request: Any) -> list[Need]:
     return needs
 
 
-def check_access(grants: Grants, method: str, request: Any, who: str | None = None) -> None:
+def check_access(grants: Grants, method: str, request: Any, who: str | None = None,
+                 target_only: bool = False) -> None:
     """PermissionDeniedError (code 15) unless `grants` cover every object `request` names at
-    the level `method` needs."""
-    for need in required_access(method, request):
+    the level `method` needs; with `target_only`, the object its `id` names at the operation's
+    own level (what the server checks before it reads the rest of the request)."""
+    for need in required_access(method, request, target_only):
         if not grants.allows(need.level, need.target, need.subject):
             found = grants.level_at(need.target, need.subject)
             held = f"{found.name.lower()} access" if found else "no access"

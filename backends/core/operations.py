@@ -113,6 +113,8 @@ _EXPLICIT: dict[str, dict[str, object]] = {
                        "choices": {"mode": DropMode, "behavior": DropBehavior}},
     "alter_namespace": {"level": Level.ADMIN},
     "describe_table": {"vends": True},
+    # Loads an index into the worker's cache (bounded by its size) for faster searches, as
+    # a reader's LanceDB client asks: read, like the searches it speeds up.
     "prewarm_table_index": {"level": Level.READ},
     "declare_table": {"vends": True, **_LISTING},
     "create_table": {"choices": {"mode": CreateMode}, **_LISTING},
