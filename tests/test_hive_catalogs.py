@@ -24,9 +24,11 @@ from hive_metastore.ttypes import (
 )
 
 from backends.hive import LANCE_PARAMETER_FILTER, Hive3Namespace
+from backends.hive.metastore import DROPPED_CATALOGS
 from tests.support.common import unique
 from tests.support.hive import HiveMetastoreProcess, metastore_client, stored_table
 from tests.support.hive_catalog_stand_in import CatalogMetastoreServer
+from tests.support.lance_data import arrow_stream
 
 
 @pytest.fixture
@@ -66,16 +68,16 @@ def test_root_lists_the_catalogs(hive3: Hive3Namespace, catalog: str) -> None:
 
 
 def test_catalog_properties_live_in_the_catalog_object(
-    hive3: Hive3Namespace, metastore: HiveMetastoreProcess, tmp_path: Path
+    hive3: Hive3Namespace, metastore: HiveMetastoreProcess, root: Path
 ) -> None:
     name = unique("Props")
-    properties = {"description": "research", "catalog.location.uri": str(tmp_path / "research")}
+    properties = {"description": "research", "catalog.location.uri": str(root / "research")}
     hive3.create_namespace(ln.CreateNamespaceRequest(id=[name], properties=properties))
 
     with metastore_client(metastore.port) as client:
         stored = client.get_catalog(GetCatalogRequest(name=name.lower())).catalog
     assert (stored.name, stored.description) == (name.lower(), "research")
-    assert stored.locationUri == str(tmp_path / "research")
+    assert stored.locationUri == str(root / "research")
     described = hive3.describe_namespace(ln.DescribeNamespaceRequest(id=[name.upper()]))
     assert described.properties == properties
 
@@ -274,3 +276,55 @@ def test_list_tables_on_a_metastore_without_parameter_filters(tmp_path: Path) ->
         assert (page.tables, page.page_token) == (["b"], "b")
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("behavior", ["RESTRICT", "CASCADE"])
+def test_dropping_a_catalog_deletes_no_tables_data(
+    hive3: Hive3Namespace, catalog: str, behavior: str, root: Path,
+) -> None:
+    """The metastore deletes a dropped catalog's location recursively; the data of tables
+    made there (deregistered, or dropped with the catalog) stays, as DeregisterTable and
+    DropNamespace promise."""
+    hive3.create_namespace(ln.CreateNamespaceRequest(id=[catalog, "db"]))
+    created = {}
+    for name in ("gone", "kept"):
+        table_id = [catalog, "db", name]
+        hive3.create_table(ln.CreateTableRequest(id=table_id),
+                           arrow_stream(pa.table({"x": [1, 2, 3]})))
+        created[name] = hive3.describe_table(ln.DescribeTableRequest(id=table_id)).location
+    hive3.deregister_table(ln.DeregisterTableRequest(id=[catalog, "db", "gone"]))
+    if behavior == "RESTRICT":
+        hive3.deregister_table(ln.DeregisterTableRequest(id=[catalog, "db", "kept"]))
+        hive3.drop_namespace(ln.DropNamespaceRequest(id=[catalog, "db"]))
+    hive3.drop_namespace(ln.DropNamespaceRequest(id=[catalog], behavior=behavior))
+    for location in created.values():
+        assert lance.dataset(location).count_rows() == 3
+    dropped = root / DROPPED_CATALOGS
+    assert not dropped.exists() or not any(dropped.iterdir())  # the empty place went too
+
+
+def test_a_catalog_takes_only_what_its_object_holds_and_a_location_of_its_own(
+    hive3: Hive3Namespace, catalog: str, root: Path, tmp_path: Path,
+) -> None:
+    """A property the Catalog object cannot hold is refused, not dropped; a client-named
+    location lies strictly inside the root, apart from other catalogs, and holds nothing."""
+    hive3.create_namespace(ln.CreateNamespaceRequest(id=[catalog, "db"]))
+    table = [catalog, "db", "live"]
+    hive3.create_table(ln.CreateTableRequest(id=table), arrow_stream(pa.table({"x": [1]})))
+    live = hive3.describe_table(ln.DescribeTableRequest(id=table)).location
+    (root / "occupied").mkdir(parents=True)
+    (root / "occupied" / "file").write_text("x")
+    for properties, message in (
+        ({"team": "qa"}, "'team' cannot be stored"),
+        ({"catalog.location.uri": str(tmp_path / "outside")}, "strictly inside"),
+        ({"catalog.location.uri": str(root)}, "strictly inside"),
+        ({"catalog.location.uri": str(root / catalog / "db.db")}, "another catalog"),
+        ({"catalog.location.uri": str(root / catalog / "db.db" / "live")}, "another catalog"),
+        ({"catalog.location.uri": str(root / "occupied")}, "already holds data"),
+    ):
+        name = unique("bad")
+        with pytest.raises(ln.InvalidInputError, match=message):
+            hive3.create_namespace(ln.CreateNamespaceRequest(id=[name], properties=properties))
+        with pytest.raises(ln.NamespaceNotFoundError):
+            hive3.describe_namespace(ln.DescribeNamespaceRequest(id=[name]))
+    assert lance.dataset(live).count_rows() == 1

@@ -129,7 +129,7 @@ def test_a_namespace_in_a_missing_bucket_is_refused_as_input(lake: Lake) -> None
         lake.rest.create_namespace(ln.CreateNamespaceRequest(
             id=["hive", database],
             properties={"database.location-uri": missing_bucket_location("x.db")}))
-    with pytest.raises(ln.InvalidInputError, match="does not exist"):
+    with pytest.raises(ln.InvalidInputError, match="strictly inside the backend's root"):
         lake.rest.create_namespace(ln.CreateNamespaceRequest(
             id=[catalog], properties={"catalog.location.uri": missing_bucket_location("c")}))
 

@@ -3,12 +3,14 @@ tables, over the pooled client. Knows Hive and nothing about HTTP or Lance reque
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from copy import deepcopy
 from typing import TypeVar
 
 from hive_metastore import ThriftHiveMetastore
 from hive_metastore.ttypes import (
+    AlterCatalogRequest,
     Catalog,
     CreateCatalogRequest,
     Database,
@@ -54,6 +56,9 @@ from backends.hive.objects import (
 T = TypeVar("T")
 
 TABLE_BATCH_SIZE = 100
+# Where a catalog is pointed before it is dropped (`_empty_location`): a place of the root no
+# table id's own path can be (a name the identifiers refuse is not needed: it is never listed).
+DROPPED_CATALOGS = "_lance_adapter_dropped_catalogs"
 # Names of tables by parameter value, answered by the metastore without loading table objects.
 # `like` takes a Java regular expression, matched whole; (?i) ignores case (HMS 2.3 on Derby).
 LANCE_PARAMETER_FILTER = f'hive_filter_field_params__table_type like "(?i){LANCE_TABLE_TYPE}"'
@@ -394,5 +399,16 @@ class Metastore:
             raise NamespaceNotEmptyError(f"catalog {name!r} still has databases: {holding}")
         for database in databases:
             self.drop_database(DatabaseRef(name, database), cascade=True)
+        self._empty_location(name)
         request = DropCatalogRequest(name=name)
         self.call(lambda client: client.drop_catalog(request), "namespace")
+
+    def _empty_location(self, name: str) -> None:
+        """Point the catalog at a new empty place before it is dropped: the metastore deletes
+        a dropped catalog's location with all it holds, which would take the data of the
+        tables that were deregistered, or dropped with their data kept, from below it."""
+        catalog = self.get_catalog(name)
+        empty = join_location(self.root, DROPPED_CATALOGS, f"{name}-{uuid.uuid4().hex}")
+        request = AlterCatalogRequest(name=name, newCat=Catalog(
+            name=name, description=catalog.description, locationUri=empty))
+        self.call(lambda client: client.alter_catalog(request), "namespace")

@@ -58,6 +58,7 @@ from backends.core.modes import CreateMode, DropBehavior, DropMode, RegisterMode
 from backends.core.paging import page_of_table_ids, paginate, within_scope
 from backends.core.properties import PropertyChanges
 from backends.core.settings import BackendSettings
+from backends.hive.catalog_objects import check_catalog_location, check_catalog_properties
 from backends.hive.client import MetastoreClientPool
 from backends.hive.metastore import Metastore
 from backends.hive.names import (
@@ -70,6 +71,7 @@ from backends.hive.names import (
     plain_location,
 )
 from backends.hive.objects import (
+    CATALOG_LOCATION_KEY,
     DATABASE_FIELD_KEYS,
     RESERVED_TABLE_PARAMETERS,
     database_fields,
@@ -164,11 +166,24 @@ class _HiveNamespace(MetadataNamespace):
         mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
         properties = spec_keyed(request.properties or {})
         if self._levels.is_catalog_path(path):
+            self._check_catalog(path[0], properties)
             self._hms.create_catalog(path[0], mode, properties)
             return CreateNamespaceResponse(properties=self._hms.catalog_properties(path[0]))
         ref = self._hms.database_ref(path)
         self._hms.create_database(ref, mode, properties)
         return CreateNamespaceResponse(properties=database_properties(self._hms.get_database(ref)))
+
+    def _check_catalog(self, name: str, properties: dict[str, str]) -> None:
+        """A new catalog's properties as its Catalog object can hold them, and a location
+        the client names as a table's would be (`backends.hive.catalog_objects`)."""
+        if not self._hms.has_catalogs():
+            return
+        check_catalog_properties(properties)
+        location = properties.get(CATALOG_LOCATION_KEY)
+        if location:
+            others = [self._hms.get_catalog(other).locationUri or ""
+                      for other in self._hms.catalog_names() if other != name]
+            check_catalog_location(location, self._hms.root, others, self._storage_options)
 
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
         path = self._levels.namespace_path(request.id)
