@@ -24,7 +24,11 @@ from backends.core.bounds import RequestBounds
 from backends.core.external import ExternalLocation, parse_external_locations
 from backends.core.names import check_name
 from backends.core.settings import ConfigurationError, is_mapping
-from backends.federation import FederatedNamespace, refuse_nested_roots
+from backends.federation import (
+    FederatedNamespace,
+    externals_by_catalog,
+    refuse_nested_roots,
+)
 from backends.vending import CredentialVendor, check_vending, credential_vendor
 from backends.vending.catalogs import CatalogVendors
 
@@ -137,16 +141,19 @@ def served_backend(settings: Settings, session: lance.Session | None = None) -> 
             "the LanceDB root database (`lancedb_root_database`), which names the root: "
             "rename the catalog or set lancedb_root_database to another name")
     catalogs, impls = {}, {}
+    externals = externals_by_catalog(list(settings.catalogs), external)
     for name, configured in settings.catalogs.items():
         impl, properties = catalog_parts(configured)
         impls[name] = impl
         _check_catalog(name, impl, properties)
         try:
-            catalogs[name] = load_namespace(impl, properties, bounds, external, session)
+            catalogs[name] = load_namespace(impl, properties, bounds, externals[name], session)
         except ConfigurationError as error:  # which of the catalogs, as the file names it
             raise _in_catalog(name, error) from None
     if not settings.catalogs_nested_roots:
-        refuse_nested_roots({name: catalog.storage_root() for name, catalog in catalogs.items()})
+        refuse_nested_roots({name: [catalog.storage_root(),
+                                    *(entry.prefix.uri for entry in externals[name])]
+                             for name, catalog in catalogs.items()})
     # A catalog's probe ends in time for `/readyz` to answer within its own bound.
     return FederatedNamespace(catalogs, impls, settings.readiness_timeout * 0.8)
 

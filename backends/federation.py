@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from lance_namespace import (
@@ -32,6 +33,7 @@ from lance_namespace import (
 )
 
 from backends.core.extensions import ListOperationsRequest, ListOperationsResponse
+from backends.core.external import ExternalLocation
 from backends.core.locations import StorageLocation, local_directory, resolve_stored
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.core.operations import Subject, Traits, all_traits, traits_of
@@ -339,18 +341,38 @@ def _read_token(token: str | None, names: list[str]) -> tuple[int, str | None]:
         raise InvalidInputError("page_token is not one this server gave") from None
 
 
-def refuse_nested_roots(roots: Mapping[str, str | None]) -> None:
-    """ConfigurationError when two catalogs' storage roots are one, or one lies inside the
-    other (on a local root, also once links are resolved): a table of one could then be
-    registered at, and delete, data of the other's."""
-    places = {name: _root_place(root) for name, root in roots.items() if root}
-    for first, second in itertools.combinations(sorted(places), 2):
-        one, other = places[first], places[second]
-        if one.contains(other) or other.contains(one):
+def externals_by_catalog(
+    names: Sequence[str], external: Sequence[ExternalLocation]
+) -> dict[str, tuple[ExternalLocation, ...]]:
+    """Each catalog's external locations: those bound to a namespace of it (the binding's
+    first name is the catalog's), bound within it. A location bound to every namespace, or to
+    no catalog, is refused: a place several catalogs could register would let a table of one
+    take, and delete, another's data."""
+    by_catalog: dict[str, list[ExternalLocation]] = {name: [] for name in names}
+    for entry in external:
+        if not entry.namespace or entry.namespace[0] not in by_catalog:
             raise ConfigurationError(
-                f"setting 'catalogs': the storage roots of catalogs {first!r} and {second!r} "
-                "are one, or one lies inside the other, so a table of one could reach the "
-                "other's data: give each catalog a root of its own, or set "
+                f"setting 'external_locations': {entry.prefix.uri} must be bound to a "
+                "namespace of one catalog, its name first (such as "
+                f"'{next(iter(names), 'lake')}$hr'): a place open to several catalogs would "
+                "let a table of one take another's data")
+        by_catalog[entry.namespace[0]].append(replace(entry, namespace=entry.namespace[1:]))
+    return {name: tuple(entries) for name, entries in by_catalog.items()}
+
+
+def refuse_nested_roots(places: Mapping[str, Sequence[str | None]]) -> None:
+    """ConfigurationError when a place of one catalog (its storage root, its external
+    locations) is a place of another, or one lies inside the other (on a local root, also once
+    links are resolved): a table of one could then be registered at, and delete, data of the
+    other's."""
+    resolved = [(name, _root_place(place)) for name, listed in sorted(places.items())
+                for place in listed if place]
+    for (first, one), (second, other) in itertools.combinations(resolved, 2):
+        if first != second and (one.contains(other) or other.contains(one)):
+            raise ConfigurationError(
+                f"setting 'catalogs': the storage of catalogs {first!r} and {second!r} (a root "
+                "or an external location) is one, or one lies inside the other, so a table of "
+                "one could reach the other's data: give each catalog places of its own, or set "
                 "catalogs_nested_roots to serve them anyway")
 
 

@@ -220,6 +220,28 @@ def test_catalogs_whose_roots_nest_are_refused_at_start(tmp_path: Path) -> None:
         "lake", "side"]
 
 
+def test_each_external_location_belongs_to_one_catalog(tmp_path: Path) -> None:
+    """An external location is bound within one catalog (its name first), and no two
+    catalogs' places overlap: otherwise a table of one could register another's data."""
+    catalogs = {"lake": {"impl": "dir", "root": str(tmp_path / "lake")},
+                "hive": {"impl": "dir", "root": str(tmp_path / "hive")}}
+    legacy = str(tmp_path / "legacy")
+    for external, message in (
+        ({legacy: ""}, "bound to a namespace of one catalog"),
+        ({legacy: "nowhere$hr"}, "bound to a namespace of one catalog"),
+        ({legacy: "lake$hr", f"{legacy}/inner": "hive$hr"}, "catalogs 'hive' and 'lake'"),
+        ({str(tmp_path / "lake" / "x"): "hive$hr"}, "catalogs 'hive' and 'lake'"),
+    ):
+        with pytest.raises(ConfigurationError, match=message):
+            served_backend(load_settings(overrides={"catalogs": catalogs,
+                                                    "external_locations": external}))
+    served = served_backend(load_settings(overrides={
+        "catalogs": catalogs, "external_locations": {legacy: "lake$hr"}}))
+    assert [(entry.prefix.uri, entry.namespace)
+            for entry in served.catalogs["lake"].containment.external] == [(legacy, ("hr",))]
+    assert served.catalogs["hive"].containment.external == ()
+
+
 def test_the_documented_catalogs_serve_as_written(tmp_path: Path, glue_url: str) -> None:
     """docs/operations.md's `catalogs` as written, served by `lance-adapter serve` (Glue on
     moto: its endpoint and keys added to the aws catalog; the roots and tokens file here)."""
