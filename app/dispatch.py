@@ -17,6 +17,7 @@ from app.deadlines import Deadlines
 from app.dialect import SPEC, Dialect
 from app.spec import Operation
 from app.streamed_bodies import ArrowBodyStream
+from backends.core.access import Reader
 from backends.core.operations import traits_of
 
 
@@ -67,28 +68,32 @@ class Dispatcher:
 
     async def call(
         self, operation: Operation, fields: dict[str, Any], data: Any,
-        dialect: Dialect = SPEC,
+        dialect: Dialect = SPEC, reader: Reader | None = None,
     ) -> Any:
+        """The operation's answer, the backend's tables opened for a caller who may read what
+        `reader` says (None: a caller the server does not judge)."""
         catalog = None if self._catalog_of is None else self._catalog_of(fields.get("id"))
         if catalog is None:
-            return await self._call(operation, fields, data, dialect)
+            return await self._call(operation, fields, data, dialect, reader)
         ok = False
         try:
-            answer = await self._call(operation, fields, data, dialect)
+            answer = await self._call(operation, fields, data, dialect, reader)
             ok = True
             return answer
         finally:
             self._observe_catalog(catalog, operation.operation_id, ok)
 
     async def _call(
-        self, operation: Operation, fields: dict[str, Any], data: Any, dialect: Dialect
+        self, operation: Operation, fields: dict[str, Any], data: Any, dialect: Dialect,
+        reader: Reader | None,
     ) -> Any:
         key = None if self.cache is None else self.cache.key(operation.backend_id, fields)
         if key is not None:
             answer = self.cache.lookup(key, operation.backend_id)
             if answer is not MISS:
                 return answer
-        method, arguments = self._bind(operation, fields, data, dialect)
+        namespace = self.namespace if reader is None else self.namespace.reading_as(reader)
+        method, arguments = self._bind(namespace, operation, fields, data, dialect)
         if key is not None:
             pending_read = self.cache.begin(key, operation.backend_id, fields)
             answer = await self._read(operation.operation_id, method, arguments)
@@ -119,21 +124,23 @@ class Dispatcher:
         fields["source_id"] = await self._read(
             operation.operation_id, functools.partial(table_at, str(location)), (request,))
 
+    @staticmethod
     def _bind(
-        self, operation: Operation, fields: dict[str, Any], data: Any, dialect: Dialect
+        namespace: Any, operation: Operation, fields: dict[str, Any], data: Any,
+        dialect: Dialect,
     ) -> tuple[Any, tuple[Any, ...]]:
-        """The backend method (the one the client's `dialect` means, else the one that
+        """The method of `namespace` (the one the client's `dialect` means, else the one that
         streams its answer, where the backend has it) and its arguments: the request model
         (and the data)."""
         request = operation.request_model.model_validate(fields)
         streamed = traits_of(operation.backend_id).streamed_method
-        method = (dialect.backend_call(self.namespace, operation.backend_id)
-                  or (streamed and getattr(self.namespace, streamed, None))
-                  or getattr(self.namespace, operation.backend_method, None))
+        method = (dialect.backend_call(namespace, operation.backend_id)
+                  or (streamed and getattr(namespace, streamed, None))
+                  or getattr(namespace, operation.backend_method, None))
         if method is None:
             raise UnsupportedOperationError(
                 f"{operation.operation_id} is not supported by the "
-                f"{type(self.namespace).__name__} backend"
+                f"{type(namespace).__name__} backend"
             )
         return method, (request, data) if operation.takes_data else (request,)
 

@@ -32,6 +32,7 @@ from lance_namespace import (
     UnsupportedOperationError,
 )
 
+from backends.core.access import Reader
 from backends.core.extensions import ListOperationsRequest, ListOperationsResponse
 from backends.core.external import ExternalLocation
 from backends.core.locations import StorageLocation, local_directory, resolve_stored
@@ -67,6 +68,15 @@ class FederatedNamespace:
 
     def __repr__(self) -> str:
         return f"FederatedNamespace({', '.join(self.catalogs)})"
+
+    def reading_as(self, reader: Reader) -> FederatedNamespace:
+        """These catalogs, each opening tables for a caller who may read what `reader` says
+        of whole ids (a catalog's table ids lead with its name)."""
+        view = FederatedNamespace.__new__(FederatedNamespace)  # not `copy`: `__getattr__`
+        view.__dict__.update(self.__dict__, catalogs={
+            name: catalog.reading_as(_within(reader, name))
+            for name, catalog in self.catalogs.items()})
+        return view
 
     def namespace_id(self) -> str:
         return f"federated({','.join(sorted(self.catalogs))})"
@@ -339,6 +349,10 @@ def _read_token(token: str | None, names: list[str]) -> tuple[int, str | None]:
         return names.index(catalog), inner
     except (ValueError, TypeError):
         raise InvalidInputError("page_token is not one this server gave") from None
+
+
+def _within(reader: Reader, catalog: str) -> Reader:
+    return lambda table_id: reader([catalog, *table_id])
 
 
 def externals_by_catalog(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from lance_namespace import UnsupportedOperationError
 
 from backends.containment import CHECKED_OPERATIONS, Containment, checked
+from backends.core.access import Reader
 from backends.core.bounds import RequestBounds
 from backends.core.external import ExternalLocation
 from backends.core.names import validate_identifier, validate_name
@@ -59,6 +60,13 @@ class GuardedNamespace:
         if self.containment is not None and name in CHECKED_OPERATIONS:
             operation = checked(self.containment, name, operation)
         return call_with_valid_id(operation, request, *arguments, bounds=self.bounds, **keywords)
+
+    def reading_as(self, reader: Reader) -> GuardedNamespace:
+        """This guard over a view of its backend that opens tables for a caller who may read
+        what `reader` says (the server gives each request's: `backends.tables.reach`)."""
+        view = GuardedNamespace.__new__(GuardedNamespace)  # not `copy`: see `__getattr__`
+        view.__dict__.update(self.__dict__, backend=self.backend.reading_as(reader))
+        return view
 
     def vendable(self, table_id: Sequence[str], location: str) -> bool:
         """Whether keys for all of `location` reach only the table `table_id`'s data: not a

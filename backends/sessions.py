@@ -22,10 +22,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import lance
 
+from backends.core.access import Reader, every_table
 from backends.core.extensions import PrewarmTableIndexRequest, PrewarmTableIndexResponse
 from backends.core.recent import keep_recent
 from backends.tables import indexes
@@ -53,6 +54,15 @@ class SessionTables:
     locate: Any
     # The indexes prewarmed, for a renewal (made by `use_lance_session`).
     _prewarmed: _PrewarmedIndexes | None = None
+    # Whether the caller of the request being served may read a table (`reading_as`).
+    _reader: Reader = staticmethod(every_table)
+
+    def reading_as(self, reader: Reader) -> Self:
+        """A view of this backend (sharing everything) that opens tables for a caller who
+        may read what `reader` says: a shallow clone's sources are checked against it."""
+        view = object.__new__(type(self))  # not `copy`: a plug-in's adapter has `__getattr__`
+        view.__dict__.update(self.__dict__, _reader=reader)
+        return view
 
     def use_lance_session(self, session: Session | None) -> None:
         """Open every table with `session` from now on, and remember the latest version of
@@ -70,7 +80,7 @@ class SessionTables:
         return TableLocation(
             id=list(table_id), location=location, storage_options=dict(storage_options or {}),
             properties=dict(properties or {}), session=self.lance_session,
-            latest=self.latest_versions,
+            latest=self.latest_versions, may_read=self._reader,
         )
 
     def renew_lance_session(

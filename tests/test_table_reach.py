@@ -19,13 +19,15 @@ import pytest
 from backends import load_namespace
 from backends.core.locations import local_directory
 from backends.maintenance import MaintenancePolicy, maintain_all
-from tests.support.adapter import serving_identities
+from tests.support.adapter import running_server, serving_identities
 from tests.support.foreign_bytes import append_foreign_rows
 from tests.support.lance_data import arrow_stream
 
 ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
-TOKENS = {"admin": "tok-admin", "sales": "tok-sales"}
-ACCESS = {"admin": "admin", "sales": "admin@sales"}
+TOKENS = {"admin": "tok-admin", "sales": "tok-sales", "cloner": "tok-cloner",
+          "reader": "tok-reader"}
+ACCESS = {"admin": "admin", "sales": "admin@sales", "cloner": "write@sales, read@hr",
+          "reader": "read@sales"}
 SECRET = ["hr-secret-row-1", "hr-secret-row-2"]
 
 
@@ -194,3 +196,48 @@ def test_clones_the_server_made_read_their_sources(served: str) -> None:
     for table in ("hr$c1", "hr$c2"):
         answer = post(url, f"table/{table}/count_rows", "admin", {})
         assert (answer.status_code, answer.json()) == (200, 2), answer.text
+
+
+def test_a_clone_is_read_only_by_callers_who_may_read_its_source(served: str) -> None:
+    """`cloner` (read access in `hr`) clones `hr$secret` into `sales`; `reader`, who may read
+    `sales` but not `hr`, is refused the clone's rows at each open (403, code 15), also
+    through a clone of the clone; `cloner` reads them."""
+    url = served
+    made = post(url, "table/sales$copy/clone", "cloner",
+                {"source_location": location(url, "hr$secret")})
+    assert made.status_code == 200, made.text
+    again = post(url, "table/sales$copy2/clone", "cloner",
+                 {"source_location": location(url, "sales$copy")})
+    assert again.status_code == 200, again.text
+    for table in ("sales$copy", "sales$copy2"):
+        for path, body in (("count_rows", {}), ("query", {"k": 10, "vector": {}}),
+                           ("describe", {"load_detailed_metadata": True})):
+            answer = post(url, f"table/{table}/{path}", "reader", body)
+            assert (answer.status_code, answer.json()["code"]) == (403, 15), answer.text
+            assert "hr-secret" not in answer.text
+        answer = post(url, f"table/{table}/count_rows", "cloner", {})
+        assert (answer.status_code, answer.json()) == (200, 2), answer.text
+
+
+def test_a_clone_in_a_catalog_of_several_checks_its_source_by_whole_id(tmp_path: Path) -> None:
+    """On a server of several catalogs, grants name whole ids (`lake$hr`): the clone's source
+    is judged so."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text("admin tok-admin\ncloner tok-cloner\nreader tok-reader\n")
+    catalogs = {"lake": {"impl": "dir", "root": str(tmp_path / "lake")},
+                "side": {"impl": "dir", "root": str(tmp_path / "side")}}
+    access = {"admin": "admin", "cloner": "write@lake$sales, read@lake$hr",
+              "reader": "read@lake$sales, read@side$hr"}
+    with running_server("dir", {}, catalogs=catalogs, auth_mode="token",
+                        auth_tokens_file=str(tokens), access=access,
+                        access_default="none") as url:
+        for namespace in ("lake$sales", "lake$hr"):
+            post(url, f"namespace/{namespace}/create", "admin", {}).raise_for_status()
+        post(url, "table/lake$hr$secret/create", "admin", rows(*SECRET)).raise_for_status()
+        made = post(url, "table/lake$sales$copy/clone", "cloner",
+                    {"source_location": location(url, "lake$hr$secret")})
+        assert made.status_code == 200, made.text
+        refused = post(url, "table/lake$sales$copy/count_rows", "reader", {})
+        assert (refused.status_code, refused.json()["code"]) == (403, 15), refused.text
+        counted = post(url, "table/lake$sales$copy/count_rows", "cloner", {})
+        assert (counted.status_code, counted.json()) == (200, 2), counted.text

@@ -17,7 +17,7 @@ checks a caller's grants in front of its cache and the backend (`app/server.py`)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,15 @@ from backends.core.names import ID_DELIMITER, joined_id, validate_identifier
 from backends.core.operations import Level, Subject, traits_of
 
 LEVEL_NAMES = {level.name.lower(): level for level in Level}
+
+# Whether the caller of a request may read the table of an id (the server's judgement of its
+# grants): asked of the source of a shallow clone each time the clone is opened.
+Reader = Callable[[Sequence[str]], bool]
+
+
+def every_table(_: Sequence[str]) -> bool:
+    """The reader of a caller the server does not judge (auth off, or its own maintenance)."""
+    return True
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,10 @@ class Grants:
 
     def __str__(self) -> str:
         return ", ".join(str(grant) for grant in self.grants) or "none"
+
+    def reader(self) -> Reader:
+        """Whether these grants read the table of an id."""
+        return lambda table_id: self.allows(Level.READ, table_id, Subject.TABLE)
 
 
 

@@ -15,6 +15,7 @@ from lance_namespace import (
     TableBranchNotFoundError,
 )
 
+from backends.core.access import Reader, every_table
 from backends.core.names import joined_id
 from backends.tables.errors import lance_errors, translate
 from backends.tables.latest import LatestVersions
@@ -33,6 +34,8 @@ class TableLocation:
     session: lance.Session | None = field(default=None, compare=False, repr=False)
     # The worker's remembered latest versions, which spare listing a local table's versions.
     latest: LatestVersions | None = field(default=None, compare=False, repr=False)
+    # Whether the caller may read a table: asked of a shallow clone's sources at each open.
+    may_read: Reader = field(default=every_table, compare=False, repr=False)
 
     @property
     def options(self) -> dict[str, str] | None:
@@ -88,7 +91,7 @@ def checkout(
         raise InvalidInputError("name either a tag or a version and branch, not both")
     with lance_errors(table.location):
         dataset = _checked_out(latest, version, tag, branch)
-    check_reach(table.id, table.location, dataset, table.options)
+    check_reach(table.id, table.location, dataset, table.options, table.may_read)
     return dataset
 
 

@@ -8,7 +8,8 @@ checks, at the version opened:
 - each base path of the manifest lies inside the table's own location, except the sources of
   a shallow clone the server made (CloneTable), which the clone's ownership record names
   (`backends.ownership.Record.sources`); data, deletion and index files name a base by its id,
-  so checking the bases covers them, at a cost of O(bases), not O(fragments);
+  so checking the bases covers them, at a cost of O(bases), not O(fragments); the caller
+  must be able to read the table that owns each source it reaches (code 15 otherwise);
 - on local storage, neither the table's directory nor Lance's directories in it is a link.
 
 Anything else is code 13, naming the foreign place only as "outside this table".
@@ -20,8 +21,9 @@ import os
 from collections.abc import Iterable, Mapping
 
 from lance import LanceDataset
-from lance_namespace import InvalidInputError
+from lance_namespace import InvalidInputError, PermissionDeniedError
 
+from backends.core.access import Reader, every_table
 from backends.core.lance_tables import open_lance_table
 from backends.core.locations import StorageLocation, local_directory, resolve_stored
 from backends.core.names import joined_id
@@ -32,16 +34,26 @@ LANCE_DIRECTORIES = ("_versions", "data", "_deletions", "_indices", "_transactio
 
 
 def check_reach(table_id: list[str], location: str, dataset: LanceDataset,
-                options: Mapping[str, str] | None, *, clone_sources: bool = True) -> None:
+                options: Mapping[str, str] | None, may_read: Reader | None = every_table) -> None:
     """Code 13 unless `dataset`, opened at `location` for table `table_id`, reaches only its own
-    bytes. A base outside is allowed, with `clone_sources`, when the ownership record at
-    `location` names it as the source of a shallow clone the server made."""
+    bytes. A base outside is allowed when the ownership record at `location` names it as the
+    source of a shallow clone the server made, and the caller `may_read` the table that owns
+    that source (code 15 otherwise); None: no clone source is allowed."""
     check_no_links(table_id, location)
     foreign = outside_bases(location, (base.path for base in dataset.base_paths().values()))
-    if foreign and not (clone_sources and _recorded_sources(location, options, foreign)):
+    if not foreign:
+        return
+    sources = None if may_read is None else _recorded_sources(location, options, foreign)
+    if sources is None:
         raise InvalidInputError(
             f"table {joined_id(table_id)} names data outside this table in its manifest; "
             "the server reads only a table's own data")
+    for source in sources:
+        record = read_record(source, options)
+        if record is None or not may_read(record.owner):
+            raise PermissionDeniedError(
+                f"table {joined_id(table_id)} is a shallow clone of a table this caller may "
+                "not read")
 
 
 def check_adopted(table_id: list[str], location: str,
@@ -52,7 +64,7 @@ def check_adopted(table_id: list[str], location: str,
     check_no_links(table_id, location)
     dataset = open_lance_table(location, options)
     if dataset is not None:
-        check_reach(table_id, location, dataset, options, clone_sources=False)
+        check_reach(table_id, location, dataset, options, may_read=None)
 
 
 def outside_bases(location: str, bases: Iterable[str]) -> list[StorageLocation | None]:
@@ -71,13 +83,21 @@ def outside_bases(location: str, bases: Iterable[str]) -> list[StorageLocation |
 
 
 def _recorded_sources(location: str, options: Mapping[str, str] | None,
-                      foreign: list[StorageLocation | None]) -> bool:
-    """Whether every base in `foreign` lies in a source the record at `location` names."""
+                      foreign: list[StorageLocation | None]) -> list[str] | None:
+    """The clone sources the record at `location` names that the bases in `foreign` lie in;
+    None unless every one lies in one."""
     record = read_record(location, options)
     if record is None or not record.sources or None in foreign:
-        return False
-    sources = [resolve_stored(source) for source in record.sources]
-    return all(any(source.contains(base) for source in sources) for base in foreign if base)
+        return None
+    sources = {source: resolve_stored(source) for source in record.sources}
+    used = set()
+    for base in foreign:
+        found = next((text for text, place in sources.items() if base and place.contains(base)),
+                     None)
+        if found is None:
+            return None
+        used.add(found)
+    return sorted(used)
 
 
 def check_no_links(table_id: list[str], location: str) -> None:
