@@ -84,7 +84,7 @@ from backends.tables.bodies import stream_has_rows
 from backends.tables.datasets import TableLocation, has_data, open_dataset
 from backends.tables.errors import translate_internal
 from backends.tables.history import staging_manifest_key
-from backends.tables.lifecycle import caller, completed_description, renamed_id
+from backends.tables.lifecycle import caller, renamed_id
 from backends.tables.reads import query_vectors, require_vector_column, vector_column
 
 if TYPE_CHECKING:
@@ -152,8 +152,9 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
         storage options, which natively it lacks (an object-store table opens with them);
         on a local root remembered while the manifest is unchanged
         (`backends.directory.entries`)."""
-        def look_up() -> DescribeTableResponse:
-            return self._as_entry(self._described(request))
+        def look_up() -> DescribeTableResponse:  # the entry alone: natively nothing opened
+            return self._as_entry(self._described(
+                DescribeTableRequest(id=request.id, **caller(request))))
 
         if self._entries is None:
             return look_up()
@@ -326,14 +327,6 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
     def table_entry_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         self._described(DescribeTableRequest(id=request.id, **caller(request)))
         return TableExistsResponse()
-
-    def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
-        """The generic operation, from the catalog entry: the table opened once, through the
-        worker's remembered latest version and the one check of what it reaches (natively
-        opened again, unchecked); the version and schema answered unless the request
-        declines them or it has none, as natively."""
-        return completed_description(self.describe_table_entry(request), request, self,
-                                     details_by_default=True)
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         """Natively a root table listed by its `<name>.lance` directory "deregisters" and is

@@ -125,13 +125,10 @@ def undeclare(namespace: MetadataNamespace, request: Any, table: TableLocation |
 
 
 def completed_description(
-    described: DescribeTableResponse, request: DescribeTableRequest, tables: SessionTables,
-    details_by_default: bool = False,
+    described: DescribeTableResponse, request: DescribeTableRequest, tables: SessionTables
 ) -> DescribeTableResponse:
     """DescribeTable: the catalog entry `described`, completed as `request` asks from the
-    dataset itself (opened once for both the declared check and the detailed metadata); with
-    `details_by_default`, a request that leaves `load_detailed_metadata` unset gets the
-    details of a table that has data."""
+    dataset itself (opened once for both the declared check and the detailed metadata)."""
     if not described.location:
         return described
     # The spec's default is no table_uri; some catalogs' entries carry one anyway.
@@ -140,8 +137,7 @@ def completed_description(
     elif not described.table_uri:
         described.table_uri = described.location
     wants_declared = request.check_declared and described.is_only_declared is None
-    asked = request.load_detailed_metadata
-    wants_details = (asked or (asked is None and details_by_default)) and described.version is None
+    wants_details = request.load_detailed_metadata and described.version is None
     if not (wants_declared or wants_details):
         return described
     table = tables.opened_table(list(request.id or []), described.location,
@@ -149,7 +145,7 @@ def completed_description(
     latest = latest_dataset(table)
     if wants_declared:
         described.is_only_declared = latest is None
-    if wants_details and (asked or latest is not None):
+    if wants_details:
         dataset = checkout(table, latest, request.version, request.tag, request.branch)
         described.version = dataset.version
         described.var_schema = arrow_schema_to_json(dataset.lance_schema.to_pyarrow())

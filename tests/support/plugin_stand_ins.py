@@ -55,9 +55,10 @@ class MetadataOnlyNamespace(LanceNamespace):
 
     def describe_table(self, request: Any) -> Any:
         described = self.catalog.describe_table(request.model_copy(update={
-            "load_detailed_metadata": None, "check_declared": None, "with_table_uri": None,
+            "load_detailed_metadata": False, "check_declared": None, "with_table_uri": None,
         }))
-        return described.model_copy(update={"table_uri": None, "table": None, "namespace": None})
+        return described.model_copy(update={"table_uri": None, "table": None, "namespace": None,
+                                             "version": None, "var_schema": None})
 
 
 def _forward(name: str) -> Any:
