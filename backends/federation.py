@@ -253,13 +253,17 @@ class FederatedNamespace:
         return stamp if any(stampers.values()) else None
 
     def table_at(self, location: str, request: Any) -> list[str]:
-        """The table at `location`, in whichever catalog records it."""
+        """The table at `location`, in the catalog whose storage holds it (catalogs' places
+        never overlap, unless the operator let them: then the first that records it)."""
         for name, catalog in self.catalogs.items():
+            if not catalog.holds(location):
+                continue
             try:
                 return [name, *catalog.table_at(location, request)]
-            except (TableNotFoundError, UnsupportedOperationError):
+            except (TableNotFoundError, UnsupportedOperationError, InvalidInputError):
                 continue
-        raise TableNotFoundError("no table of any catalog lies at that location")
+        raise InvalidInputError(
+            "source_location is not the location of a table this server recorded")
 
     def vendable(self, table_id: Sequence[str], location: str) -> bool:
         catalog = self.catalogs.get(table_id[0]) if table_id else None

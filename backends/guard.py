@@ -19,12 +19,13 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from lance_namespace import UnsupportedOperationError
+from lance_namespace import InvalidInputError, UnsupportedOperationError
 
 from backends.containment import CHECKED_OPERATIONS, Containment, checked
 from backends.core.access import Reader
 from backends.core.bounds import RequestBounds
 from backends.core.external import ExternalLocation
+from backends.core.locations import resolve_stored
 from backends.core.names import validate_identifier, validate_name
 from backends.core.operations import EXTENSION_METHODS, operation_methods, streamed_methods
 from backends.rename_recovery import finish_cut_off_rename
@@ -83,6 +84,18 @@ class GuardedNamespace:
                 "this backend names no storage root, so the server keeps no ownership records "
                 "from which to find the table at a location")
         return self.containment.records.table_at(location, request)
+
+    def holds(self, location: str) -> bool:
+        """Whether `location` lies in this backend's storage: its root or an external
+        location (a server of several catalogs asks which catalog a clone's source is in)."""
+        if self.containment is None:
+            return False
+        try:
+            place = resolve_stored(location)
+        except InvalidInputError:
+            return False
+        found = self.containment
+        return found.root.contains(place) or found.external_of(place) is not None
 
     def keeps_versions(self, table_id: Sequence[str], location: str) -> bool:
         """Whether every version of the table must be kept (maintenance asks): shallow clones

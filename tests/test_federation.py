@@ -242,6 +242,28 @@ def test_each_external_location_belongs_to_one_catalog(tmp_path: Path) -> None:
     assert served.catalogs["hive"].containment.external == ()
 
 
+def test_a_clone_works_in_every_catalog_and_never_across(tmp_path: Path) -> None:
+    catalogs = {name: {"impl": "dir", "root": str(tmp_path / name)} for name in ("a", "b")}
+    with running_server("dir", {}, catalogs=catalogs) as url, \
+            httpx.Client(base_url=url, timeout=60) as http:
+        locations = {}
+        for catalog in catalogs:
+            http.post(f"/v1/namespace/{catalog}$hr/create", json={}).raise_for_status()
+            http.post(f"/v1/table/{catalog}$hr$t/create",
+                      content=arrow_stream(sample_table(2))).raise_for_status()
+            locations[catalog] = http.post(f"/v1/table/{catalog}$hr$t/describe",
+                                           json={}).json()["location"]
+            cloned = http.post(f"/v1/table/{catalog}$hr$c/clone",
+                               json={"source_location": locations[catalog]})
+            assert cloned.status_code == 200, cloned.text
+            assert http.post(f"/v1/table/{catalog}$hr$c/count_rows", json={}).json() == 2
+        across = http.post("/v1/table/b$hr$x/clone", json={"source_location": locations["a"]})
+        assert (across.status_code, across.json()["code"]) == (406, 0), across.text
+        nowhere = http.post("/v1/table/b$hr$y/clone",
+                            json={"source_location": str(tmp_path / "elsewhere")})
+        assert (nowhere.status_code, nowhere.json()["code"]) == (400, 13), nowhere.text
+
+
 def test_the_documented_catalogs_serve_as_written(tmp_path: Path, glue_url: str) -> None:
     """docs/operations.md's `catalogs` as written, served by `lance-adapter serve` (Glue on
     moto: its endpoint and keys added to the aws catalog; the roots and tokens file here)."""
