@@ -3,12 +3,14 @@ method each: as they are (`Pylance.as_is`: DescribeNamespace, NamespaceExists, D
 or with their errors given the spec's codes and the generic operation for a request the native
 one would not honour in full or a table its lookup misses (`_delegated`: listing and
 dropping indexes, tags, branch listing and deletion, restore,
-dropping columns and schema metadata). `backends.directory.native` says what the native
-operations ignore. Counts are the generic operation's: it opens the table through the
-worker's remembered latest versions (`backends.tables.latest`), where the native count lists
-every version the table keeps. So are the writes of rows (insert, merge, update, delete): they
-open the table the same way, and inserts' and merges' commits are marked, so that a lost
-answer is read back and a keyed retry recognised (`backends.tables.writes`)."""
+dropping columns and schema metadata), each after the one checked open of the table
+(`backends.tables.reach`: natively a table is opened as its files say).
+`backends.directory.native` says what the native operations ignore. Counts are the generic
+operation's: it opens the table through the worker's remembered latest versions
+(`backends.tables.latest`), where the native count lists every version the table keeps. So
+are the writes of rows (insert, merge, update, delete): they open the table the same way, and
+inserts' and merges' commits are marked, so that a lost answer is read back and a keyed retry
+recognised (`backends.tables.writes`)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,9 @@ namespace operations whose modes the native ones do not take (`create_namespace_
 `drop_namespace_natively`).
 
 Everything else is `MetadataNamespace`'s (pylance at the table location, located by the native
-DescribeTable), because natively it fails or answers wrongly: ListAllTables (only the root's
+catalog lookup), because natively it fails, answers wrongly or reads unchecked: DescribeTable
+(natively the root's manifest read, and the table opened without the check of what it
+reaches, `backends.tables.reach`, on every call), ListAllTables (only the root's
 tables), GetTableStats (natively without the index files' bytes), DescribeTableIndexStats
 (natively without the distance), UpdateFieldMetadata (unsupported), CreateTableScalarIndex
 (other index types' options ignored, a name taken refused without replace), AlterTransaction

@@ -69,9 +69,12 @@ def check_adopted(table_id: list[str], location: str,
 
 def outside_bases(location: str, bases: Iterable[str]) -> list[StorageLocation | None]:
     """The bases that do not lie inside `location` (None for one that names no place)."""
+    named = list(bases)
+    if not named:  # most tables: their location is not even parsed
+        return []
     own = resolve_stored(location)
     foreign: list[StorageLocation | None] = []
-    for base in bases:
+    for base in named:
         try:
             place = resolve_stored(base)
         except InvalidInputError:
