@@ -178,7 +178,7 @@ def test_no_open_or_delete_follows_a_link_out_of_the_table(
         (own / linked).symlink_to(secret / linked)
     for path, body in (("count_rows", {}), ("delete", {"predicate": "true"}),
                        ("version/delete", {"ranges": [{"start_version": 1, "end_version": 1}]}),
-                       ("drop", {})):
+                       ("create?mode=overwrite", rows("over")), ("drop", {})):
         answer = post(url, f"table/sales$t/{path}", "sales", body)
         assert (answer.status_code, answer.json()["code"]) == (400, 13), (path, answer.text)
     assert post(url, "table/sales$t/exists", "admin", {}).status_code == 200

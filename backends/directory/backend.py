@@ -85,6 +85,7 @@ from backends.tables.datasets import TableLocation, has_data, open_dataset
 from backends.tables.errors import translate_internal
 from backends.tables.history import staging_manifest_key
 from backends.tables.lifecycle import caller, renamed_id
+from backends.tables.reach import check_no_links
 from backends.tables.reads import query_vectors, require_vector_column, vector_column
 
 if TYPE_CHECKING:
@@ -227,6 +228,8 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
         self._require_namespace(list(request.id or [])[:-1], request)
         if not stream_has_rows(request_data):
             return MetadataNamespace.create_table(self, request, request_data)
+        if mode is not CreateMode.CREATE and self._exists(request):  # natively written over
+            check_no_links(list(request.id or []), self.locate(request).location)
         native = request.model_copy(update={"mode": _NATIVE_CREATE_MODES[mode]})
         create = functools.partial(self._delegated, "create_table", native, request_data)
         root_table = len(request.id or []) == 1 and mode is CreateMode.CREATE

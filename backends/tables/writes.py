@@ -33,6 +33,7 @@ from backends.tables.bodies import StreamedRows
 from backends.tables.datasets import TableLocation, checkout, latest_dataset
 from backends.tables.errors import lance_errors
 from backends.tables.keys import KEY_MARK, KeyNote
+from backends.tables.reach import check_no_links
 
 # Lance's words for a commit whose answer was lost: its manifest may or may not be stored.
 _UNKNOWN_COMMIT = re.compile(r"commit result for version (\d+) is unknown", re.IGNORECASE)
@@ -75,6 +76,8 @@ def write_rows(
     """Write `rows` (whole, or read from a body as it arrives) to a location (mode create /
     overwrite) or an opened dataset (append), marked (`_committed`); with its idempotency
     `key` in the mark too (`backends.tables.keys`)."""
+    if isinstance(target, TableLocation):  # written without an open: never through a link
+        check_no_links(table.id, table.location)
     uri = target.location if isinstance(target, TableLocation) else target
     mark = write_mark(key)
     data = rows.reader() if isinstance(rows, StreamedRows) else rows
