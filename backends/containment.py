@@ -1,10 +1,7 @@
 """Where a client may point a table, and which data DropTable may delete, decided from the
 table's own catalog entry and the backend's layout (`backends.layouts`): no catalog search.
-
-Locations are read by `backends.core.locations`: a client-named one strictly (`parse_location`),
-a stored one as Lance opens it (`resolve_stored`).
-
-The rules:
+Locations are read by `backends.core.locations`: a client-named one strictly, a stored one as
+Lance opens it. The rules:
 - Every table id has its own path under the storage root, given by the backend's layout.
 - A client-named location (RegisterTable, DeclareTable with a location) must lie strictly
   inside the root, outside the catalog's own files (the directory backend's `__manifest`),
@@ -19,20 +16,19 @@ The rules:
   new id. A location whose record (or a record above it) names a live table of another id
   whose entry names it is refused; data last owned by a table now gone is taken only within
   that table's namespace.
-- Data RegisterTable or DeclareTable adopts reaches only its own bytes: no base outside its
-  location, no symbolic link (`backends.tables.reach`).
+- Data RegisterTable or DeclareTable adopts reaches only its own bytes (`backends.tables.reach`).
 - DropTable deletes data only of a table that owns its location: one inside the root (also
   once symbolic links are resolved) whose record names the table; a table that is or holds a
   link is refused. Any other table (data the server did not record: other tools' entries,
   tables from before records) is deregistered and its data left where it is.
 
-The one guard of a loaded backend (`backends.guard.GuardedNamespace`) puts these checks in
-front of the client's CreateTable, RegisterTable, DeclareTable, RenameTable and DropTable;
-the backend's own calls (RenameTable re-registering the data it moves) do not pass them.
-"""
+The one guard (`backends.guard.GuardedNamespace`) puts these checks in front of the client's
+CreateTable, RegisterTable, DeclareTable, RenameTable, DropTable and CloneTable; the backend's
+own calls (RenameTable re-registering the data it moves) do not pass them."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections.abc import Callable
@@ -42,6 +38,7 @@ from lance_namespace import (
     DeregisterTableRequest,
     DescribeTableRequest,
     DescribeTableResponse,
+    DropTableRequest,
     DropTableResponse,
     InvalidInputError,
     InvalidTableStateError,
@@ -333,7 +330,7 @@ def _create(
 def _clone(containment: Containment, clone: Callable[..., Any], request: Any) -> Any:
     """A clone is placed as a new table is; a shallow one reads its source's data files in
     place, so the source is marked as cloned (its data never deleted, its versions never
-    removed) before the clone exists, and stays marked."""
+    removed) before the clone exists, and stays marked; its record names its sources."""
     table_id = list(request.id or [])
     containment.refuse_nesting(table_id, request, table=True)
     _refuse_data_at_home(containment, table_id, request)
@@ -346,8 +343,11 @@ def _clone(containment: Containment, clone: Callable[..., Any], request: Any) ->
     cloned = clone(request)
     try:
         containment.records.claim(table_id, cloned.location, True, sources=sources)
-    except Exception:  # the clone exists: answered as done (without a record it is kept)
-        logger.exception("could not record the owner of %s", joined_id(table_id))
+    except BaseException:  # a clone without its record reads nothing: undone, not answered
+        with contextlib.suppress(Exception):
+            containment.namespace.for_caller(request).drop_table(DropTableRequest(
+                id=table_id, identity=request.identity, context=request.context))
+        raise
     return cloned
 
 

@@ -15,8 +15,16 @@ import httpx
 import lance
 import pyarrow as pa
 import pytest
+from lance_namespace import (
+    CreateNamespaceRequest,
+    CreateTableRequest,
+    DescribeTableRequest,
+    ServiceUnavailableError,
+    TableNotFoundError,
+)
 
-from backends import load_namespace
+from backends import load_namespace, ownership
+from backends.core.extensions import CloneTableRequest
 from backends.core.locations import local_directory
 from backends.maintenance import MaintenancePolicy, maintain_all
 from tests.support.adapter import running_server, serving_identities
@@ -241,3 +249,29 @@ def test_a_clone_in_a_catalog_of_several_checks_its_source_by_whole_id(tmp_path:
         assert (refused.status_code, refused.json()["code"]) == (403, 15), refused.text
         counted = post(url, "table/lake$sales$copy/count_rows", "cloner", {})
         assert (counted.status_code, counted.json()) == (200, 2), counted.text
+
+
+def test_a_clone_whose_record_cannot_be_written_is_undone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A storage that fails the clone's record write (a stand-in: the write of that one file
+    raises as a failing store does) leaves no clone: without its record it would read nothing,
+    so it is not answered as made."""
+    namespace = load_namespace("dir", {"root": str(tmp_path / "root")})
+    namespace.create_namespace(CreateNamespaceRequest(id=["hr"]))
+    namespace.create_table(CreateTableRequest(id=["hr", "secret"]), arrow_stream(rows("a")))
+    source = namespace.describe_table(DescribeTableRequest(id=["hr", "secret"])).location
+    real = ownership.write_record
+
+    def failing(location: str, options: Any, record: Any) -> None:
+        if record.sources:
+            raise ServiceUnavailableError("the storage did not answer")
+        real(location, options, record)
+
+    monkeypatch.setattr(ownership, "write_record", failing)
+    with pytest.raises(ServiceUnavailableError):
+        namespace.clone_table(CloneTableRequest(id=["hr", "copy"], source_location=source,
+                                                source_id=["hr", "secret"]))
+    with pytest.raises(TableNotFoundError):
+        namespace.describe_table(DescribeTableRequest(id=["hr", "copy"]))
+    assert not list((tmp_path / "root").glob("*hr$copy*"))  # its directory went too
