@@ -116,6 +116,17 @@ def test_iceberg_is_ready_though_its_root_cannot_be_listed(
     assert iceberg.control.requests_to("/v1/config", "GET")
 
 
+def test_iceberg_is_probed_for_the_warehouse_it_serves(
+    iceberg: IcebergStandIn, tmp_path: Path
+) -> None:
+    """With `warehouses` named, the probe asks the first one's config (a catalog that needs a
+    warehouse, as Polaris does, answers every request for it): a warehouse the catalog does
+    not have is not ready."""
+    assert_ready("iceberg", {"endpoint": iceberg.url, "root": str(tmp_path), "warehouses": "wh"})
+    assert_not_ready("iceberg", {"endpoint": iceberg.url, "root": str(tmp_path),
+                                 "warehouses": "nowhere"})
+
+
 @pytest.mark.parametrize("impl", ["unity", "iceberg"])
 def test_rest_catalogs_are_not_ready_without_their_server(impl: str, tmp_path: Path) -> None:
     assert_not_ready(impl, {"endpoint": CLOSED_URL, "root": str(tmp_path),

@@ -222,10 +222,15 @@ class IcebergCatalog:
 
     # Paths
 
-    def probe(self) -> None:
-        """The catalog's config endpoint answers (the protocol cannot list the root). A
-        catalog that needs a warehouse answers 404 without one, which still shows it up."""
-        with contextlib.suppress(NamespaceNotFoundError):
+    def probe(self, warehouse: str | None) -> None:
+        """The catalog's config endpoint answers, for `warehouse` (the first the operator
+        named; the protocol cannot list the root). Without one, a catalog that needs a
+        warehouse answers 404 or 400 (Polaris-style), which still shows it up."""
+        if warehouse:
+            self.client.get_json("/v1/config", params={"warehouse": warehouse},
+                                 errors=WAREHOUSE_ERRORS)
+            return
+        with contextlib.suppress(NamespaceNotFoundError, InvalidInputError):
             self.client.get_json("/v1/config", errors=WAREHOUSE_ERRORS)
 
     def base(self, warehouse: str) -> str:

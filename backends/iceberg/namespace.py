@@ -98,8 +98,8 @@ class IcebergNamespace(RestCatalogNamespace):
         return f"IcebergNamespace {{ endpoint: '{self.endpoint}' }}"
 
     def readiness_probe(self) -> None:
-        """/readyz: the catalog's config endpoint answers."""
-        self.catalog.probe()
+        """/readyz: the catalog's config endpoint answers, for the first warehouse named."""
+        self.catalog.probe(next(iter(self.warehouses), None))
 
     # Namespaces
 
