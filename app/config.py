@@ -158,7 +158,6 @@ def served_backend(settings: Settings, session: lance.Session | None = None) -> 
     return FederatedNamespace(catalogs, impls, settings.readiness_timeout * 0.8)
 
 
-
 def served_vendor(settings: Settings, namespace: Any) -> CredentialVendor | CatalogVendors | None:
     """The credential vending `vending.*` configures: the backend's, or each catalog's own
     (`backends.vending.catalogs`); None when nothing vends."""

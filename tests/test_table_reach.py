@@ -28,10 +28,9 @@ from backends.core.extensions import CloneTableRequest
 from backends.core.locations import local_directory
 from backends.maintenance import MaintenancePolicy, maintain_all
 from tests.support.adapter import running_server, serving_identities
-from tests.support.foreign_bytes import append_foreign_rows
+from tests.support.foreign_bytes import append_foreign_rows, post_as
 from tests.support.lance_data import arrow_stream
 
-ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
 TOKENS = {"admin": "tok-admin", "sales": "tok-sales", "cloner": "tok-cloner",
           "reader": "tok-reader"}
 ACCESS = {"admin": "admin", "sales": "admin@sales", "cloner": "write@sales, read@hr",
@@ -56,11 +55,7 @@ def served(tmp_path: Path) -> Iterator[str]:
 
 
 def post(url: str, path: str, who: str, body: pa.Table | dict[str, Any]) -> httpx.Response:
-    headers = {"authorization": f"Bearer {TOKENS[who]}"}
-    if isinstance(body, pa.Table):
-        return httpx.post(f"{url}/v1/{path}", content=arrow_stream(body),
-                          headers={**headers, **ARROW}, timeout=30)
-    return httpx.post(f"{url}/v1/{path}", json=body, headers=headers, timeout=30)
+    return post_as(url, path, TOKENS[who], body)
 
 
 def location(url: str, table: str) -> str:

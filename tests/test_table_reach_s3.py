@@ -14,8 +14,7 @@ import httpx
 import pyarrow as pa
 import pytest
 
-from tests.support.foreign_bytes import append_foreign_rows
-from tests.support.lance_data import arrow_stream
+from tests.support.foreign_bytes import append_foreign_rows, post_as
 from tests.support.vending import (
     BUCKET,
     REGION,
@@ -27,15 +26,10 @@ from tests.support.vending import (
 )
 
 TOKENS = {"admin": "tok-admin", "sales": "tok-sales"}
-ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
 
 
 def post(url: str, path: str, who: str, body: pa.Table | dict[str, Any]) -> httpx.Response:
-    headers = {"authorization": f"Bearer {TOKENS[who]}"}
-    if isinstance(body, pa.Table):
-        return httpx.post(f"{url}/v1/{path}", content=arrow_stream(body),
-                          headers={**headers, **ARROW}, timeout=60)
-    return httpx.post(f"{url}/v1/{path}", json=body, headers=headers, timeout=60)
+    return post_as(url, path, TOKENS[who], body, timeout=60)
 
 
 def test_vended_keys_cannot_make_the_server_read_another_tables_rows(

@@ -1,12 +1,31 @@
 """What a hostile tenant writes into its own table to reach another's bytes (issue 68): a
 version naming the other table's folder as a second base, with one of its data files
-appended. Written with pylance alone, as a client holding keys for its own table writes."""
+appended. Written with pylance alone, as a client holding keys for its own table writes.
+And how the tests of it call the server as one identity (`post_as`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import httpx
 import lance
+import pyarrow as pa
 from lance import LanceDataset, LanceOperation
 from lance.fragment import DataFile, FragmentMetadata
+
+from tests.support.lance_data import arrow_stream
+
+ARROW = {"content-type": "application/vnd.apache.arrow.stream"}
+
+
+def post_as(url: str, path: str, token: str, body: pa.Table | dict[str, Any],
+            timeout: float = 30) -> httpx.Response:
+    """POST /v1/`path` with bearer `token`: an Arrow stream for a table, else JSON."""
+    headers = {"authorization": f"Bearer {token}"}
+    if isinstance(body, pa.Table):
+        return httpx.post(f"{url}/v1/{path}", content=arrow_stream(body),
+                          headers={**headers, **ARROW}, timeout=timeout)
+    return httpx.post(f"{url}/v1/{path}", json=body, headers=headers, timeout=timeout)
 
 
 def append_foreign_rows(own: str, foreign: str, own_options: dict[str, str] | None = None,
