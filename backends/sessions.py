@@ -36,6 +36,8 @@ from backends.tables.latest import LatestVersions
 if TYPE_CHECKING:
     from lance import Session
 
+    from backends.layouts import TableLayout
+
 # What one version a worker opens adds to Lance's metadata cache (its manifest, its new data
 # and deletion files' metadata), measured: about 45 KiB.
 VERSION_CACHE_BYTES = 45 * 1024
@@ -52,6 +54,7 @@ class SessionTables:
     latest_versions: LatestVersions | None = None
     open: Any
     locate: Any
+    table_layout: Callable[[], TableLayout]
     # The indexes prewarmed, for a renewal (made by `use_lance_session`).
     _prewarmed: _PrewarmedIndexes | None = None
     # Whether the caller of the request being served may read a table (`reading_as`).
@@ -80,7 +83,7 @@ class SessionTables:
         return TableLocation(
             id=list(table_id), location=location, storage_options=dict(storage_options or {}),
             properties=dict(properties or {}), session=self.lance_session,
-            latest=self.latest_versions, may_read=self._reader,
+            latest=self.latest_versions, may_read=self._reader, key=self.table_layout().key,
         )
 
     def renew_lance_session(

@@ -17,6 +17,7 @@ import pytest
 from hive_metastore.ttypes import NoSuchObjectException, PrincipalType
 
 from backends import resolve_impl
+from backends.core.extensions import AlterNamespaceRequest
 from backends.core.settings import ConfigurationError
 from backends.guard import GuardedNamespace
 from backends.hive import Hive2Namespace, Hive3Namespace
@@ -123,10 +124,10 @@ def test_root_lists_databases_sorted_and_paged(hive2: Hive2Namespace) -> None:
 
 
 def test_namespace_properties_live_in_the_database(
-    hive2: Hive2Namespace, hive_metastore: HiveMetastoreProcess, tmp_path: Path
+    hive2: Hive2Namespace, hive_metastore: HiveMetastoreProcess, root: Path
 ) -> None:
     name = unique("props")
-    location = tmp_path / "custom-location"
+    location = root / f"{name}.db"  # a location named by the client is its own path
     properties = {
         "database.description": "sales data",
         "database.location-uri": str(location),
@@ -149,6 +150,28 @@ def test_namespace_properties_live_in_the_database(
                          "database.location-uri": str(location),
                          # the same fields under lance-namespace-impls' keys
                          "comment": "sales data", "location": str(location), "owner": "alice"}
+
+
+def test_a_database_location_elsewhere_than_its_own_path_is_refused(
+    hive2: Hive2Namespace, root: Path, tmp_path: Path
+) -> None:
+    """Outside the root, another database's path, inside it, a table's data: other engines
+    would put the database's tables there. Refused at create and at alter, nothing made."""
+    name = unique("placed")
+    own = f"must be its own path, {root}/{name}.db"
+    places = [tmp_path / "outside", root / "other.db", root / "other.db" / "in", root / "t.lance"]
+    for place in places:
+        with pytest.raises(ln.InvalidInputError, match=own):
+            hive2.create_namespace(ln.CreateNamespaceRequest(
+                id=[name], properties={"database.location-uri": str(place)}))
+    assert name not in hive2.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces
+    hive2.create_namespace(ln.CreateNamespaceRequest(id=[name]))
+    for place in places:
+        with pytest.raises(ln.InvalidInputError, match=own):
+            hive2.alter_namespace(AlterNamespaceRequest(
+                id=[name], set_properties={"location": str(place), "k": "v"}))
+    described = hive2.describe_namespace(ln.DescribeNamespaceRequest(id=[name])).properties
+    assert (described["database.location-uri"], "k" in described) == (f"{root}/{name}.db", False)
 
 
 def test_default_database_location_is_under_root(

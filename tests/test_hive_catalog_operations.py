@@ -11,6 +11,7 @@ import lance
 import lance_namespace as ln
 import pyarrow as pa
 import pytest
+from hive_metastore.ttypes import Database
 
 from backends import load_namespace
 from backends.core.extensions import AlterNamespaceRequest, AlterTableRequest
@@ -205,10 +206,16 @@ def test_alter_namespace_refusals_change_nothing(
 def test_alter_namespace_description_and_location_on_hms3(
     hive3_metastore: HiveMetastoreProcess, tmp_path: Path
 ) -> None:
-    """HMS 3 changes what HMS 2.3 ignores: a database's description and location."""
+    """HMS 3 changes what HMS 2.3 ignores: a database's description and location (a
+    database another engine placed elsewhere is moved to its own path, the only one the
+    server names)."""
     hive3 = Hive3Namespace(uri=hive3_metastore.uri, root=str(tmp_path / "lake"))
-    db = new_database(hive3, keep="1")
-    moved = str(tmp_path / "moved.db")
+    name = unique("db")
+    with metastore_client(hive3_metastore.port) as client:
+        client.create_database(Database(name=name, catalogName="hive", parameters={"keep": "1"},
+                                        locationUri=str(tmp_path / "elsewhere.db")))
+    db = ["hive", name]
+    moved = str(tmp_path / "lake" / f"{name}.db")
     changes = {"database.description": "d", "database.location-uri": moved, "x": "1"}
     try:
         answer = hive3.alter_namespace(AlterNamespaceRequest(id=db, set_properties=changes))

@@ -122,10 +122,10 @@ def missing_bucket_location(name: str) -> str:
 
 
 def test_a_namespace_in_a_missing_bucket_is_refused_as_input(lake: Lake) -> None:
-    """S3A cannot make the directory; HMS answers a MetaException naming Java's
-    FileNotFoundException, which is the client's location, not a server fault (13, not 18)."""
+    """A database is only ever at its own path, and a catalog inside the root: a location in
+    another bucket is the client's error (13), never sent to the metastore."""
     database, catalog = unique("db"), unique("cat")
-    with pytest.raises(ln.InvalidInputError, match="does not exist"):
+    with pytest.raises(ln.InvalidInputError, match="must be its own path"):
         lake.rest.create_namespace(ln.CreateNamespaceRequest(
             id=["hive", database],
             properties={"database.location-uri": missing_bucket_location("x.db")}))

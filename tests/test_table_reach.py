@@ -188,6 +188,24 @@ def test_no_open_or_delete_follows_a_link_out_of_the_table(
     assert files_of(secret) == before
 
 
+def test_a_directory_swapped_into_a_tables_place_is_not_read_as_it(served: str) -> None:
+    """`hr$secret`'s directory moved into `sales$t`'s place (by someone who can move files
+    on the root): its ownership record names `hr$secret`, so `sales$t` reads nothing of it,
+    and DropTable of `sales$t` leaves it whole."""
+    url = served
+    secret, own = folder(url, "hr$secret"), folder(url, "sales$t")
+    before = files_of(secret)
+    os.rename(own, own.with_name(own.name + ".moved"))
+    os.rename(secret, own)
+    for path, body in (("count_rows", {}), ("query", OPENS["query"]),
+                       ("describe", {"load_detailed_metadata": True})):
+        answer = post(url, f"table/sales$t/{path}", "sales", body)
+        assert (answer.status_code, answer.json()["code"]) == (400, 13), (path, answer.text)
+        assert "recorded as another table's" in answer.json()["error"]
+    assert post(url, "table/sales$t/drop", "sales", {}).status_code == 200
+    assert files_of(own) == before
+
+
 def test_clones_the_server_made_read_their_sources(served: str) -> None:
     """A shallow clone, and a shallow clone of it, read the sources their records name."""
     url = served

@@ -178,6 +178,16 @@ def local_directory(text: str, root: Path | None = None) -> Path | None:
     return Path(resolve_stored(text).uri)
 
 
+def check_own_path(location: str, own: StorageLocation) -> None:
+    """Code 13 unless `location`, a namespace location a client names (a Glue or Hive
+    database's), is the namespace's own path `own`: the server puts the namespace's tables
+    below it, and other engines do too, so any other place would put their tables in other
+    tables' or namespaces' data, or outside the root."""
+    if parse_location(location) != own:
+        raise InvalidInputError(
+            f"a namespace location given through the server must be its own path, {own.uri}")
+
+
 def is_relative(text: str) -> bool:
     """Whether `text` is a relative path: neither a URI nor an absolute path."""
     return _SCHEME.match(text) is None and not text.startswith("/")

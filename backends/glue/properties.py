@@ -14,7 +14,7 @@ from typing import Any
 
 from lance_namespace import InvalidInputError
 
-from backends.core.locations import join_location, parse_location, resolve_stored
+from backends.core.locations import check_own_path, join_location, resolve_stored
 from backends.core.properties import PropertyChanges
 from backends.glue.names import validate_parameters
 
@@ -99,10 +99,5 @@ def altered_input(
 
 def check_namespace_location(location: str, root: str, namespace: list[str]) -> None:
     """A location given through the server must be the namespace's own path,
-    `<root>/<namespace…>`: tables created in the namespace go below it, and any other place
-    would put them in other tables' own paths (`backends.layouts`)."""
-    own = resolve_stored(root).child(*namespace)
-    if parse_location(location) != own:
-        raise InvalidInputError(
-            f"a namespace location given through the server must be its own path, {own.uri}"
-        )
+    `<root>/<namespace…>` (`backends.core.locations.check_own_path`)."""
+    check_own_path(location, resolve_stored(root).child(*namespace))

@@ -160,8 +160,11 @@ class Metastore:
         self.call(lambda client: client.alter_database(ref.thrift_name, database), "namespace")
 
     def database_object(self, ref: DatabaseRef, properties: dict[str, str]) -> Database:
-        default_location = join_location(self._catalog_root(ref.catalog), f"{ref.name}.db")
-        return database_object(ref, properties, default_location, self.owner)
+        return database_object(ref, properties, self.database_home(ref), self.owner)
+
+    def database_home(self, ref: DatabaseRef) -> str:
+        """The database's own path, `<catalog's root>/<name>.db`, below which its tables go."""
+        return join_location(self._catalog_root(ref.catalog), f"{ref.name}.db")
 
     def all_database_paths(self) -> list[list[str]]:
         if not self._levels.catalog_level:
@@ -296,7 +299,7 @@ class Metastore:
         self.call(lambda client: client.drop_table(ref.thrift_name, name, False), "table")
 
     def default_table_location(self, ref: DatabaseRef, table: str) -> str:
-        return join_location(self._catalog_root(ref.catalog), f"{ref.name}.db", table)
+        return join_location(self.database_home(ref), table)
 
     def _catalog_root(self, catalog: str | None) -> str:
         if catalog is None or catalog == DEFAULT_CATALOG:

@@ -53,7 +53,7 @@ from backends.core.extensions import (
     AlterTableResponse,
 )
 from backends.core.lance_tables import open_lance_table, require_lance_table
-from backends.core.locations import storage_root
+from backends.core.locations import check_own_path, resolve_stored, storage_root
 from backends.core.modes import CreateMode, DropBehavior, DropMode, RegisterMode, parse_mode
 from backends.core.paging import page_of_table_ids, paginate, within_scope
 from backends.core.properties import PropertyChanges
@@ -73,6 +73,7 @@ from backends.hive.names import (
 from backends.hive.objects import (
     CATALOG_LOCATION_KEY,
     DATABASE_FIELD_KEYS,
+    LOCATION_KEY,
     RESERVED_TABLE_PARAMETERS,
     database_fields,
     database_properties,
@@ -170,6 +171,7 @@ class _HiveNamespace(MetadataNamespace):
             self._hms.create_catalog(path[0], mode, properties)
             return CreateNamespaceResponse(properties=self._hms.catalog_properties(path[0]))
         ref = self._hms.database_ref(path)
+        self._check_database_location(ref, properties.get(LOCATION_KEY))
         self._hms.create_database(ref, mode, properties)
         return CreateNamespaceResponse(properties=database_properties(self._hms.get_database(ref)))
 
@@ -184,6 +186,13 @@ class _HiveNamespace(MetadataNamespace):
             others = [self._hms.get_catalog(other).locationUri or ""
                       for other in self._hms.catalog_names() if other != name]
             check_catalog_location(location, self._hms.root, others, self._storage_options)
+
+    def _check_database_location(self, ref: DatabaseRef, location: str | None) -> None:
+        """A database location the client names must be the database's own path, as on
+        Glue (`backends.core.locations.check_own_path`): a database elsewhere would have
+        other engines put its tables in other tables' or databases' data."""
+        if location:
+            check_own_path(location, resolve_stored(self._hms.database_home(ref)))
 
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
         path = self._levels.namespace_path(request.id)
@@ -301,6 +310,8 @@ class _HiveNamespace(MetadataNamespace):
         ref = self._hms.database_ref(path)
         before = self._hms.get_database(ref)
         wanted = changes.applied_to(database_fields(before))
+        if wanted.get(LOCATION_KEY) != database_fields(before).get(LOCATION_KEY):
+            self._check_database_location(ref, wanted.get(LOCATION_KEY))
         altered = self._hms.database_object(ref, dict(wanted))
         altered.createTime = before.createTime
         self._hms.alter_database(ref, altered)

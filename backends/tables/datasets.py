@@ -19,7 +19,7 @@ from backends.core.access import Reader, every_table
 from backends.core.names import joined_id
 from backends.tables.errors import lance_errors, translate
 from backends.tables.latest import LatestVersions
-from backends.tables.reach import check_no_links, check_reach
+from backends.tables.reach import IdKey, check_no_links, check_reach
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,9 @@ class TableLocation:
     latest: LatestVersions | None = field(default=None, compare=False, repr=False)
     # Whether the caller may read a table: asked of a shallow clone's sources at each open.
     may_read: Reader = field(default=every_table, compare=False, repr=False)
+    # How the catalog spells an id for comparison (its layout's `key`): a local table's
+    # ownership record is compared with `id` so (`backends.tables.reach`).
+    key: IdKey = field(default=tuple, compare=False, repr=False)
 
     @property
     def options(self) -> dict[str, str] | None:
@@ -91,7 +94,7 @@ def checkout(
         raise InvalidInputError("name either a tag or a version and branch, not both")
     with lance_errors(table.location):
         dataset = _checked_out(latest, version, tag, branch)
-    check_reach(table.id, table.location, dataset, table.options, table.may_read)
+    check_reach(table.id, table.location, dataset, table.options, table.may_read, table.key)
     return dataset
 
 

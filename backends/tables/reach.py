@@ -10,7 +10,12 @@ checks, at the version opened:
   (`backends.ownership.Record.sources`); data, deletion and index files name a base by its id,
   so checking the bases covers them, at a cost of O(bases), not O(fragments); the caller
   must be able to read the table that owns each source it reaches (code 15 otherwise);
-- on local storage, neither the table's directory nor Lance's directories in it is a link.
+- on local storage, neither the table's directory nor Lance's directories in it is a link,
+  and the ownership record at the directory, if any, names the table (a directory moved or
+  swapped into another's place is someone else's data). Object stores have no links nor
+  renames of directories, and a tenant's vended keys cannot write a record
+  (`backends.vending`), so the record is compared on local storage only, where a `stat`
+  tells whether the record read before is still the one there.
 
 Anything else is code 13, naming the foreign place only as "outside this table".
 """
@@ -18,7 +23,10 @@ Anything else is code 13, naming the foreign place only as "outside this table".
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 
 from lance import LanceDataset
 from lance_namespace import InvalidInputError, PermissionDeniedError
@@ -27,19 +35,39 @@ from backends.core.access import Reader, every_table
 from backends.core.lance_tables import open_lance_table
 from backends.core.locations import StorageLocation, local_directory, resolve_stored
 from backends.core.names import joined_id
-from backends.ownership import read_record
+from backends.core.recent import keep_recent
+from backends.ownership import OWNER_FILE, Record, read_record
 
 # The directories Lance reads and writes inside a table's location.
 LANCE_DIRECTORIES = ("_versions", "data", "_deletions", "_indices", "_transactions", "_refs")
+# How a catalog spells a table id for comparison (`backends.layouts.TableLayout.key`).
+IdKey = Callable[[Sequence[str]], tuple[str, ...]]
+# The local ownership records read, by the record file's identity (device, inode, size,
+# modification time): a record rewritten or replaced is read again.
+_RecordStat = tuple[str, int, int, int, int]
+_LOCAL_RECORDS: OrderedDict[_RecordStat, Record | None] = OrderedDict()
+_LOCAL_RECORDS_LOCK = threading.Lock()
+MOST_LOCAL_RECORDS = 4096
 
 
 def check_reach(table_id: list[str], location: str, dataset: LanceDataset,
-                options: Mapping[str, str] | None, may_read: Reader | None = every_table) -> None:
+                options: Mapping[str, str] | None, may_read: Reader | None = every_table,
+                key: IdKey = tuple) -> None:
     """Code 13 unless `dataset`, opened at `location` for table `table_id`, reaches only its own
     bytes. A base outside is allowed when the ownership record at `location` names it as the
     source of a shallow clone the server made, and the caller `may_read` the table that owns
-    that source (code 15 otherwise); None: no clone source is allowed."""
-    check_no_links(table_id, location)
+    that source (code 15 otherwise); None: no clone source is allowed. Ids are compared as
+    `key` spells them."""
+    directory = check_no_links(table_id, location)
+    if directory is not None:
+        _check_local_owner(table_id, directory, key)
+    _check_bases(table_id, location, dataset, options, may_read)
+
+
+def _check_bases(table_id: list[str], location: str, dataset: LanceDataset,
+                 options: Mapping[str, str] | None, may_read: Reader | None) -> None:
+    """Code 13 unless every base of `dataset`'s manifest lies inside `location` or in a clone
+    source recorded there that the caller `may_read` (code 15 when it may not)."""
     foreign = outside_bases(location, (base.path for base in dataset.base_paths().values()))
     if not foreign:
         return
@@ -60,11 +88,12 @@ def check_adopted(table_id: list[str], location: str,
                   options: Mapping[str, str] | None) -> None:
     """Code 13 unless the data at `location` (if any), which RegisterTable or DeclareTable is
     to adopt for `table_id`, reaches only its own bytes: no clone source is allowed there (a
-    registered table is never a clone the server made)."""
+    registered table is never a clone the server made). Whose record lies there is
+    `backends.ownership`'s to judge."""
     check_no_links(table_id, location)
     dataset = open_lance_table(location, options)
     if dataset is not None:
-        check_reach(table_id, location, dataset, options, may_read=None)
+        _check_bases(table_id, location, dataset, options, may_read=None)
 
 
 def outside_bases(location: str, bases: Iterable[str]) -> list[StorageLocation | None]:
@@ -103,17 +132,52 @@ def _recorded_sources(location: str, options: Mapping[str, str] | None,
     return sorted(used)
 
 
-def check_no_links(table_id: list[str], location: str) -> None:
+def check_no_links(table_id: list[str], location: str) -> Path | None:
     """Code 13 when the local table at `location`, or a Lance directory in it, is a symbolic
-    link: what it points to is another place's data (a delete would follow it)."""
+    link: what it points to is another place's data (a delete would follow it). The table's
+    local directory, None when it is not on local storage."""
     try:
         directory = local_directory(location)
     except InvalidInputError:
-        return  # no local place: Lance's own refusal follows
+        return None  # no local place: Lance's own refusal follows
     if directory is None:
-        return
+        return None
     for path in (directory, *(directory / name for name in LANCE_DIRECTORIES)):
         if os.path.islink(path):
             raise InvalidInputError(
                 f"table {joined_id(table_id)} is a symbolic link, or holds one where Lance "
                 "keeps its files; the server reads only a table's own data")
+    return directory
+
+
+def _check_local_owner(table_id: list[str], directory: Path, key: IdKey) -> None:
+    """Code 13 when the ownership record in the local `directory` names another table than
+    `table_id` (nor the table a rename under way takes the data from): the directory holds
+    another table's data, moved or swapped into this one's place."""
+    record = _local_record(directory / OWNER_FILE)
+    if record is None:
+        return  # data the server did not record (registered before records, or by a tool)
+    named = {key(record.owner), *([key(record.renamed_from)] if record.renamed_from else [])}
+    if key(table_id) not in named:
+        raise InvalidInputError(
+            f"the data at table {joined_id(table_id)}'s location is recorded as another "
+            "table's; the server reads only a table's own data")
+
+
+def _local_record(path: Path) -> Record | None:
+    """The record in the local file at `path`, read again only when the file changed."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError:  # unreadable: read_record decides (code 17)
+        return read_record(str(path.parent), None)
+    stamp = (str(path), found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns)
+    with _LOCAL_RECORDS_LOCK:
+        if stamp in _LOCAL_RECORDS:
+            _LOCAL_RECORDS.move_to_end(stamp)
+            return _LOCAL_RECORDS[stamp]
+    record = read_record(str(path.parent), None)
+    with _LOCAL_RECORDS_LOCK:
+        keep_recent(_LOCAL_RECORDS, stamp, record, MOST_LOCAL_RECORDS)
+    return record
