@@ -147,7 +147,8 @@ def served_backend(settings: Settings, session: lance.Session | None = None) -> 
         impls[name] = impl
         _check_catalog(name, impl, properties)
         try:
-            catalogs[name] = load_namespace(impl, properties, bounds, externals[name], session)
+            catalogs[name] = load_namespace(impl, properties, bounds, externals[name], session,
+                                            name)
         except ConfigurationError as error:  # which of the catalogs, as the file names it
             raise _in_catalog(name, error) from None
     if not settings.catalogs_nested_roots:

@@ -114,10 +114,12 @@ def load_namespace(
     bounds: RequestBounds | None = None,
     external: tuple[ExternalLocation, ...] = (),
     session: Session | None = None,
+    catalog: str | None = None,
 ) -> GuardedNamespace:
     """Build the backend `impl` with `properties`, with every generic table operation, opening
     its tables with the Lance `session`, behind its one guard (which holds each request within
-    `bounds`, and lets tables register in the `external` locations)."""
+    `bounds`, and lets tables register in the `external` locations); `catalog` is its name on
+    a server of several."""
     from backends.guard import GuardedNamespace
     from backends.plugin import with_table_operations
 
@@ -132,7 +134,7 @@ def load_namespace(
         raise _configuration_error(impl, cause) from cause
     served = with_table_operations(namespace)
     served.use_lance_session(session)
-    return GuardedNamespace(served, bounds, external)
+    return GuardedNamespace(served, bounds, external, catalog)
 
 
 __all__ = [

@@ -78,7 +78,7 @@ class Containment:
     """The location checks of one backend, whose storage root is `root`."""
 
     def __init__(self, namespace: MetadataNamespace, root: str, layout: TableLayout,
-                 external: tuple[ExternalLocation, ...] = ()) -> None:
+                 external: tuple[ExternalLocation, ...] = (), catalog: str | None = None) -> None:
         self.namespace = namespace
         self.layout = layout
         self.external = external
@@ -86,7 +86,7 @@ class Containment:
             self.root = resolve_stored(root)
         except InvalidInputError as error:
             raise ConfigurationError(f"the storage root cannot be used: {error}") from None
-        self.records = OwnershipRecords(namespace, self.root, layout)
+        self.records = OwnershipRecords(namespace, self.root, layout, catalog)
 
     def check_new_location(
         self, table_id: list[str], location: str, adopting: bool, request: Any

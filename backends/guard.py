@@ -48,12 +48,13 @@ class GuardedNamespace:
     hooks the server asks: `storage_root`, `readiness_probe`, ...) is the backend's."""
 
     def __init__(self, backend: MetadataNamespace, bounds: RequestBounds | None = None,
-                 external: tuple[ExternalLocation, ...] = ()) -> None:
+                 external: tuple[ExternalLocation, ...] = (), catalog: str | None = None) -> None:
         self.backend = backend
         self.bounds = bounds or RequestBounds()
         root = backend.storage_root()
+        # `catalog`: its name on a server of several, which ownership records name too.
         self.containment = None if root is None else Containment(
-            backend, root, backend.table_layout(), external)
+            backend, root, backend.table_layout(), external, catalog)
 
     def call(self, name: str, request: Any, *arguments: Any, **keywords: Any) -> Any:
         """The operation `name` for `request`, behind the guard."""

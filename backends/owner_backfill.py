@@ -24,7 +24,8 @@ from backends.core.names import ID_DELIMITER
 from backends.core.settings import ConfigurationError
 from backends.guard import GuardedNamespace
 from backends.maintenance import table_ids
-from backends.ownership import Record, claim_location, read_record, write_record
+from backends.ownership import Record, read_record, write_record
+from backends.ownership_claims import claim_location
 
 logger = logging.getLogger("lance_adapter.ownership")
 # Outcomes that leave nothing to the operator.
@@ -95,14 +96,15 @@ def _record(containment: Containment, place: StorageLocation,
     assert base is not None  # checked by `_unrecorded`
     around = containment.records.recorded_around(place, base)
     if around is not None:
-        inside = f"lies inside the recorded data of {ID_DELIMITER.join(around[0])}"
+        inside = f"lies inside the recorded data of {ID_DELIMITER.join(around[0].owner)}"
         return [Backfilled(names[0], "inside another", inside)]
     try:
         claimant = claim_location(place.uri, _options(containment), owners[0])
         if claimant is not None and claimant != owners[0]:
             return [Backfilled(names[0], "shared",
                                f"being registered by {ID_DELIMITER.join(claimant)}")]
-        write_record(place.uri, _options(containment), Record(owners[0], placed=False))
+        write_record(place.uri, _options(containment), Record(owners[0], placed=False,
+                                                                catalog=containment.records.catalog))
     except (LanceNamespaceError, OSError) as error:
         logger.warning("the record of table %s was not written: %s", names[0], error)
         return [Backfilled(names[0], "failed", str(error))]

@@ -9,25 +9,24 @@ dropped. It is written and read with Lance's own object-store access (`lance.fil
 reaches every store a table can live in with the table's own storage options, in one request.
 Lance ignores the file: it reads only its own directories of a dataset.
 
-Two registrations of one unrecorded location at once are told apart by a claim: a one-row
-Lance dataset, `_lance_adapter_owner.claim`, beside the record, naming the first claimant.
-Lance commits a dataset's first version for one writer only, on every store it supports
-(a rename that does not replace locally, a conditional put on object stores), so of two
-tables claiming one location at once exactly one wins, before either is in the catalog.
+On a server of several catalogs a record also names the catalog of its table: a table id
+means a table within one catalog, and data one catalog's table owns is never taken, deleted
+or vended by another's (their storage is kept apart at start, unless the operator allows
+roots that nest). A record without a catalog (a server of one, or written before) is judged
+by its id alone.
+
+Two registrations of one unrecorded location at once are told apart by a claim
+(`backends.ownership_claims`).
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-from lance import LanceDataset, LanceOperation
-from lance import dataset as open_dataset
 from lance.file import LanceFileReader, LanceFileWriter
 from lance_namespace import (
     DescribeTableRequest,
@@ -41,14 +40,18 @@ from backends.core.filesystems import table_filesystem
 from backends.core.locations import StorageLocation, resolve_stored
 from backends.core.names import joined_id
 from backends.layouts import TableLayout
+from backends.ownership_claims import (
+    CLAIM_DATASET,
+    claim_location,
+    claimant_of,
+    release_claim_at,
+)
 from backends.tables.errors import lance_errors
 
 if TYPE_CHECKING:
     from backends.base import MetadataNamespace
 
 OWNER_FILE = "_lance_adapter_owner"
-CLAIM_DATASET = "_lance_adapter_owner.claim"
-_CLAIM_SCHEMA = pa.schema([pa.field("owner_id", pa.list_(pa.string()), nullable=False)])
 _SCHEMA = pa.schema([
     pa.field("owner_id", pa.list_(pa.string()), nullable=False),
     pa.field("placed", pa.bool_(), nullable=False),
@@ -56,6 +59,7 @@ _SCHEMA = pa.schema([
     pa.field("borrows", pa.bool_()),
     pa.field("renamed_from", pa.list_(pa.string())),
     pa.field("sources", pa.list_(pa.string())),
+    pa.field("catalog", pa.string()),
 ])
 
 
@@ -72,6 +76,8 @@ class Record:
     # A shallow clone the server made: the locations of its sources, the only places outside
     # its own that its manifest may name (`backends.tables.reach`).
     sources: list[str] | None = None
+    # The catalog of the owner, on a server of several (None: a server of one).
+    catalog: str | None = None
 
 
 def _record_path(location: str) -> str:
@@ -100,7 +106,7 @@ def read_record(location: str, options: Mapping[str, str] | None) -> Record | No
     row = found[0]
     return Record(list(row["owner_id"]), bool(row.get("placed")), bool(row.get("cloned")),
                   bool(row.get("borrows")), list(row.get("renamed_from") or []) or None,
-                  list(row.get("sources") or []) or None)
+                  list(row.get("sources") or []) or None, row.get("catalog"))
 
 
 def write_record(location: str, options: Mapping[str, str] | None, record: Record) -> None:
@@ -112,58 +118,10 @@ def write_record(location: str, options: Mapping[str, str] | None, record: Recor
         writer.write_batch(pa.table(
             {"owner_id": [list(record.owner)], "placed": [record.placed],
              "cloned": [record.cloned], "borrows": [record.borrows],
-             "renamed_from": [record.renamed_from], "sources": [record.sources]},
+             "renamed_from": [record.renamed_from], "sources": [record.sources],
+             "catalog": [record.catalog]},
             schema=_SCHEMA))
         writer.close()
-
-
-def claim_location(location: str, options: Mapping[str, str] | None,
-           owner: list[str]) -> list[str] | None:
-    """Commit `owner` as the first claimant of `location`: None when it won, else the
-    claimant that did. The claim is a manifest alone (the owner in its schema's metadata),
-    so a claim that loses writes nothing. A storage that does not answer is code 17."""
-    uri = resolve_stored(location).child(CLAIM_DATASET).uri
-    storage = dict(options or {}) or None
-    schema = _CLAIM_SCHEMA.with_metadata({"owner_id": json.dumps(list(owner))})
-    for _attempt in range(3):  # a claim read while another is being committed is retried
-        try:
-            # No retries: a claim that lost the race to commit the first version must fail.
-            LanceDataset.commit(uri, LanceOperation.Overwrite(schema, []), max_retries=0,
-                                storage_options=storage)
-            return None
-        except (ValueError, OSError, RuntimeError):
-            pass  # lost to an earlier claim, or the storage failed: the claim says which
-        first = _claimant(uri, storage)
-        if first:
-            return first
-    raise ServiceUnavailableError("the storage did not answer for the location's claim; retry")
-
-
-def _claimant(uri: str, storage: dict[str, str] | None) -> list[str] | None:
-    """The table id the claim dataset at `uri` names; None where there is none (or it
-    cannot be read yet)."""
-    try:
-        metadata = open_dataset(uri, storage_options=storage).schema.metadata or {}
-        first = json.loads(metadata[b"owner_id"])
-    except (ValueError, OSError, RuntimeError, KeyError):
-        return None
-    return [str(part) for part in first] if isinstance(first, list) and first else None
-
-
-def _release(place: StorageLocation, options: Mapping[str, str] | None,
-             root: StorageLocation) -> None:
-    """Remove the claim at `place`, and the empty directories up to `root` (local storage
-    alone has them; the claim may have made them): a refused registration leaves nothing."""
-    LanceDataset.drop(place.child(CLAIM_DATASET).uri,
-                      storage_options=dict(options or {}) or None, ignore_not_found=True)
-    while place.scheme == "file" and place != root and place.key:
-        try:
-            os.rmdir(place.uri)
-        except OSError:  # not empty (it holds data, or other places), or gone already
-            return
-        place = StorageLocation(place.scheme, place.bucket, place.key[:-1])
-        if not root.contains(place):
-            return
 
 
 class OwnershipRecords:
@@ -171,10 +129,11 @@ class OwnershipRecords:
     lets a table take a location, and which table DropTable may delete the data of."""
 
     def __init__(self, namespace: MetadataNamespace, root: StorageLocation,
-                 layout: TableLayout) -> None:
+                 layout: TableLayout, catalog: str | None = None) -> None:
         self.namespace = namespace
         self.root = root
         self.layout = layout
+        self.catalog = catalog  # on a server of several, the backend's catalog
 
     def refuse_taken(self, table_id: list[str], place: StorageLocation, request: Any,
                      base: StorageLocation | None = None) -> bool:
@@ -185,8 +144,13 @@ class OwnershipRecords:
         found = self.recorded_around(place, base or self.root)
         if found is None:
             return False
-        owner, recorded_at = found
-        if self._same(owner, table_id) and recorded_at == place:
+        record, recorded_at = found
+        owner = record.owner
+        if self._foreign(record):
+            raise InvalidInputError(
+                "the location holds data a table of another catalog owns; a location belongs "
+                "to one table")
+        if self._is(record, table_id) and recorded_at == place:
             return True
         if self._names(owner, recorded_at, request):
             whose = "is owned by" if recorded_at == place else "lies inside the data of"
@@ -216,7 +180,8 @@ class OwnershipRecords:
         placed = placed or (earlier is not None and earlier.placed)
         cloned = earlier is not None and earlier.cloned
         write_record(location, self._options(options),
-                     Record(list(table_id), placed, cloned, bool(sources), sources=sources))
+                     Record(list(table_id), placed, cloned, bool(sources), sources=sources,
+                            catalog=self.catalog))
 
     def claim_first(self, table_id: list[str], place: StorageLocation, request: Any,
                     base: StorageLocation | None = None) -> bool:
@@ -261,7 +226,7 @@ class OwnershipRecords:
         storage = self._options() or None
         for depth in range(len(relative) - 1, 0, -1):
             here = base.child(*relative[:depth])
-            claimant = _claimant(here.child(CLAIM_DATASET).uri, storage)
+            claimant = claimant_of(here.child(CLAIM_DATASET).uri, storage)
             if (claimant and not self._same(claimant, table_id)
                     and read_record(here.uri, self._options()) is None):
                 raise InvalidInputError(
@@ -291,7 +256,7 @@ class OwnershipRecords:
             inner = place.child(*parts[:marker])
             record = read_record(inner.uri, self._options())
             owner = record.owner if record is not None else None
-            if owner is None or not self._same(owner, table_id):
+            if record is None or not self._is(record, table_id):
                 whose = f"table {joined_id(owner)}" if owner else "a table being registered"
                 raise InvalidInputError(
                     f"the location holds the data of {whose} (at {'/'.join(parts[:marker])}); "
@@ -299,13 +264,14 @@ class OwnershipRecords:
 
     def release_claim(self, place: StorageLocation) -> None:
         """Undo `claim_first` for a registration that failed."""
-        _release(place, self._options(), self.root)
+        release_claim_at(place, self._options(), self.root)
 
     def table_at(self, location: str, request: Any) -> list[str]:
         """The table whose data is at `location` (a client names a clone's source so): the
         owner its record names, whose catalog entry names that location."""
         record = read_record(location, self._options())
-        if record is None or not self._names_exactly(record.owner, location, request):
+        if (record is None or self._foreign(record)
+                or not self._names_exactly(record.owner, location, request)):
             raise InvalidInputError(
                 "source_location is not the location of a table this server recorded")
         return record.owner
@@ -315,7 +281,7 @@ class OwnershipRecords:
         first clone exists): from then on it is never deleted, nor its versions removed. The
         locations a shallow clone of it reads: `location`, and its own sources (a clone's)."""
         record = read_record(location, self._options())
-        if record is None or not self._same(record.owner, table_id):
+        if record is None or not self._is(record, table_id):
             raise InvalidInputError(
                 f"the data of table {joined_id(table_id)} has no ownership record naming it, "
                 "so a shallow clone of it could not be kept from its deletion; clone it deep "
@@ -327,7 +293,7 @@ class OwnershipRecords:
     def is_cloned(self, table_id: list[str], location: str) -> bool:
         """Whether shallow clones read the data of `table_id` at `location`."""
         record = read_record(location, self._options())
-        return record is not None and record.cloned and self._same(record.owner, table_id)
+        return record is not None and record.cloned and self._is(record, table_id)
 
     def owns(self, table_id: list[str], location: str, options: Mapping[str, str] | None,
              base: StorageLocation | None = None) -> bool:
@@ -336,7 +302,7 @@ class OwnershipRecords:
         table's own path in the layout (data registered elsewhere is only deregistered), or
         lies in an external location (`base`) whose purge the operator enabled."""
         record = read_record(location, self._options(options))
-        if record is None or not self._same(record.owner, table_id) or record.cloned:
+        if record is None or not self._is(record, table_id) or record.cloned:
             return False
         if record.placed or base is not None:
             return True
@@ -352,7 +318,7 @@ class OwnershipRecords:
             return False  # not given away on a guess
         if record is not None and record.borrows:
             return False  # keys for its location alone would not read a shallow clone
-        return record is None or self._same(record.owner, table_id)
+        return record is None or self._is(record, table_id)
 
     def hand_over(self, from_id: list[str], to_id: list[str], location: str,
                   renaming: bool = True) -> bool:
@@ -360,7 +326,7 @@ class OwnershipRecords:
         a rename from `from_id` is under way (not when a failed one gives it back); whether
         it did (a location no record of `from_id` names is left as it is)."""
         record = read_record(location, self._options())
-        if record is None or not self._same(record.owner, from_id):
+        if record is None or not self._is(record, from_id):
             return False
         write_record(location, self._options(), replace(
             record, owner=list(to_id), renamed_from=list(from_id) if renaming else None))
@@ -377,25 +343,26 @@ class OwnershipRecords:
             return
         options = self._options(entry.storage_options)
         record = read_record(entry.location, options)
-        if record is not None and (self._same(record.owner, old_id) or record.renamed_from):
+        if record is not None and not self._foreign(record) and (
+                self._same(record.owner, old_id) or record.renamed_from):
             write_record(entry.location, options,
                          replace(record, owner=list(new_id), renamed_from=None))
         elif record is None and old_location and old_location != entry.location:
             old = read_record(old_location, options)  # named the new id before the rename
-            if old is not None and (self._same(old.owner, old_id)
-                                    or self._same(old.owner, new_id)):
-                write_record(entry.location, options, Record(list(new_id), True))
+            if old is not None and (self._is(old, old_id) or self._is(old, new_id)):
+                write_record(entry.location, options,
+                             Record(list(new_id), True, catalog=self.catalog))
 
     def recorded_around(
         self, place: StorageLocation, base: StorageLocation
-    ) -> tuple[list[str], StorageLocation] | None:
-        """The owner recorded at `place` or at the nearest location above it below `base`."""
+    ) -> tuple[Record, StorageLocation] | None:
+        """The record at `place` or at the nearest location above it below `base`."""
         relative = place.relative_to(base) or ()
         for depth in range(len(relative), 0, -1):
             here = base.child(*relative[:depth])
             record = read_record(here.uri, self._options())
             if record is not None:
-                return record.owner, here
+                return record, here
         return None
 
     def _names(self, owner: list[str], place: StorageLocation, request: Any) -> bool:
@@ -439,6 +406,14 @@ class OwnershipRecords:
 
     def _same(self, one: Sequence[str], other: Sequence[str]) -> bool:
         return self.layout.key(one) == self.layout.key(other)
+
+    def _is(self, record: Record, table_id: Sequence[str]) -> bool:
+        """Whether `record` names the table `table_id` of this backend's catalog."""
+        return not self._foreign(record) and self._same(record.owner, table_id)
+
+    def _foreign(self, record: Record) -> bool:
+        """Whether `record` names a table of another catalog of the server."""
+        return bool(record.catalog and self.catalog and record.catalog != self.catalog)
 
     def _options(self, options: Mapping[str, str] | None = None) -> dict[str, str]:
         return {**self.namespace.root_storage_options(), **(options or {})}

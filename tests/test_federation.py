@@ -20,7 +20,13 @@ import lance_namespace
 import lancedb
 import pytest
 import yaml
-from lance_namespace import CreateNamespaceRequest, DescribeTableRequest
+from lance_namespace import (
+    CreateNamespaceRequest,
+    CreateTableRequest,
+    DescribeTableRequest,
+    DropTableRequest,
+    RegisterTableRequest,
+)
 from pyspark.sql import SparkSession
 
 import lance_adapter_spark
@@ -218,6 +224,28 @@ def test_catalogs_whose_roots_nest_are_refused_at_start(tmp_path: Path) -> None:
              "side": {"impl": "dir", "root": str(tmp_path / "lake-side")}}  # a shared prefix
     assert sorted(served_backend(load_settings(overrides={"catalogs": apart})).catalogs) == [
         "lake", "side"]
+
+
+def test_nested_catalogs_never_take_each_others_data(tmp_path: Path) -> None:
+    """`a`'s root inside `b`'s (allowed by the switch): a table of `b` with the id of `a`'s
+    table cannot register `a`'s data (the record names the catalog), so its DropTable cannot
+    delete it; before records named catalogs, both could."""
+    root = tmp_path / "lake"
+    catalogs = {"a": {"impl": "dir", "root": str(root / "inner")},
+                "b": {"impl": "dir", "root": str(root)}}
+    served = served_backend(load_settings(
+        overrides={"catalogs": catalogs, "catalogs_nested_roots": True}))
+    first, second = served.catalogs["a"], served.catalogs["b"]
+    for catalog in (first, second):
+        catalog.create_namespace(CreateNamespaceRequest(id=["ns"]))
+    first.create_table(CreateTableRequest(id=["ns", "t"]), arrow_stream(sample_table(3)))
+    location = first.describe_table(DescribeTableRequest(id=["ns", "t"])).location
+    for table in (["ns", "t"], ["ns", "u"]):
+        with pytest.raises(lance_namespace.InvalidInputError, match="another catalog owns"):
+            second.register_table(RegisterTableRequest(id=table, location=location))
+    with pytest.raises(lance_namespace.TableNotFoundError):
+        second.drop_table(DropTableRequest(id=["ns", "t"]))
+    assert lance.dataset(location).count_rows() == 3
 
 
 def test_each_external_location_belongs_to_one_catalog(tmp_path: Path) -> None:
