@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from lance_namespace import InvalidInputError, UnsupportedOperationError
 
-from backends.containment import CHECKED_OPERATIONS, Containment, checked
+from backends.containment import Containment
 from backends.core.access import Reader
 from backends.core.bounds import RequestBounds
 from backends.core.external import ExternalLocation
 from backends.core.locations import resolve_stored
 from backends.core.names import validate_identifier, validate_name
 from backends.core.operations import EXTENSION_METHODS, operation_methods, streamed_methods
+from backends.location_checks import CHECKED_OPERATIONS, checked
 from backends.rename_recovery import finish_cut_off_rename
 from backends.tables.bodies import check_storable_stream
 from backends.tables.refs import check_ref_names
