@@ -35,12 +35,9 @@ from typing import TYPE_CHECKING, Any
 from lance_namespace import (
     DescribeTableResponse,
     InvalidInputError,
-    LanceNamespace,
     LanceNamespaceError,
     NamespaceExistsRequest,
     NamespaceNotFoundError,
-    TableExistsRequest,
-    TableNotFoundError,
 )
 
 from backends.core.external import ExternalLocation
@@ -53,7 +50,7 @@ from backends.core.locations import (
 from backends.core.names import joined_id
 from backends.core.settings import ConfigurationError
 from backends.layouts import TableLayout
-from backends.ownership import OwnershipRecords
+from backends.ownership import OwnershipRecords, table_gone
 
 if TYPE_CHECKING:
     from backends.base import MetadataNamespace
@@ -240,16 +237,3 @@ def holds_other_tables(root: str, layout: TableLayout, location: str) -> bool:
     if relative is None:
         return False  # outside the root: no table of this server lies there
     return layout.owner_of(relative) is None and layout.holds_homes(relative)
-
-
-def table_gone(namespace: LanceNamespace, table_id: list[str], request: Any = None) -> bool:
-    """Whether the catalog says for sure that `table_id` names no table, asked as the caller
-    of `request` if given."""
-    caller = {"identity": request.identity, "context": request.context} if request else {}
-    try:
-        namespace.for_caller(request).table_exists(TableExistsRequest(id=table_id, **caller))
-    except TableNotFoundError:
-        return True
-    except LanceNamespaceError:  # a catalog that does not answer: not taken as gone
-        return False
-    return False

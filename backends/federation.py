@@ -269,6 +269,10 @@ class FederatedNamespace:
         catalog = self.catalogs.get(table_id[0]) if table_id else None
         return catalog is not None and catalog.vendable(list(table_id[1:]), location)
 
+    def extra_bases(self, table_id: Sequence[str], location: str) -> list[str]:
+        catalog = self.catalogs.get(table_id[0]) if table_id else None
+        return [] if catalog is None else catalog.extra_bases(list(table_id[1:]), location)
+
     # -- what maintenance asks (`backends.maintenance.maintain_all`), by catalog ------------
 
     def open(self, request: Any) -> Any:

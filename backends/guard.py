@@ -56,6 +56,7 @@ class GuardedNamespace:
         # `catalog`: its name on a server of several, which ownership records name too.
         self.containment = None if root is None else Containment(
             backend, root, backend.table_layout(), external, catalog)
+        backend.use_external_locations(external)
 
     def call(self, name: str, request: Any, *arguments: Any, **keywords: Any) -> Any:
         """The operation `name` for `request`, behind the guard."""
@@ -77,6 +78,14 @@ class GuardedNamespace:
         if self.containment is None:
             return not self.backend.holds_other_tables(location)
         return self.containment.vendable(list(table_id), location)
+
+    def extra_bases(self, table_id: Sequence[str], location: str) -> list[str]:
+        """The extra bases recorded as the table's (a multi-base table's, in the external
+        locations): vended keys cover them too. None are looked for without external
+        locations."""
+        if self.containment is None or not self.containment.external:
+            return []
+        return self.containment.records.recorded_bases(list(table_id), location)
 
     def table_at(self, location: str, request: Any) -> list[str]:
         """The table whose data is at `location`, by its ownership record and its catalog

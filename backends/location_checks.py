@@ -20,10 +20,11 @@ from lance_namespace import (
     InvalidTableStateError,
 )
 
-from backends.containment import Containment, table_gone
+from backends.containment import Containment
 from backends.core.lance_tables import open_lance_table
 from backends.core.locations import StorageLocation
 from backends.core.names import joined_id
+from backends.ownership import table_gone
 from backends.tables.lifecycle import renamed_id
 from backends.tables.reach import check_adopted, check_no_links
 
@@ -53,7 +54,7 @@ def _register(containment: Containment, register: Callable[..., Any], request: A
     table_id = list(request.id or [])
     containment.refuse_nesting(table_id, request, table=True)
     place = containment.check_new_location(table_id, request.location, True, request)
-    check_adopted(table_id, place.uri, containment.namespace.root_storage_options())
+    _claim_bases(containment, table_id, place, request)
     return _claimed(containment, table_id, place, register, request)
 
 
@@ -66,8 +67,22 @@ def _declare(containment: Containment, declare: Callable[..., Any], request: Any
         _claim_after(containment, table_id, declared, unrecorded_only=False)
         return declared
     place = containment.check_new_location(table_id, request.location, False, request)
-    check_adopted(table_id, place.uri, containment.namespace.root_storage_options())
+    _claim_bases(containment, table_id, place, request)
     return _claimed(containment, table_id, place, declare, request)
+
+
+def _claim_bases(containment: Containment, table_id: list[str], place: StorageLocation,
+                 request: Any) -> None:
+    """The data at `place` checked to reach only its own bytes and the extra bases the
+    operator allows (`backends.tables.reach.check_adopted`), each recorded as the table's
+    before the table is registered (a base another table's data is in, around or below:
+    code 13)."""
+    bases = check_adopted(table_id, place.uri, containment.namespace.root_storage_options(),
+                          containment.external)
+    for base in bases:
+        prefix = next(place.prefix for place in containment.external
+                      if place.admits(table_id) and place.holds(base))  # as admitted
+        containment.records.claim_base(table_id, base, request, prefix)
 
 
 def _claimed(containment: Containment, table_id: list[str], place: StorageLocation,

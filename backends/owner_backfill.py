@@ -24,7 +24,7 @@ from backends.core.names import ID_DELIMITER
 from backends.core.settings import ConfigurationError
 from backends.guard import GuardedNamespace
 from backends.maintenance import table_ids
-from backends.ownership import Record, read_record, write_record
+from backends.owner_record import Record, read_record, write_record
 from backends.ownership_claims import claim_location
 
 logger = logging.getLogger("lance_adapter.ownership")

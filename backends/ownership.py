@@ -1,13 +1,11 @@
-"""Which table owns the data at a location, recorded with the data: a small Lance file,
-`_lance_adapter_owner`, at the table's location, holding the owning table's id and whether
-the server placed the data there (CreateTable, DeclareTable without a location) or a client
-named the location (RegisterTable, DeclareTable with one).
+"""Which table owns the data at a location, and what that allows: the rules read from the
+ownership records (`backends.owner_record`) the server keeps with the data. A record names
+the owning table and whether the server placed the data there (CreateTable, DeclareTable
+without a location) or a client named the location (RegisterTable, DeclareTable with one).
 
-The server writes it when it creates, declares or registers a table and rewrites it when it
-renames one (`backends.containment`); DropTable deletes data only when it names the table
-dropped. It is written and read with Lance's own object-store access (`lance.file`), so it
-reaches every store a table can live in with the table's own storage options, in one request.
-Lance ignores the file: it reads only its own directories of a dataset.
+The server writes one when it creates, declares or registers a table (and at each extra base
+of a multi-base table it registers) and rewrites it when it renames one
+(`backends.location_checks`); DropTable deletes data only when it names the table dropped.
 
 On a server of several catalogs a record also names the catalog of its table: a table id
 means a table within one catalog, and data one catalog's table owns is never taken, deleted
@@ -22,106 +20,49 @@ Two registrations of one unrecorded location at once are told apart by a claim
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-from lance.file import LanceFileReader, LanceFileWriter
 from lance_namespace import (
     DescribeTableRequest,
     InvalidInputError,
+    LanceNamespace,
     LanceNamespaceError,
     ServiceUnavailableError,
+    TableExistsRequest,
     TableNotFoundError,
 )
 
 from backends.core.filesystems import table_filesystem
+from backends.core.lance_tables import open_lance_table
 from backends.core.locations import StorageLocation, resolve_stored
 from backends.core.names import joined_id
 from backends.layouts import TableLayout
+from backends.owner_record import OWNER_FILE, Record, read_record, write_record
 from backends.ownership_claims import (
     CLAIM_DATASET,
     claim_location,
     claimant_of,
     release_claim_at,
 )
-from backends.tables.errors import lance_errors
+from backends.tables.reach import outside_bases
 
 if TYPE_CHECKING:
     from backends.base import MetadataNamespace
 
-OWNER_FILE = "_lance_adapter_owner"
-_SCHEMA = pa.schema([
-    pa.field("owner_id", pa.list_(pa.string()), nullable=False),
-    pa.field("placed", pa.bool_(), nullable=False),
-    pa.field("cloned", pa.bool_()),
-    pa.field("borrows", pa.bool_()),
-    pa.field("renamed_from", pa.list_(pa.string())),
-    pa.field("sources", pa.list_(pa.string())),
-    pa.field("catalog", pa.string()),
-])
-
-
-@dataclass(frozen=True)
-class Record:
-    owner: list[str]
-    placed: bool  # the server chose the location (its data is the table's alone to delete)
-    # Shallow clones read this data in place: it is never deleted, nor its versions removed.
-    cloned: bool = False
-    # A shallow clone: it reads data files of another table's location.
-    borrows: bool = False
-    # The id a rename under way takes the data from (`backends.rename_recovery`).
-    renamed_from: list[str] | None = None
-    # A shallow clone the server made: the locations of its sources, the only places outside
-    # its own that its manifest may name (`backends.tables.reach`).
-    sources: list[str] | None = None
-    # The catalog of the owner, on a server of several (None: a server of one).
-    catalog: str | None = None
-
-
-def _record_path(location: str) -> str:
-    return resolve_stored(location).child(OWNER_FILE).uri
-
-
-def read_record(location: str, options: Mapping[str, str] | None) -> Record | None:
-    """The ownership record of `location`; None when none is recorded
-    (data the server did not create or register, or a location it cannot read as one).
-    A storage that does not answer is code 17: a record must never be taken as absent."""
+def table_gone(namespace: LanceNamespace, table_id: list[str], request: Any = None) -> bool:
+    """Whether the catalog says for sure that `table_id` names no table, asked as the caller
+    of `request` if given."""
+    caller = {"identity": request.identity, "context": request.context} if request else {}
     try:
-        path = _record_path(location)
-    except InvalidInputError:
-        return None
-    try:
-        rows = LanceFileReader(path, storage_options=dict(options or {}) or None).read_all()
-    except (ValueError, OSError, RuntimeError) as error:
-        if str(error).startswith("Not found"):
-            return None
-        raise ServiceUnavailableError(
-            "the storage did not answer for the table's ownership record; retry"
-        ) from error
-    found = rows.to_table().to_pylist()
-    if len(found) != 1 or not found[0].get("owner_id"):
-        return None
-    row = found[0]
-    return Record(list(row["owner_id"]), bool(row.get("placed")), bool(row.get("cloned")),
-                  bool(row.get("borrows")), list(row.get("renamed_from") or []) or None,
-                  list(row.get("sources") or []) or None, row.get("catalog"))
-
-
-def write_record(location: str, options: Mapping[str, str] | None, record: Record) -> None:
-    """Record the owner of `location` (replacing any earlier record)."""
-    with lance_errors(location):  # a full disk, say: code 17, not an internal error
-        writer = LanceFileWriter(
-            _record_path(location), _SCHEMA, storage_options=dict(options or {}) or None
-        )
-        writer.write_batch(pa.table(
-            {"owner_id": [list(record.owner)], "placed": [record.placed],
-             "cloned": [record.cloned], "borrows": [record.borrows],
-             "renamed_from": [record.renamed_from], "sources": [record.sources],
-             "catalog": [record.catalog]},
-            schema=_SCHEMA))
-        writer.close()
+        namespace.for_caller(request).table_exists(TableExistsRequest(id=table_id, **caller))
+    except TableNotFoundError:
+        return True
+    except LanceNamespaceError:  # a catalog that does not answer: not taken as gone
+        return False
+    return False
 
 
 class OwnershipRecords:
@@ -150,8 +91,12 @@ class OwnershipRecords:
             raise InvalidInputError(
                 "the location holds data a table of another catalog owns; a location belongs "
                 "to one table")
-        if self._is(record, table_id) and recorded_at == place:
+        if self._is(record, table_id) and recorded_at == place and not record.extra_base:
             return True
+        if record.extra_base and not table_gone(self.namespace, owner, request):
+            raise InvalidInputError(
+                f"the location lies in data table {joined_id(owner)} reads as an extra base; a "
+                "location belongs to one table")
         if self._names(owner, recorded_at, request):
             whose = "is owned by" if recorded_at == place else "lies inside the data of"
             raise InvalidInputError(
@@ -262,6 +207,23 @@ class OwnershipRecords:
                     f"the location holds the data of {whose} (at {'/'.join(parts[:marker])}); "
                     "a location belongs to one table")
 
+    def claim_base(self, table_id: list[str], base: StorageLocation, request: Any,
+                   prefix: StorageLocation) -> None:
+        """Record `base`, an extra base of `table_id`'s data lying in the external location
+        `prefix`, as the table's (`backends.tables.reach` reads it at each open): code 13 when
+        data of another table lies there, around it or below it."""
+        self.refuse_holding(table_id, base, request)
+        found = self.recorded_around(base, prefix)
+        if found is not None:
+            record, recorded_at = found
+            if record.extra_base and recorded_at == base and self._is(record, table_id):
+                return
+            raise InvalidInputError(
+                f"a base of table {joined_id(table_id)} lies in data another table owns or "
+                "owned; a location belongs to one table")
+        write_record(base.uri, self._options(), Record(
+            list(table_id), placed=False, catalog=self.catalog, extra_base=True))
+
     def release_claim(self, place: StorageLocation) -> None:
         """Undo `claim_first` for a registration that failed."""
         release_claim_at(place, self._options(), self.root)
@@ -330,7 +292,29 @@ class OwnershipRecords:
             return False
         write_record(location, self._options(), replace(
             record, owner=list(to_id), renamed_from=list(from_id) if renaming else None))
+        for base in self._extra_bases(location):
+            found = read_record(base.uri, self._options())
+            if found is not None and found.extra_base and self._is(found, from_id):
+                write_record(base.uri, self._options(), replace(found, owner=list(to_id)))
         return True
+
+    def recorded_bases(self, table_id: list[str], location: str) -> list[str]:
+        """The bases of the table at `location` outside it that are recorded as extra bases
+        of `table_id` (those a multi-base table reads as its own)."""
+        found = []
+        for base in self._extra_bases(location):
+            record = read_record(base.uri, self._options())
+            if record is not None and record.extra_base and self._is(record, table_id):
+                found.append(base.uri)
+        return found
+
+    def _extra_bases(self, location: str) -> list[StorageLocation]:
+        """The bases of the table at `location` outside it (a multi-base table's)."""
+        dataset = open_lance_table(location, self._options())
+        if dataset is None:
+            return []
+        bases = outside_bases(location, (base.path for base in dataset.base_paths().values()))
+        return [base for base in bases if base is not None]
 
     def moved(self, old_id: list[str], new_id: list[str], old_location: str | None,
               request: Any) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from lance_namespace import DeregisterTableRequest, DescribeTableRequest, TableNotFoundError
 
 from backends.core.names import joined_id
-from backends.ownership import read_record, write_record
+from backends.owner_record import read_record, write_record
 
 if TYPE_CHECKING:
     from backends.containment import Containment

@@ -28,6 +28,7 @@ import lance
 
 from backends.core.access import Reader, every_table
 from backends.core.extensions import PrewarmTableIndexRequest, PrewarmTableIndexResponse
+from backends.core.external import ExternalLocation
 from backends.core.recent import keep_recent
 from backends.tables import indexes
 from backends.tables.datasets import TableLocation, open_dataset
@@ -57,6 +58,8 @@ class SessionTables:
     table_layout: Callable[[], TableLayout]
     # The indexes prewarmed, for a renewal (made by `use_lance_session`).
     _prewarmed: _PrewarmedIndexes | None = None
+    # Where the operator lets tables of given namespaces keep data (`use_external_locations`).
+    external_locations: tuple[ExternalLocation, ...] = ()
     # Whether the caller of the request being served may read a table (`reading_as`).
     _reader: Reader = staticmethod(every_table)
 
@@ -66,6 +69,11 @@ class SessionTables:
         view = object.__new__(type(self))  # not `copy`: a plug-in's adapter has `__getattr__`
         view.__dict__.update(self.__dict__, _reader=reader)
         return view
+
+    def use_external_locations(self, external: tuple[ExternalLocation, ...]) -> None:
+        """Read a table's extra bases recorded in `external` as its own (the guard calls it
+        once, with the locations it lets tables register in)."""
+        self.external_locations = tuple(external)
 
     def use_lance_session(self, session: Session | None) -> None:
         """Open every table with `session` from now on, and remember the latest version of
@@ -84,6 +92,7 @@ class SessionTables:
             id=list(table_id), location=location, storage_options=dict(storage_options or {}),
             properties=dict(properties or {}), session=self.lance_session,
             latest=self.latest_versions, may_read=self._reader, key=self.table_layout().key,
+            external=self.external_locations,
         )
 
     def renew_lance_session(

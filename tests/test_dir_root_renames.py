@@ -25,7 +25,7 @@ from lance_namespace import (
 from backends import load_namespace
 from backends.directory.renames import INTENTS_DIRECTORY
 from backends.guard import GuardedNamespace
-from backends.ownership import Record, read_record
+from backends.owner_record import Record, read_record
 from tests.support.lance_data import arrow_stream, sample_table
 
 

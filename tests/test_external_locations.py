@@ -28,7 +28,7 @@ from app.settings import Settings
 from backends.core.external import parse_external_locations
 from backends.core.settings import ConfigurationError
 from backends.guard import GuardedNamespace
-from backends.ownership import read_record
+from backends.owner_record import read_record
 from tests.support.adapter import running_server
 from tests.support.containment_catalogs import Catalog
 from tests.support.glue import MotoEndpoint, glue_properties, s3_storage

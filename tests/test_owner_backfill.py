@@ -21,7 +21,8 @@ from lance_namespace import (
 from app.cli import main
 from backends import load_namespace
 from backends.owner_backfill import Backfilled, record_owners
-from backends.ownership import CLAIM_DATASET, OWNER_FILE, Record, read_record
+from backends.owner_record import OWNER_FILE, Record, read_record
+from backends.ownership_claims import CLAIM_DATASET
 from tests.support.containment_catalogs import Catalog, create_table
 from tests.support.lance_data import sample_table
 

@@ -15,7 +15,7 @@ from lance_namespace import (
 )
 
 from backends.maintenance import MaintenancePolicy, maintain_all
-from backends.ownership import read_record
+from backends.owner_record import read_record
 from tests.support.containment_catalogs import WITH_HIVE3, Catalog, create_table
 
 

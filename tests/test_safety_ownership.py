@@ -29,7 +29,7 @@ from lance_namespace import (
 from backends import load_namespace
 from backends.core.locations import resolve_stored
 from backends.guard import GuardedNamespace
-from backends.ownership import OWNER_FILE, Record, read_record, write_record
+from backends.owner_record import OWNER_FILE, Record, read_record, write_record
 from backends.ownership_claims import CLAIM_DATASET
 from tests.support.containment_catalogs import WITH_HIVE3, Catalog, create_table
 from tests.support.glue import MotoEndpoint, s3_storage

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import lance
 import pyarrow as pa
 import pytest
 
@@ -18,6 +19,7 @@ from tests.support.foreign_bytes import append_foreign_rows, post_as
 from tests.support.vending import (
     BUCKET,
     REGION,
+    ROOT,
     SERVER_KEY,
     SERVER_SECRET,
     Storage,
@@ -72,3 +74,36 @@ def test_vended_keys_cannot_make_the_server_read_another_tables_rows(
         tenant.put_object(Bucket=BUCKET, Key=f"{prefix}/data/own-file", Body=b"x")  # its own
         count = post(url, "table/hr$secret/count_rows", "admin", {})
         assert (count.status_code, count.json()) == (200, 2), count.text
+
+
+def test_keys_vended_for_a_multi_base_table_cover_its_recorded_bases_alone(
+    storage: Storage,
+) -> None:
+    """A table whose rows lie in an extra base, in an external location bound to its
+    namespace: registered, it is served, and the keys vended for it read the base (its
+    record there they cannot write), nothing else of the external location."""
+    external = f"s3://{BUCKET}/ext/mkt"
+    server_keys = {"aws_access_key_id": SERVER_KEY, "aws_secret_access_key": SERVER_SECRET,
+                   "aws_endpoint": storage.gate.url, "allow_http": "true",
+                   "aws_region": REGION}
+    admin = storage.s3()
+    admin.put_object(Bucket=BUCKET, Key="ext/mkt/other/probe", Body=b"x")
+    with adapter(vending_on(storage.gate.url), external_locations={external: "mkt"}) as url:
+        httpx.post(f"{url}/v1/namespace/mkt/create", json={}).raise_for_status()
+        location = f"{ROOT}/mkt/mb"
+        lance.write_dataset(pa.table({"v": [1, 2, 3]}), location, storage_options=server_keys,
+                            initial_bases=[lance.DatasetBasePath(f"{external}/b1", name="b1")],
+                            target_bases=["b1"])
+        registered = httpx.post(f"{url}/v1/table/mkt$mb/register",
+                                json={"location": location}, timeout=60)
+        assert registered.status_code == 200, registered.text
+        described = httpx.post(f"{url}/v1/table/mkt$mb/describe", timeout=60,
+                               json={"load_detailed_metadata": False}).json()
+        vended = described["storage_options"]
+        assert lance.dataset(location, storage_options=vended).count_rows() == 3
+
+    tenant = storage.s3(vended)
+    with pytest.raises(Exception, match="AccessDenied"):
+        tenant.put_object(Bucket=BUCKET, Key="ext/mkt/b1/_lance_adapter_owner", Body=b"x")
+    with pytest.raises(Exception, match="AccessDenied"):
+        tenant.get_object(Bucket=BUCKET, Key="ext/mkt/other/probe")

@@ -15,7 +15,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -98,7 +98,7 @@ def put_probes(storage: Storage, *prefixes: str) -> None:
 
 
 def vendor_for(storage: Storage, duration_ms: int = 900_000,
-               policy: Callable[[TablePrefix, str, str | None], dict] = session_policy,
+               policy: Callable[..., dict] = session_policy,
                **extra: str) -> CredentialVendor:
     settings = VendingSettings.from_properties({
         "vending.enabled": "true", "vending.role-arn": ROLE_ARN, "vending.region": REGION,
@@ -180,8 +180,9 @@ def test_a_widened_policy_is_caught(storage: Storage) -> None:
     the same credentials reach the neighbour and the root, so the assertion above fails."""
     put_probes(storage, "db/w1", "db/w10")
 
-    def whole_bucket(table: TablePrefix, access: str, region: str | None = None) -> dict:
-        return session_policy(TablePrefix(table.bucket, ""), access, region)
+    def whole_bucket(table: TablePrefix, access: str, region: str | None = None,
+                     bases: Sequence[TablePrefix] = ()) -> dict:
+        return session_policy(TablePrefix(table.bucket, ""), access, region, bases)
 
     widened = vendor_for(storage, policy=whole_bucket)
     vended = widened.vend(f"s3://{BUCKET}/db/w1", None, ["db", "w1"])

@@ -38,7 +38,7 @@ from backends.core.locations import (
 )
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.layouts import TABLE_SUFFIX, TableLayout
-from backends.ownership import read_record
+from backends.owner_record import read_record
 from backends.tables import lifecycle
 from backends.tables.datasets import TableLocation, has_data
 from backends.tables.lifecycle import renamed_id

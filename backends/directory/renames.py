@@ -33,7 +33,7 @@ from backends.core.locations import local_directory
 from backends.core.names import joined_id
 from backends.directory.layout import in_root
 from backends.directory.orphans import manifest_tables
-from backends.ownership import read_record, write_record
+from backends.owner_record import read_record, write_record
 
 logger = logging.getLogger("lance_adapter")
 INTENTS_DIRECTORY = "_lance_adapter_renames"

@@ -16,6 +16,7 @@ from lance_namespace import (
 )
 
 from backends.core.access import Reader, every_table
+from backends.core.external import ExternalLocation
 from backends.core.names import joined_id
 from backends.tables.errors import lance_errors, translate
 from backends.tables.latest import LatestVersions
@@ -39,6 +40,9 @@ class TableLocation:
     # How the catalog spells an id for comparison (its layout's `key`): a local table's
     # ownership record is compared with `id` so (`backends.tables.reach`).
     key: IdKey = field(default=tuple, compare=False, repr=False)
+    # The external locations of its catalog: an extra base recorded in one admitting the
+    # table is read as its own (`backends.tables.reach`).
+    external: tuple[ExternalLocation, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def options(self) -> dict[str, str] | None:
@@ -94,7 +98,8 @@ def checkout(
         raise InvalidInputError("name either a tag or a version and branch, not both")
     with lance_errors(table.location):
         dataset = _checked_out(latest, version, tag, branch)
-    check_reach(table.id, table.location, dataset, table.options, table.may_read, table.key)
+    check_reach(table.id, table.location, dataset, table.options, table.may_read, table.key,
+                table.external)
     return dataset
 
 

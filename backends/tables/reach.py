@@ -32,11 +32,12 @@ from lance import LanceDataset
 from lance_namespace import InvalidInputError, PermissionDeniedError
 
 from backends.core.access import Reader, every_table
+from backends.core.external import ExternalLocation
 from backends.core.lance_tables import open_lance_table
 from backends.core.locations import StorageLocation, local_directory, resolve_stored
 from backends.core.names import joined_id
 from backends.core.recent import keep_recent
-from backends.ownership import OWNER_FILE, Record, read_record
+from backends.owner_record import OWNER_FILE, Record, read_record
 
 # The directories Lance reads and writes inside a table's location.
 LANCE_DIRECTORIES = ("_versions", "data", "_deletions", "_indices", "_transactions", "_refs")
@@ -51,31 +52,23 @@ MOST_LOCAL_RECORDS = 4096
 
 
 def check_reach(table_id: list[str], location: str, dataset: LanceDataset,
-                options: Mapping[str, str] | None, may_read: Reader | None = every_table,
-                key: IdKey = tuple) -> None:
+                options: Mapping[str, str] | None, may_read: Reader = every_table,
+                key: IdKey = tuple, external: Sequence[ExternalLocation] = ()) -> None:
     """Code 13 unless `dataset`, opened at `location` for table `table_id`, reaches only its own
-    bytes. A base outside is allowed when the ownership record at `location` names it as the
-    source of a shallow clone the server made, and the caller `may_read` the table that owns
-    that source (code 15 otherwise); None: no clone source is allowed. Ids are compared as
-    `key` spells them."""
+    bytes. A base outside is allowed when it is an extra base recorded as the table's in an
+    `external` location admitting it, or when the ownership record at `location` names it as
+    the source of a shallow clone the server made and the caller `may_read` the table that
+    owns that source (code 15 otherwise). Ids are compared as `key` spells them."""
     directory = check_no_links(table_id, location)
     if directory is not None:
         _check_local_owner(table_id, directory, key)
-    _check_bases(table_id, location, dataset, options, may_read)
-
-
-def _check_bases(table_id: list[str], location: str, dataset: LanceDataset,
-                 options: Mapping[str, str] | None, may_read: Reader | None) -> None:
-    """Code 13 unless every base of `dataset`'s manifest lies inside `location` or in a clone
-    source recorded there that the caller `may_read` (code 15 when it may not)."""
-    foreign = outside_bases(location, (base.path for base in dataset.base_paths().values()))
+    foreign = [base for base in outside_bases(location, _base_paths(dataset))
+               if not _recorded_extra_base(table_id, base, external, options, key)]
     if not foreign:
         return
-    sources = None if may_read is None else _recorded_sources(location, options, foreign)
+    sources = _recorded_sources(location, options, foreign)
     if sources is None:
-        raise InvalidInputError(
-            f"table {joined_id(table_id)} names data outside this table in its manifest; "
-            "the server reads only a table's own data")
+        raise _outside(table_id)
     for source in sources:
         record = read_record(source, options)
         if record is None or not may_read(record.owner):
@@ -84,16 +77,50 @@ def _check_bases(table_id: list[str], location: str, dataset: LanceDataset,
                 "not read")
 
 
-def check_adopted(table_id: list[str], location: str,
-                  options: Mapping[str, str] | None) -> None:
-    """Code 13 unless the data at `location` (if any), which RegisterTable or DeclareTable is
-    to adopt for `table_id`, reaches only its own bytes: no clone source is allowed there (a
-    registered table is never a clone the server made). Whose record lies there is
-    `backends.ownership`'s to judge."""
+def check_adopted(table_id: list[str], location: str, options: Mapping[str, str] | None,
+                  external: Sequence[ExternalLocation] = ()) -> list[StorageLocation]:
+    """The extra bases of the data at `location` (if any), which RegisterTable or DeclareTable
+    is to adopt for `table_id`: each must lie in an `external` location admitting the table
+    (the caller records them as the table's), and nothing else outside (code 13; no clone
+    source: a registered table is never a clone the server made). Whose record lies at
+    `location` is `backends.ownership`'s to judge."""
     check_no_links(table_id, location)
     dataset = open_lance_table(location, options)
-    if dataset is not None:
-        _check_bases(table_id, location, dataset, options, may_read=None)
+    if dataset is None:
+        return []
+    foreign = outside_bases(location, _base_paths(dataset))
+    admitted = [base for base in foreign if base is not None
+                and any(place.admits(table_id) and place.holds(base) for place in external)]
+    if len(admitted) != len(foreign):
+        raise _outside(table_id)
+    for base in admitted:
+        check_no_links(table_id, base.uri)
+    return admitted
+
+
+def _base_paths(dataset: LanceDataset) -> list[str]:
+    return [base.path for base in dataset.base_paths().values()]
+
+
+def _outside(table_id: list[str]) -> InvalidInputError:
+    return InvalidInputError(
+        f"table {joined_id(table_id)} names data outside this table in its manifest; the "
+        "server reads only a table's own data (an extra base must lie in an external location "
+        "bound to the table's namespace, and be there when the table is registered)")
+
+
+def _recorded_extra_base(table_id: list[str], base: StorageLocation | None,
+                         external: Sequence[ExternalLocation],
+                         options: Mapping[str, str] | None, key: IdKey) -> bool:
+    """Whether `base` is an extra base of the table the operator allows: inside an external
+    location admitting it, recorded there as the table's when it was registered, no link."""
+    if base is None or not any(
+            place.admits(table_id) and place.holds(base) for place in external):
+        return False
+    directory = check_no_links(table_id, base.uri)
+    record = (_local_record(directory / OWNER_FILE) if directory is not None
+              else read_record(base.uri, options))
+    return record is not None and record.extra_base and key(record.owner) == key(table_id)
 
 
 def outside_bases(location: str, bases: Iterable[str]) -> list[StorageLocation | None]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from lance_namespace import InvalidInputError
 
 from backends.core.locations import resolve_stored
-from backends.ownership import OWNER_FILE
+from backends.owner_record import OWNER_FILE
 from backends.vending.settings import READ_WRITE
 
 READ_ACTIONS = ("s3:GetObject",)
@@ -53,22 +54,32 @@ def iam_literal(text: str) -> str:
     return "".join(_IAM_LITERALS.get(character, character) for character in text)
 
 
-def session_policy(table: TablePrefix, access: str, region: str | None = None) -> dict[str, Any]:
+def session_policy(table: TablePrefix, access: str, region: str | None = None,
+                   bases: Sequence[TablePrefix] = ()) -> dict[str, Any]:
     """Objects under the table's prefix (read, or read and write) and listing only there; the
     server's ownership record and claim there never written (they name the table's owner and
-    the only places a clone of the server's may read: `backends.ownership`)."""
-    arn = f"arn:{partition(region)}:s3:::{table.bucket}"
-    prefix = iam_literal(table.prefix)
+    the only places a clone of the server's may read: `backends.ownership`). The same for
+    each of the table's extra `bases` (a multi-base table's, recorded as its own)."""
+    statements = _prefix_statements("Table", table, access, region)
+    for number, base in enumerate(bases, start=1):
+        statements += _prefix_statements(f"Base{number}", base, access, region)
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def _prefix_statements(name: str, place: TablePrefix, access: str,
+                       region: str | None) -> list[dict[str, Any]]:
+    arn = f"arn:{partition(region)}:s3:::{place.bucket}"
+    prefix = iam_literal(place.prefix)
     writes = access == READ_WRITE
     statements: list[dict[str, Any]] = [
-        {"Sid": "TableObjects", "Effect": "Allow",
+        {"Sid": f"{name}Objects", "Effect": "Allow",
          "Action": list(READ_ACTIONS + (WRITE_ACTIONS if writes else ())),
          "Resource": f"{arn}/{prefix}*"},
-        {"Sid": "TableListing", "Effect": "Allow", "Action": "s3:ListBucket", "Resource": arn,
+        {"Sid": f"{name}Listing", "Effect": "Allow", "Action": "s3:ListBucket", "Resource": arn,
          "Condition": {"StringLike": {"s3:prefix": f"{prefix}*"}}},
     ]
     if writes:
-        statements.append({"Sid": "ServerRecords", "Effect": "Deny",
-                           "Action": list(WRITE_ACTIONS),
+        sid = "ServerRecords" if name == "Table" else f"{name}Records"
+        statements.append({"Sid": sid, "Effect": "Deny", "Action": list(WRITE_ACTIONS),
                            "Resource": f"{arn}/{prefix}{iam_literal(OWNER_FILE)}*"})
-    return {"Version": "2012-10-17", "Statement": statements}
+    return statements

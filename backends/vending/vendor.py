@@ -83,7 +83,20 @@ class RelaysCredentials(Protocol):
     ) -> S3Credentials | None: ...
 
 
+@runtime_checkable
+class ScopesVending(Protocol):
+    """A backend that judges what keys for a table may cover (the guard,
+    `backends.guard.GuardedNamespace`): whether all of its location reaches only its data,
+    and the extra bases recorded as its own (a multi-base table's)."""
+
+    def vendable(self, table_id: Sequence[str], location: str) -> bool: ...
+
+    def extra_bases(self, table_id: Sequence[str], location: str) -> list[str]: ...
+
+
 VendListener = Callable[[VendRecord], None]
+# At most this many extra bases are covered by one vend (STS limits a session policy's size).
+MOST_VENDED_BASES = 4
 
 
 class CredentialVendor:
@@ -93,8 +106,8 @@ class CredentialVendor:
     def __init__(
         self, settings: VendingSettings, storage: Mapping[str, str], sts: Any = None,
         clock: Callable[[], float] = time.time, relay: RelaysCredentials | None = None,
-        vendable: Callable[[Sequence[str], str], bool] | None = None,
-        policy: Callable[[TablePrefix, str, str | None], dict[str, Any]] = session_policy,
+        scope: ScopesVending | None = None,
+        policy: Callable[..., dict[str, Any]] = session_policy,
     ) -> None:
         self.settings = settings
         self._policy = policy  # the session policy a minted key is confined by
@@ -104,8 +117,8 @@ class CredentialVendor:
             sts = _sts_module().StsClient(settings, storage, self.region)
         self._sts = sts
         self._relay = relay
-        # The guard's judgement of a table's location (`GuardedNamespace.vendable`).
-        self._vendable = vendable
+        # The guard's judgement of what a table's keys may cover (`ScopesVending`).
+        self._scope = scope
         self._clock = clock
         self._cache: dict[Hashable, VendedCredentials] = {}
         self._locks: dict[Hashable, threading.Lock] = {}
@@ -163,10 +176,26 @@ class CredentialVendor:
         prefix = TablePrefix.of(location)
         if prefix is None or self._sts is None:
             return None, MINTED
-        if self._vendable is not None and not self._vendable(table_id, location):
+        bases = self._bases(table_id, location)
+        if bases is None:
             return None, MINTED
         return self._cached_or_made(
-            (MINTED, prefix, access), MINTED, lambda: self._mint(prefix, access))
+            (MINTED, prefix, bases, access), MINTED, lambda: self._mint(prefix, access, bases))
+
+    def _bases(self, table_id: Sequence[str], location: str) -> tuple[TablePrefix, ...] | None:
+        """The extra bases keys for the table must cover too; None when no keys may be
+        vended (its location is not its own alone, or a base is not one S3 prefix, or there
+        are more than a session policy holds)."""
+        if self._scope is None:
+            return ()
+        if not self._scope.vendable(table_id, location):
+            return None
+        bases = [TablePrefix.of(base) for base in self._scope.extra_bases(table_id, location)]
+        if len(bases) > MOST_VENDED_BASES or None in bases:
+            logger.warning("no keys vended for table %s: its extra bases are not %d S3 "
+                           "prefixes at most", joined_id(table_id), MOST_VENDED_BASES)
+            return None
+        return tuple(base for base in bases if base is not None)
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -195,8 +224,9 @@ class CredentialVendor:
             del self._cache[key]
             self._locks.pop(key, None)
 
-    def _mint(self, prefix: TablePrefix, access: str) -> VendedCredentials:
-        policy = self._policy(prefix, access, self.region)
+    def _mint(self, prefix: TablePrefix, access: str,
+              bases: tuple[TablePrefix, ...]) -> VendedCredentials:
+        policy = self._policy(prefix, access, self.region, bases)
         answer = self._sts.assume_role(
             RoleArn=self.settings.role_arn,
             RoleSessionName=self.settings.session_name,
@@ -274,13 +304,14 @@ def credential_vendor(
     if not settings.enabled:
         return None
     relay = backend if isinstance(backend, RelaysCredentials) else None
+    scope = backend if isinstance(backend, ScopesVending) else None
     if relay is None and not settings.role_arn:
         raise ConfigurationError(
             "vending.enabled needs vending.role-arn: this backend relays no catalog's credentials"
         )
     return CredentialVendor(
         settings, storage_options(properties), relay=relay,
-        vendable=getattr(backend, "vendable", None),
+        scope=scope,
     )
 
 
