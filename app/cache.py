@@ -235,8 +235,11 @@ class MetadataCache:
         self.stamper = stamper
         self._entries: dict[bytes, _Entry] = {}
 
-    def key(self, operation_id: str, fields: Mapping[str, Any]) -> bytes | None:
-        """The entry key of a request, or None when its answer is not cached."""
+    def key(self, operation_id: str, fields: Mapping[str, Any],
+            grants: str = "") -> bytes | None:
+        """The entry key of a request, or None when its answer is not cached. `grants`, the
+        caller's grants as text: an answer given under grants since changed (a shallow
+        clone's source no longer readable) is not given again."""
         if operation_id not in CACHED_OPERATIONS or unwatched(operation_id, fields):
             return None
         context = fields.get("context")
@@ -244,7 +247,8 @@ class MetadataCache:
             fields = {**fields, "context": {
                 k: v for k, v in context.items() if k.lower() not in PER_REQUEST_CONTEXT
             }}
-        return orjson.dumps((operation_id, fields), option=orjson.OPT_SORT_KEYS, default=str)
+        return orjson.dumps((operation_id, fields, grants), option=orjson.OPT_SORT_KEYS,
+                            default=str)
 
     def lookup(self, key: bytes, operation_id: str) -> Any:
         """The cached answer, or MISS."""

@@ -17,7 +17,7 @@ from app.deadlines import Deadlines
 from app.dialect import SPEC, Dialect
 from app.spec import Operation
 from app.streamed_bodies import ArrowBodyStream
-from backends.core.access import Reader
+from backends.core.access import Grants
 from backends.core.operations import traits_of
 
 
@@ -68,16 +68,17 @@ class Dispatcher:
 
     async def call(
         self, operation: Operation, fields: dict[str, Any], data: Any,
-        dialect: Dialect = SPEC, reader: Reader | None = None,
+        dialect: Dialect = SPEC, grants: Grants | None = None,
     ) -> Any:
-        """The operation's answer, the backend's tables opened for a caller who may read what
-        `reader` says (None: a caller the server does not judge)."""
+        """The operation's answer, the backend's tables opened for a caller with `grants`
+        (None: a caller the server does not judge): a shallow clone reads its source only
+        for a caller who may read it, so a cached answer is one given under the same grants."""
         catalog = None if self._catalog_of is None else self._catalog_of(fields.get("id"))
         if catalog is None:
-            return await self._call(operation, fields, data, dialect, reader)
+            return await self._call(operation, fields, data, dialect, grants)
         ok = False
         try:
-            answer = await self._call(operation, fields, data, dialect, reader)
+            answer = await self._call(operation, fields, data, dialect, grants)
             ok = True
             return answer
         finally:
@@ -85,14 +86,16 @@ class Dispatcher:
 
     async def _call(
         self, operation: Operation, fields: dict[str, Any], data: Any, dialect: Dialect,
-        reader: Reader | None,
+        grants: Grants | None,
     ) -> Any:
-        key = None if self.cache is None else self.cache.key(operation.backend_id, fields)
+        key = None if self.cache is None else self.cache.key(
+            operation.backend_id, fields, "" if grants is None else str(grants))
         if key is not None:
             answer = self.cache.lookup(key, operation.backend_id)
             if answer is not MISS:
                 return answer
-        namespace = self.namespace if reader is None else self.namespace.reading_as(reader)
+        namespace = (self.namespace if grants is None
+                     else self.namespace.reading_as(grants.reader()))
         method, arguments = self._bind(namespace, operation, fields, data, dialect)
         if key is not None:
             pending_read = self.cache.begin(key, operation.backend_id, fields)

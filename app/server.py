@@ -158,9 +158,8 @@ class OperationEndpoint:
             grants = self._check_access(fields, request.scope)
             if self.service.auth_on:
                 fields["identity"] = request.scope.get(IDENTITY_KEY)
-            reader = None if grants is None else grants.reader()
             response = without_credentials(await self.service.dispatcher.call(
-                self.operation, fields, data, dialect, reader))
+                self.operation, fields, data, dialect, grants))
             response = await self._with_vended(fields, request.scope, response, grants)
             answer = self.answer(self.operation, response, dialect)
             if self.maintained is not None:

@@ -7,6 +7,7 @@ Clones the server made read their sources, as they must."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -288,3 +289,38 @@ def test_a_clone_whose_record_cannot_be_written_is_undone(
     with pytest.raises(TableNotFoundError):
         namespace.describe_table(DescribeTableRequest(id=["hr", "copy"]))
     assert not list((tmp_path / "root").glob("*hr$copy*"))  # its directory went too
+
+
+def test_a_clones_cached_answer_is_not_given_after_the_source_grant_is_revoked(
+    tmp_path: Path,
+) -> None:
+    """The metadata cache keys answers by the caller's grants too: once `cloner` may no
+    longer read `hr`, the clone of `hr$secret` it made (and read, so its answers are cached)
+    is refused it, although the table did not change."""
+    tokens, grants = tmp_path / "tokens", tmp_path / "access.yaml"
+    tokens.write_text("".join(f"{name} {token}\n" for name, token in TOKENS.items()))
+    grants.write_text("access:\n  admin: admin\n  cloner: write@sales, read@hr\n"
+                      "access_default: none\n")
+    with running_server("dir", {"root": str(tmp_path / "root")}, auth_mode="token",
+                        auth_tokens_file=str(tokens), access_file=str(grants),
+                        auth_reload_interval=0.2) as url:
+        for namespace in ("sales", "hr"):
+            post(url, f"namespace/{namespace}/create", "admin", {}).raise_for_status()
+        post(url, "table/hr$secret/create", "admin", rows(*SECRET)).raise_for_status()
+        cloned = post(url, "table/sales$c/clone", "cloner",
+                      {"source_location": location(url, "hr$secret")})
+        assert cloned.status_code == 200, cloned.text
+        reads = {"count_rows": {}, "describe": {"load_detailed_metadata": True}}
+        for _ in range(2):  # the second answer is the cache's
+            assert [post(url, f"table/sales$c/{path}", "cloner", body).status_code
+                    for path, body in reads.items()] == [200, 200]
+
+        grants.write_text("access:\n  admin: admin\n  cloner: write@sales\n"
+                          "access_default: none\n")
+        deadline = time.monotonic() + 10
+        while post(url, "table/hr$secret/describe", "cloner", {}).status_code != 403:
+            assert time.monotonic() < deadline, "the new grants were not read"
+        answers = {path: post(url, f"table/sales$c/{path}", "cloner", body)
+                   for path, body in reads.items()}
+    assert {path: (answer.status_code, answer.json()["code"]) for path, answer in
+            answers.items()} == dict.fromkeys(reads, (403, 15)), answers
