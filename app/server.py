@@ -9,9 +9,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 from fastapi import FastAPI
-from lance_namespace import LanceNamespace, UnsupportedOperationError
+from lance_namespace import InvalidInputError, LanceNamespace, UnsupportedOperationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -123,12 +124,16 @@ class OperationEndpoint:
 
     def refused_before_reading(self, scope: Scope, status: int, code: int) -> None:
         """A call refused before its request was read (no valid credential): the audit line
-        of a changing one, naming the id its route's path gives (none by POST /<Operation>,
-        whose body is not read for a caller not known)."""
+        of a changing one, naming the id its route's path or query string gives (none by
+        POST /<Operation> with a JSON body, which is not read for a caller not known)."""
         if not self.audited:
             return
-        raw = scope.get("path_params", {}).get("id")
-        fields = {"id": parse_path_identifier(raw, ID_DELIMITER)} if isinstance(raw, str) else {}
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        raw = scope.get("path_params", {}).get("id") or next(iter(query.get("id", [])), None)
+        delimiter = next(iter(query.get("delimiter", [])), None) or ID_DELIMITER
+        fields = {}
+        with contextlib.suppress(InvalidInputError):
+            fields = {"id": parse_path_identifier(raw, delimiter)} if raw else {}
         self.service.audit.call(scope, self.operation.operation_id, fields, status, code)
 
     async def asgi(self, scope: Scope, receive: Receive, send: Send) -> None:

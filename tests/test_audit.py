@@ -69,14 +69,16 @@ def test_a_change_refused_for_its_credential_leaves_its_line(
     audited, by_id: bool, token: str,
 ) -> None:
     """401 comes before the request is read: the line names no identity, and the id only
-    where the route's path holds it (a body is not read for a caller not known)."""
+    where the route's path or query string holds it (POST /<Operation> of an operation
+    carrying Arrow data); a body is not read for a caller not known."""
     url, audit = audited
     for operation in CHANGES:
         before = len(audit_lines(audit))
         answer = send_operation(url, operation, ["hr", "t"], token, by_id)
         assert answer.status_code == 401, (operation.operation_id, answer.text)
         (line,) = audit_lines(audit)[before:]
-        in_path = not by_id and operation.path is not None and "{id}" in operation.path
+        in_path = (operation.takes_data if by_id
+                   else operation.path is not None and "{id}" in operation.path)
         assert line["operation"] == operation.operation_id
         assert (line["identity"], line["outcome"], line["status"], line["code"]) == (
             None, "refused", 401, 16)
