@@ -117,7 +117,6 @@ from backends.tables.datasets import (
     has_data,
     latest_dataset,
     open_dataset,
-    remove_data,
 )
 from backends.tables.lifecycle import caller
 from backends.unsupported import NO_JOBS, UnsupportedOperations
@@ -213,7 +212,8 @@ class MetadataNamespace(CloneTables, SessionTables, UnsupportedOperations, Serve
         """The table's dataset at `version` of the request's branch: one open per request."""
         return open_dataset(self.locate(request), version, branch=getattr(request, "branch", None))
 
-    def _exists(self, request: Any) -> bool:
+    def table_found(self, request: Any) -> bool:
+        """Whether TableExists finds the table of `request` (as its caller)."""
         try:
             self.table_exists(TableExistsRequest(id=request.id, **caller(request)))
         except TableNotFoundError:
@@ -240,15 +240,12 @@ class MetadataNamespace(CloneTables, SessionTables, UnsupportedOperations, Serve
     def create_table(self, request: CreateTableRequest, request_data: bytes) -> CreateTableResponse:
         mode = parse_mode(request.mode, CreateMode, CreateMode.CREATE)
         rows = read_arrow_stream(request_data)
-        existing = self.locate(request) if self._exists(request) else None
+        existing = self.locate(request) if self.table_found(request) else None
         created = lifecycle.create_table(self, request, rows, mode, existing)
         return self._rows_written(request, created)
 
     def drop_table(self, request: DropTableRequest) -> DropTableResponse:
-        table = self.locate(request)
-        self.deregister_entry(DeregisterTableRequest(id=request.id, **caller(request)))
-        remove_data(table)
-        return DropTableResponse(id=request.id, location=table.location)
+        return lifecycle.drop_table(self, request)
 
     def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
         table = self.locate(request)

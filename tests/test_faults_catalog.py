@@ -326,3 +326,58 @@ def test_a_namespace_manifest_left_naming_a_deleted_file_is_repaired(
     for index in acknowledged:
         counted = httpx.post(f"{url}/v1/table/t{index}/count_rows", json={}, timeout=60)
         assert counted.json() == 2, counted.text
+
+
+def test_drop_table_under_storage_faults_is_200_or_503_and_finishes(
+    s3_behind_proxy: tuple[str, FaultProxy],
+) -> None:
+    """DropTable while the catalog's manifest cannot be read is 503 / code 17 (not 500), the
+    table kept; while the data's deletes fail twice in three (refused, or applied with their
+    answer lost) it is 200, or 503 while the table is still found by its data, and finishes
+    when asked again: every dropped name is then created anew, nothing of the old table
+    left in its way (before: 200 with the data left, and CreateTable refused with 409)."""
+    url, proxy = s3_behind_proxy
+    names = ["t0", "t1", "t2", "ns$u0", "ns$u1"]
+    httpx.post(f"{url}/v1/namespace/ns/create", json={}, timeout=60).raise_for_status()
+    for name in names:
+        created = httpx.post(f"{url}/v1/table/{name}/create", headers=ARROW, timeout=60,
+                             content=arrow_stream(sample_table(4)))
+        assert created.status_code == 200, created.text
+
+    proxy.faults = lambda method, path, action: Fault.REFUSE if "__manifest" in path else None
+    answer = httpx.post(f"{url}/v1/table/t0/drop", json={}, timeout=60)
+    proxy.faults = lambda method, path, action: None
+    assert (answer.status_code, answer.json()["code"]) == (503, 17), answer.text
+    assert httpx.post(f"{url}/v1/table/t0/count_rows", json={}, timeout=60).json() == 4
+
+    deletes = itertools.count()
+    for fault in (Fault.REFUSE, Fault.DROP_ANSWER):
+        proxy.faults = lambda method, path, action, fault=fault: (
+            fault if _is_delete(method, path) and next(deletes) % 3 != 2 else None)
+        answers = {name: _dropped(url, name) for name in names}
+        proxy.faults = lambda method, path, action: None
+        assert all(codes[-1] == (200, None) and set(codes[:-1]) <= {(503, 17)}
+                   for codes in answers.values()), answers
+        for name in names:
+            again = httpx.post(f"{url}/v1/table/{name}/create", headers=ARROW, timeout=60,
+                               content=arrow_stream(sample_table(2)))
+            assert again.status_code == 200, (name, again.text)
+            count = httpx.post(f"{url}/v1/table/{name}/count_rows", json={}, timeout=60)
+            assert count.json() == 2, (name, count.text)
+
+
+def _is_delete(method: str, path: str) -> bool:
+    """An S3 DeleteObject, or a DeleteObjects batch (`POST /bucket?delete`)."""
+    return method == "DELETE" or (method == "POST" and "?delete" in path)
+
+
+def _dropped(url: str, name: str) -> list[tuple[int, int | None]]:
+    """DropTable of `name`, asked again after each 503 (at most 8 times): each answer's
+    status and code."""
+    codes = []
+    for _ in range(8):
+        answer = httpx.post(f"{url}/v1/table/{name}/drop", json={}, timeout=60)
+        codes.append((answer.status_code, answer.json().get("code")))
+        if answer.status_code != 503:
+            break
+    return codes

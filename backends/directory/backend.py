@@ -228,7 +228,7 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
         self._require_namespace(list(request.id or [])[:-1], request)
         if not stream_has_rows(request_data):
             return MetadataNamespace.create_table(self, request, request_data)
-        if mode is not CreateMode.CREATE and self._exists(request):  # natively written over
+        if mode is not CreateMode.CREATE and self.table_found(request):  # natively written over
             check_no_links(list(request.id or []), self.locate(request).location)
         native = request.model_copy(update={"mode": _NATIVE_CREATE_MODES[mode]})
         create = functools.partial(self._delegated, "create_table", native, request_data)
@@ -253,7 +253,7 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
         location = relative_to_root(self._root, request.location)
         require_lance_table(in_root(self._root, location), self._storage_options)
         native = request.model_copy(update={"mode": None, "location": location})
-        if mode is RegisterMode.CREATE or not self._exists(request):
+        if mode is RegisterMode.CREATE or not self.table_found(request):
             registered = self._pylance.as_is("register_table", native)
         else:
             registered = self._overwrite_registration(request, native)
@@ -311,7 +311,7 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
             if (self._manifest.entry(list(request.id or [])) is not None
                     and not self._pylance.finds(request)):
                 return getattr(MetadataNamespace, name)(self, *arguments)
-            if not self._exists(request):
+            if not self.table_found(request):
                 raise
             table = joined_id(arguments[0].id)
             message = f"table {table} is declared but has no data yet"
@@ -355,7 +355,7 @@ class DirectoryBackend(DirectoryHooks, NativeOperations, MetadataNamespace):
         deregister: refused before anything is written, not half-renamed and rolled back."""
         require_storable_id(renamed_id(request))
         ids = self._manifest.tables()
-        if ids is not None and joined_id(request.id) not in ids and self._exists(request):
+        if ids is not None and joined_id(request.id) not in ids and self.table_found(request):
             raise UnsupportedOperationError(
                 f"table {joined_id(request.id)} is only a directory under the root, not in "
                 "the manifest: RegisterTable it under the new name instead"

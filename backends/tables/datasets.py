@@ -3,7 +3,8 @@ or branch (request bodies: `backends.tables.bodies`)."""
 
 from __future__ import annotations
 
-import contextlib
+import logging
+import time
 from dataclasses import dataclass, field, replace
 
 import lance
@@ -17,10 +18,15 @@ from lance_namespace import (
 
 from backends.core.access import Reader, every_table
 from backends.core.external import ExternalLocation
+from backends.core.messages import without_paths
 from backends.core.names import joined_id
 from backends.tables.errors import lance_errors, translate
 from backends.tables.latest import LatestVersions
 from backends.tables.reach import IdKey, check_no_links, check_reach
+
+logger = logging.getLogger("lance_adapter")
+# The pauses before a failed deletion of a table's data is tried again (seconds).
+_DELETE_PAUSES = (0.1, 0.5)
 
 
 @dataclass(frozen=True)
@@ -121,8 +127,20 @@ def _checkout_branch(dataset: LanceDataset, branch: str, version: int | None) ->
     return dataset.checkout_version((branch, version))
 
 
-def remove_data(table: TableLocation) -> None:
-    """The table's data deleted; never through a link out of it (code 13 before anything)."""
+def remove_data(table: TableLocation) -> bool:
+    """The table's data deleted; never through a link out of it (code 13 before anything).
+    A storage that fails is asked again (a delete whose answer was lost took effect, and
+    deleting again what is gone is no error); whether all of it is gone."""
     check_no_links(table.id, table.location)
-    with contextlib.suppress(ValueError, OSError):
-        LanceDataset.drop(table.location, storage_options=table.options, ignore_not_found=True)
+    for pause in (*_DELETE_PAUSES, None):
+        try:
+            LanceDataset.drop(table.location, storage_options=table.options,
+                              ignore_not_found=True)
+            return True
+        except (ValueError, OSError, RuntimeError) as error:
+            if pause is None:
+                logger.warning("the data of table %s was not all deleted: %s",
+                               joined_id(table.id), without_paths(str(error), [table.location]))
+                return False
+            time.sleep(pause)
+    return False

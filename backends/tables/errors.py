@@ -107,6 +107,9 @@ _EXPLAINED: tuple[tuple[tuple[str, ...], type[LanceNamespaceError], str], ...] =
     (("500 internal server error",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
     (("connection reset",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
     (("connection refused",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
+    # The directory catalog's check of its manifest's latest version, whose own message
+    # (a storage read that failed) it does not pass on; it comes before any change.
+    (("failed to check dataset staleness",), ServiceUnavailableError, _STORAGE_UNAVAILABLE),
     # The storage refused the server's own credentials (S3's 403 AccessDenied, object_store's
     # "lacked the necessary privileges"): code 15, for the operator to fix the server's policy.
     (("lacked the necessary privileges",), PermissionDeniedError, _STORAGE_REFUSED),

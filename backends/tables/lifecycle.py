@@ -4,6 +4,7 @@ walking every namespace. They call the backend's plain methods (`MetadataNamespa
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -17,6 +18,8 @@ from lance_namespace import (
     DeregisterTableRequest,
     DescribeTableRequest,
     DescribeTableResponse,
+    DropTableRequest,
+    DropTableResponse,
     InvalidInputError,
     InvalidTableStateError,
     ListNamespacesRequest,
@@ -24,7 +27,9 @@ from lance_namespace import (
     ListTablesResponse,
     RegisterTableRequest,
     RenameTableRequest,
+    ServiceUnavailableError,
     TableAlreadyExistsError,
+    TableNotFoundError,
     UnsupportedOperationError,
 )
 
@@ -111,6 +116,21 @@ def _created(table: TableLocation, version: int) -> CreateTableResponse:
         storage_options=table.storage_options or None,
         properties=table.properties or None,
     )
+
+
+def drop_table(namespace: MetadataNamespace, request: DropTableRequest) -> DropTableResponse:
+    """The entry, then the data. A table found by its data alone (a `dir` root table whose
+    earlier drop was cut off) has no entry left: its data goes. Data the storage would not
+    let go is answered 503 only while the table is still found by it (a retry finishes the
+    drop); otherwise the drop took effect, and what is left is logged."""
+    table = namespace.locate(request)
+    with contextlib.suppress(TableNotFoundError):
+        namespace.deregister_entry(DeregisterTableRequest(id=request.id, **caller(request)))
+    if not remove_data(table) and namespace.table_found(request):
+        raise ServiceUnavailableError(
+            "the storage failed while the table's data was being deleted, and the table is "
+            "still found by it: DropTable again")
+    return DropTableResponse(id=request.id, location=table.location)
 
 
 def undeclare(namespace: MetadataNamespace, request: Any, table: TableLocation | None) -> None:
