@@ -9,10 +9,13 @@ names a file that is gone, so every later operation of the namespace fails to re
 good. (A Lance bug: after a refused retry it should read the version back; reported upstream
 with the reproduction in `tests/test_faults_catalog.py`.)
 
-The server repairs what it finds so: the latest version is replaced by a restore of the newest
-earlier one whose data all reads. The change lost is the one whose commit Lance answered as
-failed, so rolling it back loses nothing acknowledged. The call that found the damage is
-answered 503 / code 17 (retry), and the repair is logged. A CreateTable of a root table whose
+The server repairs what it finds so: the latest version is replaced by a restore of the one
+before it, when that one reads whole. The change lost is the one whose commit Lance answered
+as failed, so rolling it back loses nothing acknowledged. When the one before does not read
+either, restoring an older one would undo acknowledged changes: the manifest is rebuilt from
+its newest version that reads and what the tables record
+(`backends.directory.manifest_rebuild`). The call that found the damage is answered 503 /
+code 17 (retry), and the repair is logged. A CreateTable of a root table whose
 commit was so rolled back has its directory removed too (`creating_root_table`): natively a
 root table is whatever `<root>/<name>.lance` holds, so the retry would otherwise find it there.
 """
@@ -29,13 +32,12 @@ from lance_namespace import ServiceUnavailableError
 
 from backends.core.filesystems import table_filesystem
 from backends.core.locations import join_location, storage_root
+from backends.directory.manifest_rebuild import rebuild
 from backends.layouts import TABLE_SUFFIX
 
 logger = logging.getLogger("lance_adapter")
 
 MANIFEST = "__manifest"
-# How many versions back a repair looks for one that reads; a lost answer damages one.
-_LOOKBACK = 16
 Created = TypeVar("Created")
 
 
@@ -56,6 +58,8 @@ def repaired(root: str, options: Mapping[str, str] | None) -> ServiceUnavailable
     uri = f"{root.rstrip('/')}/{MANIFEST}"
     try:
         restored = _restore_newest_whole(uri, dict(options or {}) or None)
+    except _NothingWhole:
+        return _rebuilt(uri, root, options)
     except (OSError, RuntimeError, ValueError) as error:
         logger.error("the namespace manifest %s is damaged and could not be repaired: %s",
                      MANIFEST, error)
@@ -72,20 +76,44 @@ def repaired(root: str, options: Mapping[str, str] | None) -> ServiceUnavailable
 
 
 def _restore_newest_whole(uri: str, options: dict[str, str] | None) -> tuple[int, int] | None:
-    """Restore the newest version of the manifest at `uri` that reads whole; the damaged
-    latest version and the version restored, or None when the latest reads (another worker
-    repaired it already, or the damage was elsewhere)."""
+    """Restore the version of the manifest at `uri` before its latest when that one reads
+    whole; the damaged latest version and the version restored, or None when the latest
+    reads (another worker repaired it already, or the damage was elsewhere). Restoring an
+    older one would undo acknowledged changes: when the one before does not read either,
+    the manifest is rebuilt (`_NothingWhole`)."""
     dataset = lance.dataset(uri, storage_options=options)
     latest = dataset.version
-    for version in range(latest, max(0, latest - _LOOKBACK), -1):
-        candidate = _whole(dataset, version)
-        if candidate is None:
-            continue
-        if version == latest:
-            return None
-        candidate.restore()
-        return latest, version
-    raise RuntimeError(f"none of the last {_LOOKBACK} versions reads whole")
+    if _whole(dataset, latest) is not None:
+        return None
+    before = _whole(dataset, latest - 1) if latest > 1 else None
+    if before is None:
+        raise _NothingWhole(f"neither version {latest} nor the one before reads whole")
+    before.restore()
+    return latest, latest - 1
+
+
+class _NothingWhole(RuntimeError):
+    """No recent version of the manifest reads whole: it is rebuilt instead."""
+
+
+def _rebuilt(uri: str, root: str, options: Mapping[str, str] | None) -> ServiceUnavailableError:
+    """Rebuild the manifest at `uri` (`backends.directory.manifest_rebuild`); the error to
+    answer the call that found the damage with."""
+    try:
+        done = rebuild(uri, root, options)
+    except (OSError, RuntimeError, ValueError) as error:
+        logger.error("the namespace manifest %s is damaged and could not be rebuilt: %s",
+                     MANIFEST, error)
+        return ServiceUnavailableError(
+            "the namespace's catalog could not be read, nor rebuilt; retry later")
+    logger.warning(
+        "the namespace manifest had no recent version that reads whole; rebuilt it from "
+        "version %d and the tables under the root: %d tables (%d of the base no longer "
+        "there), %d namespaces", done.base_version, done.tables, done.dropped,
+        done.namespaces)
+    return ServiceUnavailableError(
+        "the namespace's catalog could not be read and was rebuilt from the tables' own "
+        "records: retry")
 
 
 def _whole(dataset: lance.LanceDataset, version: int) -> lance.LanceDataset | None:
