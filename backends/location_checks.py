@@ -18,6 +18,7 @@ from lance_namespace import (
     DropTableResponse,
     InvalidInputError,
     InvalidTableStateError,
+    ServiceUnavailableError,
 )
 
 from backends.containment import Containment
@@ -25,6 +26,7 @@ from backends.core.lance_tables import open_lance_table
 from backends.core.locations import StorageLocation
 from backends.core.names import joined_id
 from backends.ownership import table_gone
+from backends.tables.datasets import TableLocation, remove_data
 from backends.tables.lifecycle import renamed_id
 from backends.tables.reach import check_adopted, check_no_links
 
@@ -199,7 +201,8 @@ def _claim_after(
 
 def _refuse_data_at_home(containment: Containment, table_id: list[str], request: Any) -> None:
     """A new table never takes over a Lance table already at its own path (a deregistered or
-    renamed table's data): that data is adopted only by RegisterTable."""
+    renamed table's data): that data is adopted only by RegisterTable. Data a drop of the
+    same id could not delete (its record says so) is deleted first."""
     home = containment.home(table_id)
     if home is None:
         return
@@ -208,10 +211,24 @@ def _refuse_data_at_home(containment: Containment, table_id: list[str], request:
         containment.namespace, table_id, request
     ):
         return  # a table already in the catalog: the backend answers that it exists
+    if containment.records.left_by_drop(table_id, home.uri):
+        _remove_left_data(table_id, home, options)  # what a drop of this id could not delete
+        return
     raise InvalidInputError(
         f"a Lance table not registered as {joined_id(table_id)} lies at its own path; "
         "RegisterTable adopts it, or drop the table that keeps its data there"
     )
+
+
+def _remove_left_data(table_id: list[str], home: StorageLocation,
+                      options: dict[str, str]) -> None:
+    """Delete what a drop of `table_id` could not, before a table of that id is created
+    there; 503 / code 17 while the storage keeps it (nothing created)."""
+    if not remove_data(TableLocation(id=list(table_id), location=home.uri,
+                                     storage_options=options)):
+        raise ServiceUnavailableError(
+            "the data a dropped table of this id left at its path could not be deleted yet "
+            "(the storage failed); retry")
 
 
 def _drop(containment: Containment, drop: Callable[..., Any], request: Any) -> Any:

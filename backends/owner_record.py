@@ -27,6 +27,7 @@ _SCHEMA = pa.schema([
     pa.field("sources", pa.list_(pa.string())),
     pa.field("catalog", pa.string()),
     pa.field("extra_base", pa.bool_()),
+    pa.field("dropped", pa.bool_()),
 ])
 
 
@@ -48,6 +49,8 @@ class Record:
     # An extra base of the owner's data (a multi-base table), in an external location
     # (`backends.tables.reach`); the owner's own location is elsewhere.
     extra_base: bool = False
+    # The owner was dropped and the storage kept (some of) its data: left for deletion.
+    dropped: bool = False
 
 
 def _record_path(location: str) -> str:
@@ -77,7 +80,7 @@ def read_record(location: str, options: Mapping[str, str] | None) -> Record | No
     return Record(list(row["owner_id"]), bool(row.get("placed")), bool(row.get("cloned")),
                   bool(row.get("borrows")), list(row.get("renamed_from") or []) or None,
                   list(row.get("sources") or []) or None, row.get("catalog"),
-                  bool(row.get("extra_base")))
+                  bool(row.get("extra_base")), bool(row.get("dropped")))
 
 
 def write_record(location: str, options: Mapping[str, str] | None, record: Record) -> None:
@@ -90,6 +93,7 @@ def write_record(location: str, options: Mapping[str, str] | None, record: Recor
             {"owner_id": [list(record.owner)], "placed": [record.placed],
              "cloned": [record.cloned], "borrows": [record.borrows],
              "renamed_from": [record.renamed_from], "sources": [record.sources],
-             "catalog": [record.catalog], "extra_base": [record.extra_base]},
+             "catalog": [record.catalog], "extra_base": [record.extra_base],
+             "dropped": [record.dropped]},
             schema=_SCHEMA))
         writer.close()

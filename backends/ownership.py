@@ -271,6 +271,11 @@ class OwnershipRecords:
         relative = resolve_stored(location, self.root).relative_to(self.root) or ()
         return self.layout.in_own_path(relative, table_id)
 
+    def left_by_drop(self, table_id: list[str], location: str) -> bool:
+        """Whether the data at `location` is what a drop of `table_id` could not delete."""
+        record = read_record(location, self._options())
+        return record is not None and record.dropped and self._is(record, table_id)
+
     def may_vend(self, table_id: list[str], location: str) -> bool:
         """Whether keys for `location` may be vended for `table_id`: no record there names
         another table (data the server did not record is judged by its place alone)."""

@@ -381,3 +381,37 @@ def _dropped(url: str, name: str) -> list[tuple[int, int | None]]:
         if answer.status_code != 503:
             break
     return codes
+
+
+def test_data_a_drop_could_not_delete_is_deleted_before_the_id_is_created_again(
+    moto_endpoint: MotoEndpoint,
+) -> None:
+    """Glue on S3, every delete of S3 refused while `ns$t` is dropped: the entry goes, the
+    drop is answered 200 (it took effect) and the data it could not delete is marked as a
+    dropped table's; CreateTable of `ns$t` then deletes it first and creates the table, where
+    before it was refused (13, "a Lance table not registered ... lies at its own path")."""
+    moto_endpoint.reset()
+    moto_endpoint.client("s3").create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
+    with FaultProxy(moto_endpoint.url) as proxy:
+        storage = {**s3_storage(proxy.url), "client_max_retries": "1",
+                   "client_retry_timeout": "2"}
+        properties = glue_properties(
+            proxy.url, root=f"s3://{BUCKET}/warehouse",
+            **{f"storage.{key}": value for key, value in storage.items()})
+        with running_server("glue", properties, metadata_cache=False) as url:
+            httpx.post(f"{url}/v1/namespace/ns/create", json={}, timeout=60).raise_for_status()
+            created = httpx.post(f"{url}/v1/table/ns$t/create", headers=ARROW, timeout=60,
+                                 content=arrow_stream(sample_table(4)))
+            assert created.status_code == 200, created.text
+            proxy.faults = lambda method, path, action: (
+                Fault.REFUSE if _is_delete(method, path) else None)
+            dropped = httpx.post(f"{url}/v1/table/ns$t/drop", json={}, timeout=60)
+            proxy.faults = lambda method, path, action: None
+            assert dropped.status_code == 200, dropped.text
+            assert httpx.post(f"{url}/v1/table/ns$t/exists", json={},
+                              timeout=60).status_code == 404
+            again = httpx.post(f"{url}/v1/table/ns$t/create", headers=ARROW, timeout=60,
+                               content=arrow_stream(sample_table(2)))
+            assert again.status_code == 200, again.text
+            count = httpx.post(f"{url}/v1/table/ns$t/count_rows", json={}, timeout=60)
+            assert count.json() == 2, count.text

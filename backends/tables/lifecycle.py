@@ -8,6 +8,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -22,6 +23,7 @@ from lance_namespace import (
     DropTableResponse,
     InvalidInputError,
     InvalidTableStateError,
+    LanceNamespaceError,
     ListNamespacesRequest,
     ListTablesRequest,
     ListTablesResponse,
@@ -37,6 +39,7 @@ from backends.core.arrow_schema import arrow_schema_to_json
 from backends.core.modes import CreateMode
 from backends.core.names import ID_DELIMITER, joined_id
 from backends.core.paging import paginate
+from backends.owner_record import read_record, write_record
 from backends.tables.datasets import (
     TableLocation,
     checkout,
@@ -126,11 +129,25 @@ def drop_table(namespace: MetadataNamespace, request: DropTableRequest) -> DropT
     table = namespace.locate(request)
     with contextlib.suppress(TableNotFoundError):
         namespace.deregister_entry(DeregisterTableRequest(id=request.id, **caller(request)))
-    if not remove_data(table) and namespace.table_found(request):
-        raise ServiceUnavailableError(
-            "the storage failed while the table's data was being deleted, and the table is "
-            "still found by it: DropTable again")
+    if not remove_data(table):
+        if namespace.table_found(request):
+            raise ServiceUnavailableError(
+                "the storage failed while the table's data was being deleted, and the table "
+                "is still found by it: DropTable again")
+        _mark_dropped(table)
     return DropTableResponse(id=request.id, location=table.location)
+
+
+def _mark_dropped(table: TableLocation) -> None:
+    """Mark the record of the data a drop could not delete as left by a dropped table, so a
+    table created under its id deletes it first (`backends.location_checks`)."""
+    try:
+        record = read_record(table.location, table.options)
+        if record is not None and table.key(record.owner) == table.key(table.id):
+            write_record(table.location, table.options, replace(record, dropped=True))
+    except LanceNamespaceError:
+        logger.warning("the data table %s left could not be marked as a dropped table's",
+                       joined_id(table.id))
 
 
 def undeclare(namespace: MetadataNamespace, request: Any, table: TableLocation | None) -> None:
