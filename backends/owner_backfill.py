@@ -99,10 +99,12 @@ def _record(containment: Containment, place: StorageLocation,
         inside = f"lies inside the recorded data of {ID_DELIMITER.join(around[0].owner)}"
         return [Backfilled(names[0], "inside another", inside)]
     try:
-        claimant = claim_location(place.uri, _options(containment), owners[0])
-        if claimant is not None and claimant != owners[0]:
+        claimant = claim_location(place.uri, _options(containment), owners[0],
+                                  containment.records.catalog)
+        if claimant is not None and (claimant.owner != owners[0]
+                                     or claimant.catalog != containment.records.catalog):
             return [Backfilled(names[0], "shared",
-                               f"being registered by {ID_DELIMITER.join(claimant)}")]
+                               f"being registered by {ID_DELIMITER.join(claimant.owner)}")]
         write_record(place.uri, _options(containment), Record(owners[0], placed=False,
                                                                 catalog=containment.records.catalog))
     except (LanceNamespaceError, OSError) as error:

@@ -139,14 +139,14 @@ class OwnershipRecords:
         self.refuse_holding(table_id, place, request)
         if self.refuse_taken(table_id, place, request, base):
             return False
-        winner = claim_location(place.uri, self._options(), table_id)
+        winner = claim_location(place.uri, self._options(), table_id, self.catalog)
         if winner is None:
             self._recheck_nested(table_id, place, request, base)
             return True
-        if self._same(winner, table_id) or self.refuse_taken(table_id, place, request, base):
+        if self._is(winner, table_id) or self.refuse_taken(table_id, place, request, base):
             return False
         raise InvalidInputError(
-            f"the location is being registered by table {joined_id(winner)} (or a "
+            f"the location is being registered by table {joined_id(winner.owner)} (or a "
             f"registration of it was cut off: remove {CLAIM_DATASET} there); a location "
             "belongs to one table")
 
@@ -172,11 +172,11 @@ class OwnershipRecords:
         for depth in range(len(relative) - 1, 0, -1):
             here = base.child(*relative[:depth])
             claimant = claimant_of(here.child(CLAIM_DATASET).uri, storage)
-            if (claimant and not self._same(claimant, table_id)
+            if (claimant and not self._is(claimant, table_id)
                     and read_record(here.uri, self._options()) is None):
                 raise InvalidInputError(
                     f"the location lies inside one being registered by table "
-                    f"{joined_id(claimant)} (or a registration of it was cut off: remove "
+                    f"{joined_id(claimant.owner)} (or a registration of it was cut off: remove "
                     f"{CLAIM_DATASET} there); a location belongs to one table")
 
     def refuse_holding(self, table_id: list[str], place: StorageLocation, request: Any) -> None:

@@ -17,19 +17,24 @@ from lance import dataset as open_dataset
 from lance_namespace import ServiceUnavailableError
 
 from backends.core.locations import StorageLocation, resolve_stored
+from backends.owner_record import Record
 
 CLAIM_DATASET = "_lance_adapter_owner.claim"
 _CLAIM_SCHEMA = pa.schema([pa.field("owner_id", pa.list_(pa.string()), nullable=False)])
 
 
-def claim_location(location: str, options: Mapping[str, str] | None,
-           owner: list[str]) -> list[str] | None:
-    """Commit `owner` as the first claimant of `location`: None when it won, else the
-    claimant that did. The claim is a manifest alone (the owner in its schema's metadata),
-    so a claim that loses writes nothing. A storage that does not answer is code 17."""
+def claim_location(location: str, options: Mapping[str, str] | None, owner: list[str],
+                   catalog: str | None = None) -> Record | None:
+    """Commit `owner` (of `catalog`, on a server of several) as the first claimant of
+    `location`: None when it won, else the claimant that did, as a record. The claim is a
+    manifest alone (the owner in its schema's metadata), so a claim that loses writes
+    nothing. A storage that does not answer is code 17."""
     uri = resolve_stored(location).child(CLAIM_DATASET).uri
     storage = dict(options or {}) or None
-    schema = _CLAIM_SCHEMA.with_metadata({"owner_id": json.dumps(list(owner))})
+    metadata = {"owner_id": json.dumps(list(owner))}
+    if catalog:
+        metadata["catalog"] = catalog
+    schema = _CLAIM_SCHEMA.with_metadata(metadata)
     for _attempt in range(3):  # a claim read while another is being committed is retried
         try:
             # No retries: a claim that lost the race to commit the first version must fail.
@@ -44,15 +49,19 @@ def claim_location(location: str, options: Mapping[str, str] | None,
     raise ServiceUnavailableError("the storage did not answer for the location's claim; retry")
 
 
-def claimant_of(uri: str, storage: dict[str, str] | None) -> list[str] | None:
-    """The table id the claim dataset at `uri` names; None where there is none (or it
-    cannot be read yet)."""
+def claimant_of(uri: str, storage: dict[str, str] | None) -> Record | None:
+    """The table the claim dataset at `uri` names, as a record (its owner and catalog); None
+    where there is none (or it cannot be read yet)."""
     try:
         metadata = open_dataset(uri, storage_options=storage).schema.metadata or {}
         first = json.loads(metadata[b"owner_id"])
     except (ValueError, OSError, RuntimeError, KeyError):
         return None
-    return [str(part) for part in first] if isinstance(first, list) and first else None
+    if not isinstance(first, list) or not first:
+        return None
+    catalog = metadata.get(b"catalog")
+    return Record([str(part) for part in first], placed=False,
+                  catalog=catalog.decode() if catalog else None)
 
 
 def release_claim_at(place: StorageLocation, options: Mapping[str, str] | None,

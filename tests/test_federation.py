@@ -36,6 +36,7 @@ from app.config import load_settings, served_backend
 from app.maintenance import maintains
 from backends.core.settings import ConfigurationError
 from backends.maintenance import MaintenancePolicy, maintain_all
+from backends.ownership_claims import claim_location
 from tests.support.adapter import metric, running_server
 from tests.support.cli import start_adapter
 from tests.support.doc_blocks import blocks_run_by
@@ -229,7 +230,8 @@ def test_catalogs_whose_roots_nest_are_refused_at_start(tmp_path: Path) -> None:
 def test_nested_catalogs_never_take_each_others_data(tmp_path: Path) -> None:
     """`a`'s root inside `b`'s (allowed by the switch): a table of `b` with the id of `a`'s
     table cannot register `a`'s data (the record names the catalog), so its DropTable cannot
-    delete it; before records named catalogs, both could."""
+    delete it; before records named catalogs, both could. Nor can it take a location `a` is
+    registering under the same id (the claim names the catalog too)."""
     root = tmp_path / "lake"
     catalogs = {"a": {"impl": "dir", "root": str(root / "inner")},
                 "b": {"impl": "dir", "root": str(root)}}
@@ -246,6 +248,13 @@ def test_nested_catalogs_never_take_each_others_data(tmp_path: Path) -> None:
     with pytest.raises(lance_namespace.TableNotFoundError):
         second.drop_table(DropTableRequest(id=["ns", "t"]))
     assert lance.dataset(location).count_rows() == 3
+
+
+    claimed = str(root / "inner" / "ns" / "claimed")  # `a`'s registration under way
+    lance.write_dataset(sample_table(2), claimed)
+    assert claim_location(claimed, None, ["ns", "c"], "a") is None
+    with pytest.raises(lance_namespace.InvalidInputError, match="being registered by table"):
+        second.register_table(RegisterTableRequest(id=["ns", "c"], location=claimed))
 
 
 def test_each_external_location_belongs_to_one_catalog(tmp_path: Path) -> None:
