@@ -22,6 +22,7 @@ from lance_namespace import (
 )
 
 from backends.containment import Containment
+from backends.core.external import admitting
 from backends.core.lance_tables import open_lance_table
 from backends.core.locations import StorageLocation
 from backends.core.names import joined_id
@@ -82,9 +83,9 @@ def _claim_bases(containment: Containment, table_id: list[str], place: StorageLo
     bases = check_adopted(table_id, place.uri, containment.namespace.root_storage_options(),
                           containment.external)
     for base in bases:
-        prefix = next(place.prefix for place in containment.external
-                      if place.admits(table_id) and place.holds(base))  # as admitted
-        containment.records.claim_base(table_id, base, request, prefix)
+        outside = admitting(containment.external, table_id, base)
+        assert outside is not None  # check_adopted admitted it there
+        containment.records.claim_base(table_id, base, request, outside.prefix)
 
 
 def _claimed(containment: Containment, table_id: list[str], place: StorageLocation,

@@ -32,6 +32,14 @@ class ExternalLocation:
         return f"{self.prefix.uri} (bound to {bound})"
 
 
+def admitting(external: Sequence[ExternalLocation], table_id: Sequence[str],
+              place: StorageLocation) -> ExternalLocation | None:
+    """The external location holding `place` that admits the table `table_id`, if any (where
+    a multi-base table's extra base may lie: `backends.tables.reach`)."""
+    return next((entry for entry in external
+                 if entry.admits(table_id) and entry.holds(place)), None)
+
+
 def parse_external_locations(
     mapping: Mapping[str, str], purge: bool = False
 ) -> tuple[ExternalLocation, ...]:

@@ -32,7 +32,7 @@ from lance import LanceDataset
 from lance_namespace import InvalidInputError, PermissionDeniedError
 
 from backends.core.access import Reader, every_table
-from backends.core.external import ExternalLocation
+from backends.core.external import ExternalLocation, admitting
 from backends.core.lance_tables import open_lance_table
 from backends.core.locations import StorageLocation, local_directory, resolve_stored
 from backends.core.names import joined_id
@@ -89,8 +89,8 @@ def check_adopted(table_id: list[str], location: str, options: Mapping[str, str]
     if dataset is None:
         return []
     foreign = outside_bases(location, _base_paths(dataset))
-    admitted = [base for base in foreign if base is not None
-                and any(place.admits(table_id) and place.holds(base) for place in external)]
+    admitted = [base for base in foreign
+                if base is not None and admitting(external, table_id, base) is not None]
     if len(admitted) != len(foreign):
         raise _outside(table_id)
     for base in admitted:
@@ -114,8 +114,7 @@ def _recorded_extra_base(table_id: list[str], base: StorageLocation | None,
                          options: Mapping[str, str] | None, key: IdKey) -> bool:
     """Whether `base` is an extra base of the table the operator allows: inside an external
     location admitting it, recorded there as the table's when it was registered, no link."""
-    if base is None or not any(
-            place.admits(table_id) and place.holds(base) for place in external):
+    if base is None or admitting(external, table_id, base) is None:
         return False
     directory = check_no_links(table_id, base.uri)
     record = (_local_record(directory / OWNER_FILE) if directory is not None
